@@ -1,0 +1,85 @@
+"""The `mcutrain` command: one subcommand per module in `mcutrain.commands`.
+
+Each command module defines `register(subparsers)` that adds its parser and
+sets `func`, so commands stay small and independent. Commands that are not
+built yet are still listed (so `--help` shows the whole tool) and exit with
+status 2 and "not implemented yet" instead of pretending.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+
+from mcutrain import __version__
+
+COMMANDS = ["demo", "datasets", "pretrain", "train", "plan", "export", "run", "bench", "report"]
+"""Every subcommand, in the order of the user's path (DESIGN section 9)."""
+
+
+class UserError(Exception):
+    """A problem with the user's input: printed as one clear message, exit status 1."""
+
+
+def _not_implemented(name: str):
+    def run(args: argparse.Namespace) -> int:
+        print(f"mcutrain {name}: not implemented yet", file=sys.stderr)
+        return 2
+    return run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mcutrain",
+        description="Train fully quantized neural networks on microcontrollers.",
+        epilog="Run 'mcutrain COMMAND --help' for a command's options and examples.")
+    parser.add_argument("--version", action="version", version=f"mcutrain {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"mcutrain.commands.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"mcutrain.commands.{name}":
+                raise
+            p = sub.add_parser(name, help="(not implemented yet)")
+            p.add_argument("rest", nargs=argparse.REMAINDER)
+            p.set_defaults(func=_not_implemented(name))
+            continue
+        module.register(sub)
+    return parser
+
+
+def print_json(obj) -> None:
+    """Machine-readable output for `--json`: one JSON document on stdout."""
+    json.dump(obj, sys.stdout, indent=2, sort_keys=False, default=_json_default)
+    sys.stdout.write("\n")
+
+
+def _json_default(o):
+    import numpy as np
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"not JSON serializable: {type(o).__name__}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    try:
+        return int(args.func(args) or 0)
+    except UserError as e:
+        print(f"mcutrain {args.command}: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

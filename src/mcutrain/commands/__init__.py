@@ -1,0 +1,1 @@
+"""One module per `mcutrain` subcommand; each defines `register(subparsers)`."""

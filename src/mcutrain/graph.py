@@ -1,0 +1,443 @@
+"""The model IR: a list of nodes in topological order, shapes inferred once.
+
+Every later stage (engines, methods, planner, code generator) reads this one
+structure, so it is deliberately plain: a node names its op, the tensors it
+reads, the tensor it writes (always the node's own name), its attributes and
+its parameters. Activations are NHWC and weights OHWI (the CMSIS-NN / TFLite
+Micro convention), so the C runtime never transposes. Shapes are per sample;
+the batch dimension is implicit everywhere.
+
+Example:
+    >>> g = Graph((8, 8, 1), [
+    ...     conv2d("conv", "input", 4, 3, padding=1, act="relu", in_channels=1),
+    ...     flatten("flat", "conv"),
+    ...     linear("fc", "flat", 10, in_features=256)])
+    >>> g.shape("fc")
+    (10,)
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+INPUT = "input"
+
+
+class Op(str, enum.Enum):
+    """The op vocabulary. Passes ask the property sets below, not lists of names."""
+
+    CONV2D = "conv2d"
+    LINEAR = "linear"
+    RELU = "relu"
+    RELU6 = "relu6"
+    MAXPOOL = "maxpool"
+    AVGPOOL = "avgpool"
+    GLOBAL_AVGPOOL = "global_avgpool"
+    FLATTEN = "flatten"
+    ADD = "add"
+    BATCHNORM = "batchnorm"
+    SOFTMAX_CE = "softmax_cross_entropy"
+
+
+PARAMETRIC = frozenset({Op.CONV2D, Op.LINEAR})
+"""Ops with weights and biases: the trainable ones."""
+ACTIVATIONS = frozenset({Op.RELU, Op.RELU6})
+"""Elementwise clamps that fuse into the producer's requantization."""
+FUSES_ACTIVATION = frozenset({Op.CONV2D, Op.LINEAR, Op.ADD})
+"""Ops that carry an `act` attribute (none / relu / relu6)."""
+IMPORT_ONLY = frozenset({Op.BATCHNORM})
+"""Ops that exist only until `fold_batchnorm` removes them."""
+LOSS = frozenset({Op.SOFTMAX_CE})
+"""Ops a method appends at training time; a model graph ends at its logits."""
+
+ACT_NAMES = ("none", "relu", "relu6")
+
+
+class GraphError(ValueError):
+    """A graph that cannot be built or loaded; the message names the node."""
+
+
+@dataclass
+class Node:
+    """One op application. Its output tensor carries the node's name."""
+
+    name: str
+    op: Op
+    inputs: list[str]
+    attrs: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def output(self) -> str:
+        return self.name
+
+    @property
+    def act(self) -> str:
+        return self.attrs.get("act", "none")
+
+
+def _pair(v: int | tuple[int, int] | list[int]) -> tuple[int, int]:
+    if isinstance(v, (int, np.integer)):
+        return int(v), int(v)
+    a, b = v
+    return int(a), int(b)
+
+
+def _padding4(v: int | tuple | list) -> tuple[int, int, int, int]:
+    """(top, bottom, left, right) from an int, an (h, w) pair or a 4-tuple."""
+    if isinstance(v, (int, np.integer)):
+        return (int(v),) * 4
+    v = tuple(int(x) for x in v)
+    if len(v) == 2:
+        return v[0], v[0], v[1], v[1]
+    if len(v) == 4:
+        return v  # type: ignore[return-value]
+    raise GraphError(f"padding must be an int, (h, w) or (top, bottom, left, right), got {v}")
+
+
+# ---------------------------------------------------------------- constructors
+
+
+def conv2d(name: str, src: str, out_channels: int, kernel: int | tuple[int, int],
+           stride: int | tuple[int, int] = 1, padding: int | tuple = 0, groups: int = 1,
+           act: str = "none", in_channels: int | None = None,
+           weight: np.ndarray | None = None, bias: np.ndarray | None = None) -> Node:
+    """A 2-D convolution, NHWC in, OHWI weights of shape (O, kh, kw, I/groups).
+
+    Pass `in_channels` (or `weight`) so the weight can be allocated; values are
+    zeros until an initializer or a loaded file fills them.
+    """
+    kh, kw = _pair(kernel)
+    if weight is None:
+        if in_channels is None:
+            raise GraphError(f"node '{name}': conv2d needs in_channels or a weight")
+        if in_channels % groups:
+            raise GraphError(f"node '{name}': in_channels {in_channels} not divisible by groups {groups}")
+        weight = np.zeros((out_channels, kh, kw, in_channels // groups), np.float32)
+    if bias is None:
+        bias = np.zeros(out_channels, np.float32)
+    return Node(name, Op.CONV2D, [src],
+                {"out_channels": int(out_channels), "kernel": (kh, kw), "stride": _pair(stride),
+                 "padding": _padding4(padding), "groups": int(groups), "act": act},
+                {"weight": weight, "bias": bias})
+
+
+def linear(name: str, src: str, out_features: int, act: str = "none",
+           in_features: int | None = None, weight: np.ndarray | None = None,
+           bias: np.ndarray | None = None) -> Node:
+    """A fully connected layer on a flat (F,) input; weight (O, I)."""
+    if weight is None:
+        if in_features is None:
+            raise GraphError(f"node '{name}': linear needs in_features or a weight")
+        weight = np.zeros((out_features, in_features), np.float32)
+    if bias is None:
+        bias = np.zeros(out_features, np.float32)
+    return Node(name, Op.LINEAR, [src], {"out_features": int(out_features), "act": act},
+                {"weight": weight, "bias": bias})
+
+
+def relu(name: str, src: str) -> Node:
+    return Node(name, Op.RELU, [src])
+
+
+def relu6(name: str, src: str) -> Node:
+    return Node(name, Op.RELU6, [src])
+
+
+def maxpool(name: str, src: str, kernel: int | tuple[int, int], stride=None) -> Node:
+    k = _pair(kernel)
+    return Node(name, Op.MAXPOOL, [src], {"kernel": k, "stride": _pair(stride) if stride else k})
+
+
+def avgpool(name: str, src: str, kernel: int | tuple[int, int], stride=None) -> Node:
+    k = _pair(kernel)
+    return Node(name, Op.AVGPOOL, [src], {"kernel": k, "stride": _pair(stride) if stride else k})
+
+
+def global_avgpool(name: str, src: str) -> Node:
+    """Mean over H and W; output (1, 1, C), so a `flatten` after it is explicit."""
+    return Node(name, Op.GLOBAL_AVGPOOL, [src])
+
+
+def flatten(name: str, src: str) -> Node:
+    """(H, W, C) -> (H*W*C,) in NHWC order."""
+    return Node(name, Op.FLATTEN, [src])
+
+
+def add(name: str, a: str, b: str, act: str = "none") -> Node:
+    """Elementwise sum of two same-shaped tensors (residual connections)."""
+    return Node(name, Op.ADD, [a, b], {"act": act})
+
+
+def batchnorm(name: str, src: str, gamma, beta, mean, var, eps: float = 1e-5) -> Node:
+    """Import-time only: `fold_batchnorm` merges it into the conv/linear before it."""
+    f = lambda a: np.asarray(a, np.float32)
+    return Node(name, Op.BATCHNORM, [src], {"eps": float(eps)},
+                {"gamma": f(gamma), "beta": f(beta), "mean": f(mean), "var": f(var)})
+
+
+# ---------------------------------------------------------------- shape rules
+
+
+def _out_len(size: int, k: int, s: int, pad: int) -> int:
+    return (size + pad - k) // s + 1
+
+
+def _infer(node: Node, ins: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """Output shape of one node from its input shapes; GraphError on mismatch."""
+    op, a = node.op, node.attrs
+    where = f"node '{node.name}' ({op.value})"
+    n_in = 2 if op == Op.ADD else 1
+    if len(ins) != n_in:
+        raise GraphError(f"{where}: takes {n_in} input(s), got {len(ins)}")
+    x = ins[0]
+    if op in FUSES_ACTIVATION and a.get("act", "none") not in ACT_NAMES:
+        raise GraphError(f"{where}: act must be one of {ACT_NAMES}, got {a.get('act')!r}")
+    if op in (Op.CONV2D, Op.MAXPOOL, Op.AVGPOOL, Op.GLOBAL_AVGPOOL, Op.BATCHNORM) and len(x) != 3 \
+            and not (op == Op.BATCHNORM and len(x) == 1):
+        raise GraphError(f"{where}: needs an (H, W, C) input, got shape {x}")
+    if op == Op.CONV2D:
+        h, w, c = x
+        kh, kw = a["kernel"]
+        sh, sw = a["stride"]
+        pt, pb, pl, pr = a["padding"]
+        g, o = a["groups"], a["out_channels"]
+        wt = node.params["weight"]
+        if c % g or o % g:
+            raise GraphError(f"{where}: channels in {c} / out {o} not divisible by groups {g}")
+        if wt.shape != (o, kh, kw, c // g):
+            raise GraphError(f"{where}: weight shape {wt.shape} != expected OHWI {(o, kh, kw, c // g)} "
+                             f"for input {x}")
+        if node.params["bias"].shape != (o,):
+            raise GraphError(f"{where}: bias shape {node.params['bias'].shape} != ({o},)")
+        if min(sh, sw) < 1 or min(pt, pb, pl, pr) < 0:
+            raise GraphError(f"{where}: stride must be >= 1 and padding >= 0")
+        ho, wo = _out_len(h, kh, sh, pt + pb), _out_len(w, kw, sw, pl + pr)
+        if ho < 1 or wo < 1:
+            raise GraphError(f"{where}: kernel {kh}x{kw} does not fit input {h}x{w} with padding")
+        return ho, wo, o
+    if op == Op.LINEAR:
+        if len(x) != 1:
+            raise GraphError(f"{where}: needs a flat (F,) input, got shape {x}; insert a flatten")
+        o = a["out_features"]
+        if node.params["weight"].shape != (o, x[0]):
+            raise GraphError(f"{where}: weight shape {node.params['weight'].shape} != expected {(o, x[0])}")
+        if node.params["bias"].shape != (o,):
+            raise GraphError(f"{where}: bias shape {node.params['bias'].shape} != ({o},)")
+        return (o,)
+    if op in (Op.MAXPOOL, Op.AVGPOOL):
+        h, w, c = x
+        (kh, kw), (sh, sw) = a["kernel"], a["stride"]
+        ho, wo = _out_len(h, kh, sh, 0), _out_len(w, kw, sw, 0)
+        if ho < 1 or wo < 1:
+            raise GraphError(f"{where}: window {kh}x{kw} does not fit input {h}x{w}")
+        return ho, wo, c
+    if op == Op.GLOBAL_AVGPOOL:
+        return 1, 1, x[2]
+    if op == Op.FLATTEN:
+        return (int(np.prod(x)),)
+    if op == Op.ADD:
+        if ins[0] != ins[1]:
+            raise GraphError(f"{where}: input shapes differ: {ins[0]} vs {ins[1]}")
+        return x
+    if op in ACTIVATIONS:
+        return x
+    if op == Op.BATCHNORM:
+        c = x[-1]
+        for k in ("gamma", "beta", "mean", "var"):
+            if node.params[k].shape != (c,):
+                raise GraphError(f"{where}: {k} shape {node.params[k].shape} != ({c},)")
+        return x
+    if op in LOSS:
+        raise GraphError(f"{where}: a model graph ends at its logits; the loss is added by the method")
+    raise GraphError(f"{where}: unknown op")  # pragma: no cover - Op is closed
+
+
+# ---------------------------------------------------------------- the graph
+
+
+class Graph:
+    """Nodes in topological order over one input tensor named 'input'.
+
+    Construction validates everything (names, references, shapes, parameter
+    shapes) and infers every tensor's per-sample shape; a bad graph raises a
+    GraphError that names the node.
+    """
+
+    def __init__(self, input_shape: tuple[int, ...], nodes: list[Node], name: str = "model"):
+        self.input_shape = tuple(int(d) for d in input_shape)
+        self.nodes = list(nodes)
+        self.name = name
+        self.shapes: dict[str, tuple[int, ...]] = {}
+        self._validate()
+
+    def _validate(self) -> None:
+        if not self.nodes:
+            raise GraphError("graph has no nodes")
+        if not self.input_shape or min(self.input_shape) < 1:
+            raise GraphError(f"input shape {self.input_shape} must be non-empty and positive")
+        shapes = {INPUT: self.input_shape}
+        for node in self.nodes:
+            if not isinstance(node.op, Op):
+                try:
+                    node.op = Op(node.op)
+                except ValueError:
+                    raise GraphError(f"node '{node.name}': unknown op {node.op!r}; supported: "
+                                     f"{', '.join(o.value for o in Op)}") from None
+            if node.name in shapes:
+                raise GraphError(f"node '{node.name}': name used twice (or is the reserved 'input')")
+            for src in node.inputs:
+                if src not in shapes:
+                    raise GraphError(f"node '{node.name}': input '{src}' is not produced by an "
+                                     "earlier node (nodes must be in topological order)")
+            shapes[node.name] = _infer(node, [shapes[s] for s in node.inputs])
+        self.shapes = shapes
+
+    # -- lookups
+    @property
+    def output(self) -> str:
+        return self.nodes[-1].name
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        return self.shapes[self.output]
+
+    @property
+    def num_classes(self) -> int:
+        return int(np.prod(self.output_shape))
+
+    def shape(self, tensor: str) -> tuple[int, ...]:
+        return self.shapes[tensor]
+
+    def node(self, name: str) -> Node:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(f"no node named '{name}'; nodes: {', '.join(n.name for n in self.nodes)}")
+
+    def parametric(self) -> list[Node]:
+        """The nodes with weights, in order: what `last:N` counts."""
+        return [n for n in self.nodes if n.op in PARAMETRIC]
+
+    def consumers(self, tensor: str) -> list[Node]:
+        return [n for n in self.nodes if tensor in n.inputs]
+
+    # -- accounting
+    def macs(self, node: Node) -> int:
+        """Multiply-accumulates of one forward pass of one sample through `node`."""
+        if node.op == Op.CONV2D:
+            ho, wo, o = self.shapes[node.name]
+            _, kh, kw, cig = node.params["weight"].shape
+            return ho * wo * o * kh * kw * cig
+        if node.op == Op.LINEAR:
+            return int(node.params["weight"].size)
+        return 0
+
+    def total_macs(self) -> int:
+        return sum(self.macs(n) for n in self.nodes)
+
+    def num_params(self, node: Node | None = None) -> int:
+        nodes = [node] if node is not None else self.nodes
+        return sum(int(p.size) for n in nodes for p in n.params.values())
+
+    def summary(self) -> str:
+        """A readable table: node, op, output shape, params, MACs."""
+        rows = [f"{'node':<18} {'op':<15} {'output':<16} {'params':>9} {'MACs':>11}"]
+        for n in self.nodes:
+            rows.append(f"{n.name:<18} {n.op.value:<15} {self.shapes[n.name]!s:<16} "
+                        f"{self.num_params(n):>9,} {self.macs(n):>11,}")
+        rows.append(f"{'total':<51} {self.num_params():>9,} {self.total_macs():>11,}")
+        return "\n".join(rows)
+
+    # -- copies and (de)serialization of the structure
+    def copy(self) -> Graph:
+        nodes = [Node(n.name, n.op, list(n.inputs), dict(n.attrs),
+                      {k: v.copy() for k, v in n.params.items()}) for n in self.nodes]
+        return Graph(self.input_shape, nodes, self.name)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The structure as JSON-able data; parameters are referenced by key."""
+        return {
+            "name": self.name,
+            "input_shape": list(self.input_shape),
+            "nodes": [{"name": n.name, "op": n.op.value, "inputs": list(n.inputs),
+                       "attrs": {k: list(v) if isinstance(v, tuple) else v for k, v in n.attrs.items()},
+                       "params": sorted(n.params)} for n in self.nodes],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], arrays: dict[str, np.ndarray]) -> Graph:
+        """Rebuild from `to_dict` output and arrays keyed '<node>.<param>'."""
+        try:
+            nodes = []
+            for nd in d["nodes"]:
+                attrs = {k: tuple(v) if isinstance(v, list) else v for k, v in nd["attrs"].items()}
+                params = {}
+                for p in nd["params"]:
+                    key = f"{nd['name']}.{p}"
+                    if key not in arrays:
+                        raise GraphError(f"node '{nd['name']}': parameter array '{key}' is missing")
+                    params[p] = arrays[key]
+                nodes.append(Node(nd["name"], nd["op"], list(nd["inputs"]), attrs, params))
+            return cls(tuple(d["input_shape"]), nodes, d.get("name", "model"))
+        except (KeyError, TypeError) as e:
+            raise GraphError(f"graph description is malformed: missing or wrong field {e}") from None
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {f"{n.name}.{k}": v for n in self.nodes for k, v in n.params.items()}
+
+
+# ---------------------------------------------------------------- passes
+
+
+def fold_batchnorm(graph: Graph) -> Graph:
+    """Merge every BatchNorm into the conv/linear that feeds it (import time).
+
+    y = gamma * (Wx + b - mean) / sqrt(var + eps) + beta becomes W' x + b'
+    with W' = W * k per output channel and b' = (b - mean) * k + beta.
+    The producer must have no other consumer and no fused activation.
+    """
+    g = graph.copy()
+    out: list[Node] = []
+    rename: dict[str, str] = {}
+    by_name = {n.name: n for n in g.nodes}
+    for n in g.nodes:
+        n.inputs = [rename.get(s, s) for s in n.inputs]
+        if n.op != Op.BATCHNORM:
+            out.append(n)
+            continue
+        src = by_name.get(n.inputs[0])
+        if src is None or src.op not in PARAMETRIC or src.act != "none":
+            raise GraphError(f"node '{n.name}': BatchNorm can only be folded into a conv2d/linear "
+                             "without a fused activation directly before it")
+        if len(g.consumers(src.name)) > 1:
+            raise GraphError(f"node '{n.name}': '{src.name}' feeds other nodes too; cannot fold")
+        p = n.params
+        k = (p["gamma"] / np.sqrt(p["var"].astype(np.float64) + n.attrs["eps"])).astype(np.float64)
+        w = src.params["weight"].astype(np.float64)
+        src.params["weight"] = (w * k.reshape((-1,) + (1,) * (w.ndim - 1))).astype(np.float32)
+        src.params["bias"] = ((src.params["bias"] - p["mean"]) * k + p["beta"]).astype(np.float32)
+        rename[n.name] = src.name
+    return Graph(g.input_shape, out, g.name)
+
+
+def fuse_activations(graph: Graph) -> Graph:
+    """Fold each relu/relu6 into the conv/linear/add before it when it is the only consumer."""
+    g = graph.copy()
+    by_name = {n.name: n for n in g.nodes}
+    rename: dict[str, str] = {}
+    out: list[Node] = []
+    for n in g.nodes:
+        n.inputs = [rename.get(s, s) for s in n.inputs]
+        src = by_name.get(n.inputs[0]) if n.inputs else None
+        if (n.op in ACTIVATIONS and src is not None and src.op in FUSES_ACTIVATION
+                and src.act == "none" and len(g.consumers(src.name)) == 1):
+            src.attrs["act"] = n.op.value
+            rename[n.name] = src.name
+            continue
+        out.append(n)
+    return Graph(g.input_shape, out, g.name)
