@@ -83,6 +83,10 @@ def load(path: str | Path) -> ModelFile:
     path = Path(path)
     if not path.exists():
         raise ModelFileError(f"model file '{path}' does not exist")
+    with open(path, "rb") as f:
+        if f.read(4) != b"PK\x03\x04":
+            raise ModelFileError(f"'{path}' is not a readable .npz model file (not a zip archive); "
+                                 "re-create it with 'mcutrain pretrain'")
     try:
         with np.load(path, allow_pickle=False) as z:
             data = {k: z[k] for k in z.files}
