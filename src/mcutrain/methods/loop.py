@@ -1,0 +1,158 @@
+"""The training loop shared by every method: epochs, shuffling, schedule, evaluation.
+
+The data order of epoch e is a permutation drawn from (seed, e) alone, so a
+run resumed from a saved state continues with exactly the batches an
+uninterrupted run would have seen.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from mcutrain.methods.base import StepStats, TrainingMethod, load_state, read_state, save_state
+
+
+def cosine_lr(base_lr: float, step: int, total_steps: int, min_fraction: float = 0.0) -> float:
+    """Cosine decay from `base_lr` at step 0 to `min_fraction * base_lr` at the last step."""
+    if total_steps <= 1:
+        return base_lr
+    t = min(step, total_steps - 1) / (total_steps - 1)
+    return base_lr * (min_fraction + (1 - min_fraction) * 0.5 * (1 + math.cos(math.pi * t)))
+
+
+def evaluate(method: TrainingMethod, x: np.ndarray, y: np.ndarray, batch: int = 500) -> float:
+    """Accuracy of `method.predict` over (x, y), in batches to bound memory."""
+    if len(x) == 0:
+        return float("nan")
+    hits = sum(int(np.sum(method.predict(x[i:i + batch]) == y[i:i + batch]))
+               for i in range(0, len(x), batch))
+    return hits / len(x)
+
+
+@dataclass
+class FitResult:
+    """The outcome of `fit`: per-epoch history and totals for reports and `--json`."""
+
+    accuracy_before: float
+    accuracy_after: float
+    epochs: int
+    steps: int
+    samples_per_s: float
+    macs: dict[str, int]
+    forward_passes: int
+    history: list[dict[str, Any]] = field(default_factory=list)
+    best_val_epoch: int | None = None
+
+    @property
+    def forward_macs(self) -> int:
+        return self.macs.get("forward", 0)
+
+    @property
+    def backward_macs(self) -> int:
+        return self.macs.get("error", 0) + self.macs.get("weight_grad", 0)
+
+
+def fit(method: TrainingMethod, x_train: np.ndarray, y_train: np.ndarray,
+        x_test: np.ndarray, y_test: np.ndarray, *, epochs: int, batch: int, lr: float,
+        seed: int = 0, schedule: str = "cosine", x_val: np.ndarray | None = None,
+        y_val: np.ndarray | None = None, checkpoint: str | Path | None = None,
+        resume: str | Path | None = None, stop_after_steps: int | None = None,
+        progress: bool | None = None) -> FitResult:
+    """Train `method` for `epochs` over (x_train, y_train); evaluate after every epoch.
+
+    With a validation set, the reported accuracy is the test accuracy at the
+    epoch of best validation accuracy (the ZO seed's protocol) and the method
+    is left in that epoch's state. `checkpoint` saves the state after every
+    epoch; `resume` continues from such a file. `stop_after_steps` ends early
+    (mid-epoch) after that many steps in total, for tests of resumption.
+    """
+    if epochs < 1 or batch < 1:
+        raise ValueError("epochs and batch must be at least 1")
+    if schedule not in ("cosine", "constant"):
+        raise ValueError(f"unknown schedule '{schedule}' (cosine, constant)")
+    n = len(x_train)
+    steps_per_epoch = math.ceil(n / batch)
+    total = epochs * steps_per_epoch
+    loop: dict[str, Any] = {"step": 0, "history": [], "accuracy_before": None, "seconds": 0.0,
+                            "samples": 0, "macs": {}, "forward_passes": 0, "best": None}
+    best_state = None
+    if resume is not None:
+        loop = load_state(resume, method)
+        if loop["best"] is not None and _best_path(resume).exists():
+            doc, arrays = read_state(_best_path(resume))
+            best_state = (doc["state"], arrays)
+    if loop["accuracy_before"] is None:
+        loop["accuracy_before"] = evaluate(method, x_test, y_test)
+    show = sys.stderr.isatty() if progress is None else progress
+    bar = tqdm(total=total, initial=loop["step"], disable=not show, unit="step", leave=False,
+               desc=method.name)
+    epoch_stats: list[StepStats] = []
+    while loop["step"] < total:
+        epoch, i = divmod(loop["step"], steps_per_epoch)
+        order = np.random.default_rng([seed, epoch]).permutation(n)
+        idx = order[i * batch:(i + 1) * batch]
+        rate = cosine_lr(lr, loop["step"], total) if schedule == "cosine" else lr
+        t0 = time.perf_counter()
+        stats = method.step(x_train[idx], y_train[idx], rate)
+        loop["seconds"] += time.perf_counter() - t0
+        loop["samples"] += len(idx)
+        loop["forward_passes"] += stats.forward_passes
+        for k, v in stats.macs.items():
+            loop["macs"][k] = loop["macs"].get(k, 0) + int(v)
+        epoch_stats.append(stats)
+        loop["step"] += 1
+        bar.update(1)
+        bar.set_postfix(loss=f"{stats.loss:.3f}")
+        if not math.isfinite(stats.loss):
+            bar.close()
+            raise FloatingPointError(f"{method.name}: loss became {stats.loss} at step {loop['step']}; "
+                                     "lower the learning rate")
+        if loop["step"] % steps_per_epoch == 0:
+            entry = _epoch_entry(epoch, epoch_stats, method, x_test, y_test, x_val, y_val)
+            loop["history"].append(entry)
+            epoch_stats = []
+            if x_val is not None and (loop["best"] is None or entry["val_accuracy"] > loop["best"][1]):
+                loop["best"] = [epoch, entry["val_accuracy"], entry["test_accuracy"]]
+                best_state = method.state()
+                if checkpoint is not None:
+                    save_state(_best_path(checkpoint), method, loop)
+            if checkpoint is not None:
+                save_state(checkpoint, method, loop)
+        if stop_after_steps is not None and loop["step"] >= stop_after_steps:
+            break
+    bar.close()
+    if best_state is not None:
+        method.load_state(*best_state)
+    after = loop["best"][2] if loop["best"] else (loop["history"][-1]["test_accuracy"]
+                                                  if loop["history"] else evaluate(method, x_test, y_test))
+    return FitResult(
+        accuracy_before=loop["accuracy_before"], accuracy_after=after, epochs=epochs,
+        steps=loop["step"], samples_per_s=loop["samples"] / max(loop["seconds"], 1e-9),
+        macs=dict(loop["macs"]), forward_passes=loop["forward_passes"], history=loop["history"],
+        best_val_epoch=loop["best"][0] if loop["best"] else None)
+
+
+def _best_path(checkpoint: str | Path) -> Path:
+    """Where the state of the best validation epoch is kept beside a checkpoint."""
+    p = Path(checkpoint)
+    return p.with_name(p.stem + ".best.npz")
+
+
+def _epoch_entry(epoch: int, stats: list[StepStats], method: TrainingMethod, x_test, y_test,
+                 x_val, y_val) -> dict[str, Any]:
+    samples = sum(s.samples for s in stats)
+    entry = {"epoch": epoch + 1,
+             "loss": sum(s.loss * s.samples for s in stats) / max(samples, 1),
+             "train_accuracy": sum(s.correct for s in stats) / max(samples, 1),
+             "test_accuracy": evaluate(method, x_test, y_test)}
+    if x_val is not None:
+        entry["val_accuracy"] = evaluate(method, x_val, y_val)
+    return entry
