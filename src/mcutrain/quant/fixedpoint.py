@@ -1,0 +1,177 @@
+"""Fixed-point requantization: the one requantize function, mirrored by ``mt_requantize`` in C.
+
+A positive real multiplier ``M`` is stored as ``(multiplier, shift)`` with
+``multiplier`` an int32 in [2^30, 2^31) and ``M = multiplier * 2^(shift - 31)``.
+``requantize(acc, multiplier, shift)`` returns
+``round_half_away_from_zero(acc * multiplier / 2^n)``, ``n = 31 - shift``, with a
+single rounding in int64:
+
+    p = acc * multiplier                 (|acc| <= 2^31, multiplier < 2^31: |p| < 2^62)
+    r = (|p| + 2^(n-1)) >> n             (|p| + 2^61 < 2^63: no overflow)
+    result = sign(p) * r
+
+Valid ``n`` is [1, 62] (``M`` in [2^-32, 2^30)). ``quantize_multiplier`` maps
+``M < 2^-32`` to ``(0, 0)``, which is exact: ``|acc * M| < 0.5`` rounds to 0 for
+every int32 ``acc``. ``M >= 2^30`` is refused (an output scale that small
+relative to the inputs saturates everything; the model's ranges are broken).
+
+Example:
+    >>> m, s = quantize_multiplier(0.75)
+    >>> int(m), int(s)
+    (1610612736, 0)
+    >>> requantize(np.array([3, -3, 2]), m, s).tolist()   # 2.25, -2.25, 1.5
+    [2, -2, 2]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mcutrain.quant.qparams import QParams
+from mcutrain.quant.rounding import round_half_away
+
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+MIN_RIGHT_SHIFT = 1
+MAX_RIGHT_SHIFT = 62
+
+
+def quantize_multiplier(m: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact ``(multiplier, shift)`` int32 arrays for real multipliers ``m >= 0``.
+
+    ``m = f * 2^e`` (``frexp``, f in [0.5, 1), exact); ``multiplier =
+    round_half_away(f * 2^31)`` (exact for a float64 ``m`` up to 31
+    significant bits, so exact for every float32 and every product of two
+    float32 divided once), ``shift = e``; a multiplier rounded up to 2^31 becomes
+    2^30 with ``shift + 1``. ``m == 0`` and ``m < 2^-32`` give ``(0, 0)``.
+    """
+    arr = np.asarray(m, dtype=np.float64)
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise ValueError(f"real multiplier must be finite and >= 0, got {arr}")
+    f, e = np.frexp(arr)
+    q = np.floor(f * 2.0**31 + 0.5).astype(np.int64)   # f * 2^31 > 0: floor(x + .5) is half-away here
+    carry = q == 2**31
+    q = np.where(carry, 2**30, q)
+    e = e.astype(np.int64) + carry
+    if np.any((arr > 0) & (e > 31 - MIN_RIGHT_SHIFT)):
+        raise ValueError(f"real multiplier {arr.max()} >= 2^30 cannot be requantized: the output scale "
+                         "is far too small for its inputs; check the model's quantization ranges")
+    tiny = (arr == 0) | (e < 31 - MAX_RIGHT_SHIFT)
+    q = np.where(tiny, 0, q)
+    e = np.where(tiny, 0, e)
+    return q.astype(np.int32), e.astype(np.int32)
+
+
+def output_multiplier(input_scale: float | np.ndarray, weight_scale: float | np.ndarray,
+                      output_scale: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``quantize_multiplier(M)`` of conv/linear: ``M_c = (double)s_x * (double)s_w[c] / (double)s_y``.
+
+    The product of two float32 is exact in float64; the division rounds once.
+    """
+    def f64(v: float | np.ndarray) -> np.ndarray:
+        return np.asarray(v, dtype=np.float32).astype(np.float64)
+    return quantize_multiplier(f64(input_scale) * f64(weight_scale) / f64(output_scale))
+
+
+def rounding_shift_right(x: np.ndarray, n: int | np.ndarray) -> np.ndarray:
+    """``round_half_away(x / 2^n)`` for int64 ``x`` with ``|x| + 2^(n-1) < 2^63``, n in [1, 62]."""
+    nn = np.asarray(n, dtype=np.int64)
+    if np.any(nn < MIN_RIGHT_SHIFT) or np.any(nn > MAX_RIGHT_SHIFT):
+        raise ValueError(f"right shift {nn} outside [{MIN_RIGHT_SHIFT}, {MAX_RIGHT_SHIFT}]")
+    v = np.asarray(x, dtype=np.int64)
+    mag = (np.abs(v) + (np.int64(1) << (nn - 1))) >> nn
+    return np.where(v < 0, -mag, mag)
+
+
+def requantize(acc: np.ndarray, multiplier: int | np.ndarray, shift: int | np.ndarray) -> np.ndarray:
+    """``round_half_away(acc * multiplier / 2^(31 - shift))`` in int64, one rounding.
+
+    ``multiplier``/``shift`` broadcast against ``acc``: per-channel arrays of
+    shape (C,) apply to the last axis (NHWC channels). ``acc`` must be in
+    int32 range (accumulators are int32 by the integer contract).
+    """
+    a = np.asarray(acc)
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"requantize takes integer accumulators, got {a.dtype}")
+    a = a.astype(np.int64)
+    if a.size and (a.min() < INT32_MIN or a.max() > INT32_MAX):
+        raise ValueError("accumulator outside int32 range: the int32 bound of this op was violated")
+    mult = np.asarray(multiplier, dtype=np.int64)
+    if np.any(mult < 0) or np.any(mult > INT32_MAX):
+        raise ValueError(f"multiplier {mult} outside [0, 2^31)")
+    return rounding_shift_right(a * mult, 31 - np.asarray(shift, dtype=np.int64))
+
+
+def requantize_output(acc: np.ndarray, multiplier: int | np.ndarray, shift: int | np.ndarray,
+                      zero_point: int, act_min: int, act_max: int, dtype: str = "int8") -> np.ndarray:
+    """``clamp(requantize(acc) + zero_point, act_min, act_max)`` as int8 (or uint8)."""
+    y = requantize(acc, multiplier, shift) + np.int64(zero_point)
+    out = np.clip(y, act_min, act_max)
+    return out.astype(np.uint8 if dtype == "uint8" else np.int8)
+
+
+def rounding_divide(num: np.ndarray, den: int | np.ndarray) -> np.ndarray:
+    """Integer ``round_half_away(num / den)`` for ``den > 0``: ``sign(num) * ((|num| + den // 2) // den)``.
+
+    This is what avgpool uses (sum over the window in int32, divided by the
+    window count); C: ``(n >= 0 ? n + d / 2 : n - d / 2) / d`` with C's
+    truncating ``/``, identical for ``d > 0``.
+    """
+    n = np.asarray(num)
+    if n.dtype.kind not in "iu":
+        raise TypeError(f"rounding_divide takes integers, got {n.dtype}")
+    n = n.astype(np.int64)
+    d = np.asarray(den, dtype=np.int64)
+    if np.any(d <= 0):
+        raise ValueError(f"divisor must be > 0, got {d}")
+    mag = (np.abs(n) + d // 2) // d
+    return np.where(n < 0, -mag, mag)
+
+
+def activation_range(qp: QParams, act: str) -> tuple[int, int]:
+    """``(act_min, act_max)`` of a fused activation in the output's quantized domain.
+
+    none: ``(qmin, qmax)``; relu: ``(max(qmin, z), qmax)``; relu6: also
+    ``act_max = min(qmax, z + round_half_away(6.0 / (double)s))`` (float64 division).
+    Needs per-tensor qparams.
+    """
+    if qp.per_channel:
+        raise ValueError("activation ranges need per-tensor output qparams")
+    z = int(qp.zero_point)
+    if act == "none":
+        return qp.qmin, qp.qmax
+    if act == "relu":
+        return max(qp.qmin, z), qp.qmax
+    if act == "relu6":
+        six = int(round_half_away(np.float64(6.0) / np.float64(qp.scale)))
+        return max(qp.qmin, z), min(qp.qmax, z + six)
+    raise ValueError(f"unknown activation {act!r}; use none, relu or relu6")
+
+
+def add_multipliers(scale_a: float, scale_b: float, scale_y: float) -> tuple[int, int, int]:
+    """``(Ma, Mb, n)`` for the add op: int32 multipliers of ``s_a/s_y`` and ``s_b/s_y`` sharing shift ``n``.
+
+    ``ra = (double)s_a / (double)s_y``, ``rb`` likewise, ``r = max(ra, rb)``,
+    ``frexp(r) = (f, e)``; ``n = min(31 - e, 62)`` makes ``r * 2^n < 2^31``;
+    ``Ma = round_half_away(ra * 2^n)`` (same for ``Mb``); if that rounds to 2^31,
+    ``n`` is decreased by one and both are recomputed. ``n < 1`` (a ratio of
+    2^30 or more) is refused. Then ``y = clamp(z_y + rounding_shift_right(
+    (a - z_a) * Ma + (b - z_b) * Mb, n))``: |a - z| <= 255 so each product is
+    below 2^39 and the sum fits int64 with room to spare.
+    """
+    ra = np.float64(np.float32(scale_a)) / np.float64(np.float32(scale_y))
+    rb = np.float64(np.float32(scale_b)) / np.float64(np.float32(scale_y))
+    if not (np.isfinite(ra) and np.isfinite(rb)) or ra <= 0 or rb <= 0:
+        raise ValueError(f"add scales must be finite and > 0: {scale_a}, {scale_b}, {scale_y}")
+    _, e = np.frexp(max(ra, rb))
+    n = min(31 - int(e), MAX_RIGHT_SHIFT)
+    for _ in range(2):
+        if n < MIN_RIGHT_SHIFT:
+            raise ValueError(f"add input/output scale ratio {max(ra, rb)} >= 2^30 cannot be requantized; "
+                             "check the model's quantization ranges")
+        ma = int(round_half_away(np.ldexp(ra, n)))
+        mb = int(round_half_away(np.ldexp(rb, n)))
+        if max(ma, mb) < 2**31:
+            return ma, mb, n
+        n -= 1
+    raise AssertionError("unreachable: one decrement always suffices")
