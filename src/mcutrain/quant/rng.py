@@ -1,0 +1,154 @@
+"""xorshift32: the one random stream of every stochastic choice, reproduced by the C runtime.
+
+Marsaglia's xorshift32 with shifts (13, 17, 5) (G. Marsaglia, "Xorshift RNGs",
+J. Stat. Softw. 8(14), 2003) on a uint32 state that is never 0::
+
+    x ^= x << 13; x ^= x >> 17; x ^= x << 5; return x;   // next(): update, then return
+
+Seeding: ``state = seed mod 2^32``; seed 0 (the one fixed point of the map)
+becomes ``ZERO_SEED_STATE`` = 2463534242, Marsaglia's example seed.
+
+Values drawn from the stream:
+- ``draw_u32(n)``: the next n outputs, exactly as n calls of ``next()``.
+- ``uniform01(n)``: ``float32(u >> 8) * 2^-24``: 24-bit fractions in [0, 1 - 2^-24], exact in float32.
+- ``rademacher(n)``: ``+1`` if the top bit of ``u`` is 0, else ``-1``, one draw per value.
+
+Vectorized drawing is the same single sequence: the update is linear over
+GF(2), so its 32x32 bit matrix ``T`` can be raised to any power by squaring.
+``draw_u32`` starts K lanes at offsets 0, L, 2L, ... of the stream (jumps by
+``T^L``), advances all lanes together for L steps with numpy ops over the
+lanes, and reads the result lane by lane.
+
+Example:
+    >>> g = XorShift32(1)
+    >>> [g.next_u32() for _ in range(3)]
+    [270369, 67634689, 2647435461]
+    >>> XorShift32(1).draw_u32(3).tolist()
+    [270369, 67634689, 2647435461]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+ZERO_SEED_STATE = 2463534242
+_MASK = 0xFFFFFFFF
+_BITS = np.arange(32, dtype=np.uint32)
+_SEQUENTIAL_BELOW = 256
+
+
+def _step_array(x: np.ndarray) -> np.ndarray:
+    x = x ^ (x << np.uint32(13))
+    x = x ^ (x >> np.uint32(17))
+    return x ^ (x << np.uint32(5))
+
+
+def _apply(mat: np.ndarray, states: np.ndarray) -> np.ndarray:
+    """Apply a GF(2) matrix (32 uint32 columns: images of the unit bits) to uint32 states."""
+    bits = (states[..., None] >> _BITS) & np.uint32(1)
+    return np.bitwise_xor.reduce(bits * mat, axis=-1)
+
+
+def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Column form of ``a @ b`` over GF(2): the images under ``a`` of ``b``'s columns."""
+    return _apply(a, b)
+
+
+_T = _step_array(np.uint32(1) << _BITS)
+_POW2: list[np.ndarray] = [_T]          # _POW2[i] = T^(2^i), extended on demand
+
+
+def _jump_matrix(steps: int) -> np.ndarray:
+    """``T^steps`` by binary powers."""
+    result = np.uint32(1) << _BITS       # identity
+    i = 0
+    while steps >> i:
+        while len(_POW2) <= i:
+            _POW2.append(_matmul(_POW2[-1], _POW2[-1]))
+        if (steps >> i) & 1:
+            result = _matmul(_POW2[i], result)
+        i += 1
+    return result
+
+
+class XorShift32:
+    """The seeded xorshift32 stream; ``state`` can be read and set for save/resume."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.state = int(seed) & _MASK or ZERO_SEED_STATE
+
+    @property
+    def state(self) -> int:
+        return self._state
+
+    @state.setter
+    def state(self, value: int) -> None:
+        v = int(value)
+        if not 0 < v <= _MASK:
+            raise ValueError(f"xorshift32 state must be in [1, 2^32 - 1], got {value}")
+        self._state = v
+
+    def next_u32(self) -> int:
+        """Update the state, then return it (the C ``next()``)."""
+        x = self._state
+        x ^= (x << 13) & _MASK
+        x ^= x >> 17
+        x ^= (x << 5) & _MASK
+        self._state = x
+        return x
+
+    def draw_u32(self, n: int) -> np.ndarray:
+        """The next ``n`` outputs as uint32, identical to ``n`` calls of ``next_u32``."""
+        if n < 0:
+            raise ValueError(f"cannot draw a negative count ({n})")
+        if n < _SEQUENTIAL_BELOW:
+            return np.array([self.next_u32() for _ in range(n)], dtype=np.uint32)
+        lanes = 1 << max(4, int(np.ceil(np.log2(np.sqrt(n * 64.0)))))
+        steps = -(-n // lanes)
+        # start states: lane k holds the stream value just before its first output, i.e. T^(kL) s0
+        start = np.empty(lanes, dtype=np.uint32)
+        start[0] = self._state
+        jump, filled = _jump_matrix(steps), 1
+        while filled < lanes:
+            start[filled:2 * filled] = _apply(jump, start[:filled])
+            filled *= 2
+            if filled < lanes:
+                jump = _matmul(jump, jump)
+        out = np.empty((steps, lanes), dtype=np.uint32)
+        tmp = np.empty(lanes, dtype=np.uint32)
+        prev = start
+        for j in range(steps):      # loop over steps; each step advances all lanes together
+            row = out[j]
+            np.left_shift(prev, 13, out=tmp)
+            np.bitwise_xor(prev, tmp, out=row)
+            np.right_shift(row, 17, out=tmp)
+            np.bitwise_xor(row, tmp, out=row)
+            np.left_shift(row, 5, out=tmp)
+            np.bitwise_xor(row, tmp, out=row)
+            prev = row
+        result = out.T.reshape(-1)[:n].copy()
+        self._state = int(result[-1])
+        return result
+
+    def advance(self, n: int) -> None:
+        """Skip ``n`` outputs in O(log n) (the same as drawing and discarding them)."""
+        if n < 0:
+            raise ValueError(f"cannot advance by a negative count ({n})")
+        self._state = int(_apply(_jump_matrix(n), np.array(self._state, dtype=np.uint32)))
+
+    def uniform01(self, n: int) -> np.ndarray:
+        """``n`` float32 values ``(u >> 8) * 2^-24`` in [0, 1)."""
+        return (self.draw_u32(n) >> np.uint32(8)).astype(np.float32) * np.float32(2.0**-24)
+
+    def rademacher(self, n: int) -> np.ndarray:
+        """``n`` int8 values in {-1, +1}: ``1 - 2 * (u >> 31)``."""
+        return (1 - 2 * (self.draw_u32(n) >> np.uint32(31)).astype(np.int8)).astype(np.int8)
+
+    def to_dict(self) -> dict[str, int]:
+        return {"state": self._state}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, int]) -> XorShift32:
+        g = cls()
+        g.state = d["state"]
+        return g
