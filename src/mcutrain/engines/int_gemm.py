@@ -1,0 +1,59 @@
+"""Exact integer GEMM through floating-point BLAS.
+
+numpy has no BLAS for integer matrices (an int32/int64 matmul runs a naive
+loop, several times slower than float64 BLAS). But a product of two integers
+summed in floating point is exact as long as every value that ever appears —
+each product and each partial sum, in whatever order and blocking the BLAS
+chooses, FMA included — is an integer of magnitude at most 2^24 (float32) or
+2^53 (float64): such integers are representable, so no operation rounds.
+
+Every partial sum of row i of `a` times column j of `b` is a sum of a subset of
+the products a[i,k] * b[k,j], so its magnitude is at most
+
+    bound = max_i |a[i,:]|_inf * max_j |b[:,j]|_1
+
+(the largest activation magnitude times the largest column L1 norm of the
+weights). `gemm_dtype(bound)` picks float32 when bound <= 2^24, float64 when
+bound <= 2^53, and int64 as the last resort; all three give identical results.
+
+For an int8 layer with x - z_x in [-255, 255] and weights in [-127, 127] the
+shape-only bound is K * 255 * 127, i.e. float32 for K <= 518; the L1 form is
+much tighter for real weights (typically float32 up to K of a few thousand).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+F32_EXACT = 1 << 24
+"""Largest magnitude below which every integer is a float32 (2^24 itself included)."""
+F64_EXACT = 1 << 53
+"""The same for float64."""
+
+
+def gemm_dtype(bound: int) -> np.dtype:
+    """The cheapest dtype whose matmul is exact when no partial sum exceeds `bound`."""
+    if bound <= F32_EXACT:
+        return np.dtype(np.float32)
+    if bound <= F64_EXACT:
+        return np.dtype(np.float64)
+    return np.dtype(np.int64)
+
+
+def column_l1_max(w: np.ndarray) -> int:
+    """max over output channels c of sum_k |w[c, k]| for weights shaped (C, ...)."""
+    if w.size == 0:
+        return 0
+    return int(np.abs(w.reshape(w.shape[0], -1).astype(np.int64)).sum(axis=1).max())
+
+
+def exact_matmul(a: np.ndarray, b: np.ndarray, bound: int) -> np.ndarray:
+    """a @ b for integer-valued a (..., M, K) and b (..., K, N), exactly, as int64.
+
+    `bound` must bound every partial sum (see the module docstring); `a` and
+    `b` may already be in the dtype `gemm_dtype(bound)` picks, which avoids
+    a copy. Batched (leading) dimensions broadcast as in `np.matmul`.
+    """
+    dt = gemm_dtype(bound)
+    out = np.matmul(a.astype(dt, copy=False), b.astype(dt, copy=False))
+    return out.astype(np.int64) if dt != np.int64 else out
