@@ -1,0 +1,1 @@
+"""Training methods (fqt, zo, bp-qas, float), their optimizers and the shared training loop."""
