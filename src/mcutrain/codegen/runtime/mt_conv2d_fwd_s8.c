@@ -1,0 +1,218 @@
+/*
+ * mcutrain runtime: mt_conv2d_fwd_s8, the plain and grouped 2-d convolution (see mt_nn.h).
+ *
+ * Reference path: one accumulator per output element, padding skipped (it holds z_x, so it adds
+ * (z_x - z_x) * w = 0). DSP path: im2col of two output pixels at a time into int16 columns
+ * (centred, SMLAD order), then the 2x2-blocked GEMM of mt_mat_mult_s8_s16.c. Both compute the
+ * same exact integer sums, so the outputs are identical.
+ */
+#include "mt_fixedpoint.h"
+#include "mt_nn.h"
+#include "mt_support.h"
+
+int32_t mt_conv2d_fwd_s8_get_buffer_size(const mt_dims *filter_dims)
+{
+#if MT_DSP
+    return 2 * 2 * filter_dims->h * filter_dims->w * filter_dims->c;
+#else  /* !MT_DSP */
+    (void)filter_dims;
+    return 0;
+#endif /* MT_DSP */
+}
+
+static mt_status check_args(const mt_conv_params *p,
+                            const mt_per_channel_quant *q,
+                            const mt_dims *in_d,
+                            const int8_t *input,
+                            const mt_dims *f_d,
+                            const int8_t *filter,
+                            const int32_t *bias,
+                            const mt_dims *out_d,
+                            const int8_t *output)
+{
+    if (!p || !q || !q->multiplier || !q->shift || !in_d || !input || !f_d || !filter || !bias || !out_d ||
+        !output) {
+        return MT_ERR_ARG;
+    }
+    if (p->groups < 1 || p->stride_h < 1 || p->stride_w < 1 || p->pad_top < 0 || p->pad_left < 0 ||
+        in_d->c % p->groups != 0 || f_d->n % p->groups != 0 || f_d->c * p->groups != in_d->c ||
+        out_d->c != f_d->n || out_d->n != in_d->n || out_d->h < 1 || out_d->w < 1) {
+        return MT_ERR_ARG;
+    }
+    /* the last window must start inside the padded input */
+    if ((out_d->h - 1) * p->stride_h - p->pad_top >= in_d->h || (out_d->w - 1) * p->stride_w - p->pad_left >= in_d->w) {
+        return MT_ERR_ARG;
+    }
+    return MT_OK;
+}
+
+static void conv_ref(const mt_conv_params *p,
+                     const mt_per_channel_quant *q,
+                     const mt_dims *in_d,
+                     const int8_t *input,
+                     const mt_dims *f_d,
+                     const int8_t *filter,
+                     const int32_t *bias,
+                     const mt_dims *out_d,
+                     int8_t *output)
+{
+    const int32_t cg = f_d->c;
+    const int32_t opg = f_d->n / p->groups;
+    const int32_t zx = p->input_zero_point;
+    int32_t n, oy, ox, o;
+    for (n = 0; n < in_d->n; n++) {
+        for (oy = 0; oy < out_d->h; oy++) {
+            for (ox = 0; ox < out_d->w; ox++) {
+                int8_t *y = output + ((n * out_d->h + oy) * out_d->w + ox) * out_d->c;
+                for (o = 0; o < f_d->n; o++) {
+                    const int32_t c0 = (o / opg) * cg;
+                    int32_t acc = bias[o];
+                    int32_t ky, kx, i;
+                    for (ky = 0; ky < f_d->h; ky++) {
+                        const int32_t iy = oy * p->stride_h - p->pad_top + ky;
+                        if (iy < 0 || iy >= in_d->h) {
+                            continue;
+                        }
+                        for (kx = 0; kx < f_d->w; kx++) {
+                            const int32_t ix = ox * p->stride_w - p->pad_left + kx;
+                            const int8_t *x;
+                            const int8_t *w;
+                            if (ix < 0 || ix >= in_d->w) {
+                                continue;
+                            }
+                            x = input + ((n * in_d->h + iy) * in_d->w + ix) * in_d->c + c0;
+                            w = filter + ((o * f_d->h + ky) * f_d->w + kx) * cg;
+                            /* NOTE: |acc| <= |bias| + 255 * sum|w| < 2^31 (checked at export) */
+                            for (i = 0; i < cg; i++) {
+                                acc += ((int32_t)x[i] - zx) * (int32_t)w[i];
+                            }
+                        }
+                    }
+                    y[o] = mt_requantize(acc, q->multiplier[o], q->shift[o], p->output_zero_point, p->act_min,
+                                         p->act_max);
+                }
+            }
+        }
+    }
+}
+
+#if MT_DSP
+
+/* The centred int16 column (SMLAD order) of output pixel (n, oy, ox), channels of group g. */
+static void im2col_s16(const mt_conv_params *p,
+                       const mt_dims *in_d,
+                       const int8_t *input,
+                       const mt_dims *f_d,
+                       int32_t n,
+                       int32_t oy,
+                       int32_t ox,
+                       int32_t g,
+                       int16_t *col)
+{
+    const int32_t cg = f_d->c;
+    const int32_t zx = p->input_zero_point;
+    const int32_t k = f_d->h * f_d->w * cg;
+    /* -z_x in both halves; SXTAB16 adds it to two sign-extended bytes at once */
+    const int32_t off2 = (int32_t)(((uint32_t)(-zx) & 0xFFFFu) | ((uint32_t)(-zx) << 16));
+    int16_t *dst = col;
+    int32_t ky, kx, i;
+    for (ky = 0; ky < f_d->h; ky++) {
+        const int32_t iy = oy * p->stride_h - p->pad_top + ky;
+        for (kx = 0; kx < f_d->w; kx++) {
+            const int32_t ix = ox * p->stride_w - p->pad_left + kx;
+            if (iy < 0 || iy >= in_d->h || ix < 0 || ix >= in_d->w) {
+                memset(dst, 0, (size_t)cg * sizeof(int16_t));
+            } else {
+                const int8_t *x = input + ((n * in_d->h + iy) * in_d->w + ix) * in_d->c + g * cg;
+                if ((cg & 3) == 0) {
+                    /* groups of four stay inside one tap: write them directly in SMLAD order */
+                    for (i = 0; i < cg; i += 4) {
+                        const int32_t v = mt_read_s8x4(x + i);
+                        mt_write_s16x2(dst + i, mt_sxtab16(off2, v));
+                        mt_write_s16x2(dst + i + 2, mt_sxtab16_ror8(off2, v));
+                    }
+                } else {
+                    for (i = 0; i < cg; i++) {
+                        dst[i] = (int16_t)((int32_t)x[i] - zx);
+                    }
+                }
+            }
+            dst += cg;
+        }
+    }
+    if ((cg & 3) != 0) {
+        mt_reorder_s16(col, k);
+    }
+}
+
+static void conv_dsp(const mt_conv_params *p,
+                     const mt_per_channel_quant *q,
+                     const mt_dims *in_d,
+                     const int8_t *input,
+                     const mt_dims *f_d,
+                     const int8_t *filter,
+                     const int32_t *bias,
+                     const mt_dims *out_d,
+                     int8_t *output,
+                     int16_t *cols)
+{
+    const int32_t k = f_d->h * f_d->w * f_d->c;
+    const int32_t opg = f_d->n / p->groups;
+    const int32_t pixels = out_d->h * out_d->w;
+    int16_t *col0 = cols;
+    int16_t *col1 = cols + k;
+    int32_t n, g, px;
+    for (n = 0; n < in_d->n; n++) {
+        for (g = 0; g < p->groups; g++) {
+            const int8_t *w = filter + g * opg * k;
+            mt_gemm_out qo;
+            qo.bias = bias + g * opg;
+            qo.multiplier = q->multiplier + g * opg;
+            qo.shift = q->shift + g * opg;
+            qo.zero_point = p->output_zero_point;
+            qo.act_min = p->act_min;
+            qo.act_max = p->act_max;
+            for (px = 0; px < pixels; px += 2) {
+                int8_t *y0 = output + (n * pixels + px) * out_d->c + g * opg;
+                im2col_s16(p, in_d, input, f_d, n, px / out_d->w, px % out_d->w, g, col0);
+                if (px + 1 < pixels) {
+                    im2col_s16(p, in_d, input, f_d, n, (px + 1) / out_d->w, (px + 1) % out_d->w, g, col1);
+                    mt_mat_mult_s8_s16_2col(w, col0, col1, opg, k, &qo, y0, y0 + out_d->c);
+                } else {
+                    mt_mat_mult_s8_s16_1col(w, col0, opg, k, &qo, y0);
+                }
+            }
+        }
+    }
+}
+
+#endif /* MT_DSP */
+
+mt_status mt_conv2d_fwd_s8(const mt_context *ctx,
+                           const mt_conv_params *params,
+                           const mt_per_channel_quant *quant,
+                           const mt_dims *input_dims,
+                           const int8_t *input,
+                           const mt_dims *filter_dims,
+                           const int8_t *filter,
+                           const int32_t *bias,
+                           const mt_dims *output_dims,
+                           int8_t *output)
+{
+    const mt_status st =
+        check_args(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output);
+    if (st != MT_OK) {
+        return st;
+    }
+#if MT_DSP
+    if (ctx && ctx->buf && ctx->size >= mt_conv2d_fwd_s8_get_buffer_size(filter_dims)) {
+        conv_dsp(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output,
+                 (int16_t *)ctx->buf);
+        return MT_OK;
+    }
+#else  /* !MT_DSP */
+    (void)ctx;
+#endif /* MT_DSP */
+    conv_ref(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output);
+    return MT_OK;
+}

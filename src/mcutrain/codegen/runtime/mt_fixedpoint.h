@@ -1,0 +1,82 @@
+/*
+ * mcutrain runtime: fixed-point requantization and rounding (docs/integer-semantics.md).
+ *
+ * mt_requantize is the one requantize function of the C runtime; it mirrors
+ * mcutrain.quant.fixedpoint.requantize_output bit for bit:
+ *
+ *     p = acc * multiplier                       (int64; |p| < 2^62)
+ *     r = sign(p) * ((|p| + 2^(n-1)) >> n)       n = 31 - shift, one rounding, half away from 0
+ *     y = clamp(r + zero_point, act_min, act_max)
+ *
+ * i.e. round_half_away(acc * M) + z with M = multiplier * 2^(shift - 31), a right shift by
+ * n in [1, 62] (shift in [-31, 30]); a positive `shift` is a smaller right shift (M larger).
+ */
+#ifndef MT_FIXEDPOINT_H
+#define MT_FIXEDPOINT_H
+
+#include <stdint.h>
+
+#include "mt_arch.h"
+
+/*
+ * round_half_away(x / 2^n) for n in [1, 62] and |x| + 2^(n-1) < 2^63.
+ * NOTE: only non-negative values are shifted, so no implementation-defined shift of a negative
+ * number is involved; the sign is restored afterwards.
+ */
+MT_INLINE int64_t mt_rounding_shift_right_s64(int64_t x, int32_t n)
+{
+    const uint64_t half = (uint64_t)1 << (n - 1);
+    const uint64_t mag = x < 0 ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;
+    const int64_t r = (int64_t)((mag + half) >> n);
+    return x < 0 ? -r : r;
+}
+
+/*
+ * The requantization of every conv2d / linear output:
+ * clamp(round_half_away(acc * multiplier / 2^(31 - shift)) + zero_point, act_min, act_max).
+ *   acc         in: int32 accumulator (bias + sum of products)
+ *   multiplier  in: [2^30, 2^31), or 0 (M < 2^-32: the result is zero_point)
+ *   shift       in: [-31, 30]
+ *   zero_point  in: output zero point, [-128, 127]
+ *   act_min/max in: output clamp, -128 <= act_min <= act_max <= 127
+ * Returns the int8 output value.
+ */
+MT_INLINE int8_t mt_requantize(int32_t acc,
+                               int32_t multiplier,
+                               int32_t shift,
+                               int32_t zero_point,
+                               int32_t act_min,
+                               int32_t act_max)
+{
+    const int32_t n = 31 - shift;
+    const uint32_t mag = acc < 0 ? (uint32_t)0 - (uint32_t)acc : (uint32_t)acc;
+    const uint64_t p = (uint64_t)mag * (uint32_t)multiplier; /* |p| < 2^62 */
+    int64_t y;
+    if (n > 32) {
+        /* NOTE: 2^(n-1) is a multiple of 2^32 here, so adding it changes only the high word and
+           (p + 2^(n-1)) >> n == ((p >> 32) + 2^(n-33)) >> (n-32): exact, in 32-bit arithmetic. */
+        const uint32_t hi = (uint32_t)(p >> 32);
+        y = (int64_t)((hi + ((uint32_t)1 << (n - 33))) >> (n - 32));
+    } else {
+        y = (int64_t)((p + ((uint64_t)1 << (n - 1))) >> n);
+    }
+    if (acc < 0) {
+        y = -y;
+    }
+    y += zero_point;
+    if (y < act_min) {
+        y = act_min;
+    }
+    if (y > act_max) {
+        y = act_max;
+    }
+    return (int8_t)y;
+}
+
+/* round_half_away(num / den) for den > 0 with C's truncating division (avgpool). */
+MT_INLINE int32_t mt_rounding_divide_s32(int32_t num, int32_t den)
+{
+    return (num >= 0 ? num + den / 2 : num - den / 2) / den;
+}
+
+#endif /* MT_FIXEDPOINT_H */

@@ -1,0 +1,76 @@
+/*
+ * mcutrain runtime: mt_linear_fwd_s8, the fully connected layer (see mt_nn.h).
+ *
+ * Reference path: one dot product per output. DSP path: the input row is centred into int16
+ * once (SMLAD order), then every weight row reuses it through mt_mat_mult_s8_s16_1col.
+ */
+#include "mt_fixedpoint.h"
+#include "mt_nn.h"
+#include "mt_support.h"
+
+int32_t mt_linear_fwd_s8_get_buffer_size(int32_t in_features)
+{
+#if MT_DSP
+    return 2 * in_features;
+#else  /* !MT_DSP */
+    (void)in_features;
+    return 0;
+#endif /* MT_DSP */
+}
+
+mt_status mt_linear_fwd_s8(const mt_context *ctx,
+                           const mt_linear_params *params,
+                           const mt_per_channel_quant *quant,
+                           int32_t batch,
+                           const int8_t *input,
+                           int32_t in_features,
+                           const int8_t *weight,
+                           const int32_t *bias,
+                           int32_t out_features,
+                           int8_t *output)
+{
+    const int32_t zx = params ? params->input_zero_point : 0;
+    int32_t n, o, i;
+    if (!params || !quant || !quant->multiplier || !quant->shift || !input || !weight || !bias || !output ||
+        batch < 1 || in_features < 1 || out_features < 1) {
+        return MT_ERR_ARG;
+    }
+#if MT_DSP
+    if (ctx && ctx->buf && ctx->size >= mt_linear_fwd_s8_get_buffer_size(in_features)) {
+        int16_t *col = (int16_t *)ctx->buf;
+        mt_gemm_out qo;
+        qo.bias = bias;
+        qo.multiplier = quant->multiplier;
+        qo.shift = quant->shift;
+        qo.zero_point = params->output_zero_point;
+        qo.act_min = params->act_min;
+        qo.act_max = params->act_max;
+        for (n = 0; n < batch; n++) {
+            const int8_t *x = input + n * in_features;
+            for (i = 0; i < in_features; i++) {
+                col[i] = (int16_t)((int32_t)x[i] - zx);
+            }
+            mt_reorder_s16(col, in_features);
+            mt_mat_mult_s8_s16_1col(weight, col, out_features, in_features, &qo, output + n * out_features);
+        }
+        return MT_OK;
+    }
+#else  /* !MT_DSP */
+    (void)ctx;
+#endif /* MT_DSP */
+    for (n = 0; n < batch; n++) {
+        const int8_t *x = input + n * in_features;
+        for (o = 0; o < out_features; o++) {
+            const int8_t *w = weight + o * in_features;
+            int32_t acc = bias[o];
+            /* NOTE: |acc| <= |bias| + 255 * sum|w| < 2^31 (checked at export) */
+            for (i = 0; i < in_features; i++) {
+                acc += ((int32_t)x[i] - zx) * (int32_t)w[i];
+            }
+            output[n * out_features + o] = mt_requantize(acc, quant->multiplier[o], quant->shift[o],
+                                                         params->output_zero_point, params->act_min,
+                                                         params->act_max);
+        }
+    }
+    return MT_OK;
+}

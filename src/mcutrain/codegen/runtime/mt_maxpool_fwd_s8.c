@@ -1,0 +1,41 @@
+/*
+ * mcutrain runtime: mt_maxpool_fwd_s8 (see mt_nn.h). Max commutes with the (shared) qparams,
+ * so the int8 values are compared directly.
+ */
+#include "mt_nn.h"
+
+mt_status mt_maxpool_fwd_s8(const mt_pool_params *params,
+                            const mt_dims *input_dims,
+                            const int8_t *input,
+                            const mt_dims *output_dims,
+                            int8_t *output)
+{
+    const mt_pool_params *p = params;
+    const mt_dims *in_d = input_dims;
+    const mt_dims *out_d = output_dims;
+    int32_t n, oy, ox, c, ky, kx;
+    if (!p || !in_d || !input || !out_d || !output || p->kernel_h < 1 || p->kernel_w < 1 || p->stride_h < 1 ||
+        p->stride_w < 1 || out_d->c != in_d->c || out_d->n != in_d->n ||
+        (out_d->h - 1) * p->stride_h + p->kernel_h > in_d->h || (out_d->w - 1) * p->stride_w + p->kernel_w > in_d->w) {
+        return MT_ERR_ARG;
+    }
+    for (n = 0; n < in_d->n; n++) {
+        for (oy = 0; oy < out_d->h; oy++) {
+            for (ox = 0; ox < out_d->w; ox++) {
+                const int8_t *x0 = input + ((n * in_d->h + oy * p->stride_h) * in_d->w + ox * p->stride_w) * in_d->c;
+                int8_t *y = output + ((n * out_d->h + oy) * out_d->w + ox) * out_d->c;
+                for (c = 0; c < in_d->c; c++) {
+                    int8_t m = x0[c];
+                    for (ky = 0; ky < p->kernel_h; ky++) {
+                        for (kx = 0; kx < p->kernel_w; kx++) {
+                            const int8_t v = x0[(ky * in_d->w + kx) * in_d->c + c];
+                            m = v > m ? v : m;
+                        }
+                    }
+                    y[c] = m;
+                }
+            }
+        }
+    }
+    return MT_OK;
+}

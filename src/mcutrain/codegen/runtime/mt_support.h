@@ -1,0 +1,56 @@
+/*
+ * mcutrain runtime: internal helpers shared by the kernels (not part of the public API).
+ *
+ * The DSP GEMM works on int16 columns whose elements are already centred (x - z_x, in
+ * [-255, 255]) and stored "reordered" in groups of four: (x0, x2, x1, x3). SXTB16 on a word of
+ * four int8 weights yields (w0, w2) and SXTB16 ROR #8 yields (w1, w3), so one SMLAD per half
+ * multiplies matching pairs without any repacking of the weights. Elements past the last full
+ * group of four stay in plain order.
+ */
+#ifndef MT_SUPPORT_H
+#define MT_SUPPORT_H
+
+#include <stdint.h>
+
+#include "mt_arch.h"
+#include "mt_types.h"
+
+/* Requantization constants of one output row block; shared by the GEMM helpers. */
+typedef struct {
+    const int32_t *bias;       /* [rows] */
+    const int32_t *multiplier; /* [rows] */
+    const int32_t *shift;      /* [rows] */
+    int32_t zero_point;
+    int32_t act_min;
+    int32_t act_max;
+} mt_gemm_out;
+
+#if MT_DSP
+
+/* Swap elements 1 and 2 of every full group of four (plain order -> SMLAD order). */
+void mt_reorder_s16(int16_t *col, int32_t k);
+
+/*
+ * Two columns times `rows` weight rows: out0[r] = requant(bias[r] + w[r] . col0),
+ * out1[r] likewise with col1. w: [rows, k] int8 row-major; col0/col1: [k] int16 reordered.
+ */
+void mt_mat_mult_s8_s16_2col(const int8_t *w,
+                             const int16_t *col0,
+                             const int16_t *col1,
+                             int32_t rows,
+                             int32_t k,
+                             const mt_gemm_out *q,
+                             int8_t *out0,
+                             int8_t *out1);
+
+/* One column: out[r] = requant(bias[r] + w[r] . col) (matrix times vector). */
+void mt_mat_mult_s8_s16_1col(const int8_t *w,
+                             const int16_t *col,
+                             int32_t rows,
+                             int32_t k,
+                             const mt_gemm_out *q,
+                             int8_t *out);
+
+#endif /* MT_DSP */
+
+#endif /* MT_SUPPORT_H */
