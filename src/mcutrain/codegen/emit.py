@@ -1,0 +1,332 @@
+"""Emit `model.h` / `model.c`: a QuantModel as constant arrays, a static arena and `model_predict`.
+
+The "prepare" phase happens here, on the host: requantization multipliers and shifts, clamp
+bounds, the add's shared shift and the arena offsets (from `mcutrain.plan`, used verbatim) are
+computed once and written as constants, so the C code only invokes kernels. Weights and all
+parameter structs are `const` (Flash); the arena is the only RAM the model uses. No float
+and no malloc appear in the generated code.
+
+Example:
+    >>> from mcutrain import zoo
+    >>> from mcutrain.engines import ptq
+    >>> x = np.random.default_rng(0).random((8, 8, 8, 1), dtype=np.float32)
+    >>> src = emit_model(ptq.quantize_model(zoo.build("digits-cnn"), x), kernels="ref")
+    >>> "mt_status model_predict(const int8_t *input, int8_t *logits)" in src.header
+    True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mcutrain.codegen.cformat import c_array, unique_idents
+from mcutrain.engines.int_engine import check_accumulator
+from mcutrain.graph import INPUT, Node, Op
+from mcutrain.plan import ArenaPlan, plan_inference_arena
+from mcutrain.plan.lifetimes import is_depthwise
+from mcutrain.qmodel import QuantModel
+
+SUPPORTED_OPS = frozenset({Op.CONV2D, Op.LINEAR, Op.MAXPOOL, Op.AVGPOOL, Op.GLOBAL_AVGPOOL, Op.FLATTEN,
+                           Op.RELU, Op.RELU6, Op.ADD})
+
+
+class ExportError(ValueError):
+    """A model the C runtime cannot run; the message names the node and what to do."""
+
+
+@dataclass
+class ModelSource:
+    """The two generated files and the facts a caller reports about them."""
+
+    header: str
+    source: str
+    plan: ArenaPlan
+    const_bytes: int
+    """Bytes of constant data (weights, biases, multipliers, shifts) the model puts in Flash."""
+    layers: list[str]
+    """Tensor names in the order the layer hook reports them (one per node)."""
+
+
+def _dims(shape: tuple[int, ...]) -> str:
+    """An mt_dims initializer for a per-sample shape (batch 1)."""
+    if len(shape) == 3:
+        h, w, c = shape
+    elif len(shape) == 1:
+        h, w, c = 1, 1, shape[0]
+    else:  # pragma: no cover - the IR has only 1-d and 3-d activations
+        raise ExportError(f"cannot lay out a tensor of shape {shape}")
+    return f"{{1, {h}, {w}, {c}}}"
+
+
+class _Emitter:
+    def __init__(self, qm: QuantModel, plan: ArenaPlan):
+        self.qm, self.g, self.plan = qm, qm.graph, plan
+        self.ids = unique_idents([INPUT] + [n.name for n in self.g.nodes])
+        self.consts: list[str] = []
+        self.const_bytes = 0
+
+    def tensor(self, name: str) -> str:
+        return f"(model_arena.bytes + {self.plan.offsets[name]})"
+
+    def size(self, name: str) -> int:
+        return int(np.prod(self.g.shape(name)))
+
+    def const(self, ctype: str, name: str, values: np.ndarray, comment: str = "") -> str:
+        arr = np.asarray(values)
+        self.const_bytes += arr.size * {"int8_t": 1, "int32_t": 4}[ctype]
+        self.consts.append(c_array(ctype, name, arr, per_line=16 if ctype == "int8_t" else 8, comment=comment))
+        return name
+
+    def scratch(self, n: Node) -> str:
+        off, size = self.plan.scratch.get(n.name, (0, 0))
+        if not size:
+            return "{NULL, 0}"
+        return f"{{model_arena.bytes + {off}, {size}}}"
+
+    # -- one block of predict() per node
+    def node(self, i: int, n: Node) -> list[str]:
+        qm, g = self.qm, self.g
+        nid = self.ids[n.name]
+        x, y = self.tensor(n.inputs[0]), self.tensor(n.name)
+        if n.op in (Op.CONV2D, Op.LINEAR):
+            w, b = qm.weights[n.name], qm.biases[n.name]
+            try:
+                check_accumulator(qm.zero_point(n.inputs[0]), w, b, f"node '{n.name}'")
+            except ValueError as e:
+                raise ExportError(str(e)) from None
+            mult, shift = qm.requant_params(n)
+            lo, hi = qm.act_range(n)
+            zx, zy = qm.zero_point(n.inputs[0]), qm.zero_point(n.name)
+            wn = self.const("int8_t", f"{nid}_weight", w, f"{n.name}: weight {list(w.shape)} int8")
+            bn = self.const("int32_t", f"{nid}_bias", b)
+            mn = self.const("int32_t", f"{nid}_multiplier", mult)
+            sn = self.const("int32_t", f"{nid}_shift", shift)
+            if n.op == Op.LINEAR:
+                o, k = w.shape
+                return [f"static const mt_linear_params p = {{{zx}, {zy}, {lo}, {hi}}};",
+                        f"static const mt_per_channel_quant q = {{{mn}, {sn}}};",
+                        f"const mt_context ctx = {self.scratch(n)};",
+                        f"st = mt_linear_fwd_s8(&ctx, &p, &q, 1, {x}, {k}, {wn}, {bn}, {o}, {y});"]
+            a = n.attrs
+            (sh, sw), (pt, _, pl, _) = a["stride"], a["padding"]
+            head = [f"static const mt_conv_params p = {{{zx}, {zy}, {sh}, {sw}, {pt}, {pl}, {a['groups']}, "
+                    f"{lo}, {hi}}};",
+                    f"static const mt_per_channel_quant q = {{{mn}, {sn}}};",
+                    f"static const mt_dims in_d = {_dims(g.shape(n.inputs[0]))};",
+                    f"static const mt_dims f_d = {{{', '.join(map(str, w.shape))}}};",
+                    f"static const mt_dims out_d = {_dims(g.shape(n.name))};"]
+            if is_depthwise(g, n):
+                return head + [f"st = mt_depthwise_conv2d_fwd_s8(&p, &q, &in_d, {x}, &f_d, {wn}, {bn}, "
+                               f"&out_d, {y});"]
+            return head + [f"const mt_context ctx = {self.scratch(n)};",
+                           f"st = mt_conv2d_fwd_s8(&ctx, &p, &q, &in_d, {x}, &f_d, {wn}, {bn}, &out_d, {y});"]
+        if n.op in (Op.MAXPOOL, Op.AVGPOOL):
+            (kh, kw), (sh, sw) = n.attrs["kernel"], n.attrs["stride"]
+            fn = "mt_maxpool_fwd_s8" if n.op == Op.MAXPOOL else "mt_avgpool_fwd_s8"
+            return [f"static const mt_pool_params p = {{{kh}, {kw}, {sh}, {sw}}};",
+                    f"static const mt_dims in_d = {_dims(g.shape(n.inputs[0]))};",
+                    f"static const mt_dims out_d = {_dims(g.shape(n.name))};",
+                    f"st = {fn}(&p, &in_d, {x}, &out_d, {y});"]
+        if n.op == Op.GLOBAL_AVGPOOL:
+            return [f"static const mt_dims in_d = {_dims(g.shape(n.inputs[0]))};",
+                    f"st = mt_global_avgpool_fwd_s8(&in_d, {x}, {y});"]
+        if n.op == Op.FLATTEN:
+            return ["/* NHWC order is the flat order: the output is the input's storage */"]
+        if n.op in (Op.RELU, Op.RELU6):
+            lo, hi = qm.act_range(n)
+            return [f"st = mt_relu_fwd_s8({lo}, {hi}, {self.size(n.name)}, {x}, {y});"]
+        if n.op == Op.ADD:
+            ma, mb, sh = qm.add_params(n)
+            lo, hi = qm.act_range(n)
+            za, zb = qm.zero_point(n.inputs[0]), qm.zero_point(n.inputs[1])
+            return [f"static const mt_add_params p = {{{za}, {zb}, {ma}, {mb}, {sh}, "
+                    f"{qm.zero_point(n.name)}, {lo}, {hi}}};",
+                    f"st = mt_add_fwd_s8(&p, {self.size(n.name)}, {x}, {self.tensor(n.inputs[1])}, {y});"]
+        raise ExportError(f"node '{n.name}': op {n.op.value} has no C kernel")  # pragma: no cover
+
+
+def _check_supported(qm: QuantModel) -> None:
+    g = qm.graph
+    for n in g.nodes:
+        if n.op not in SUPPORTED_OPS:
+            raise ExportError(f"node '{n.name}': op {n.op.value} cannot be exported to C (supported: "
+                              f"{', '.join(sorted(o.value for o in SUPPORTED_OPS))})")
+    if len(g.input_shape) not in (1, 3):
+        raise ExportError(f"input shape {g.input_shape} must be (H, W, C) or (F,)")
+
+
+def _qparams_comment(qm: QuantModel, tensor: str) -> str:
+    qp = qm.act_qparams[tensor]
+    return f"real = {float(qp.scale)!r} * (q - ({int(qp.zero_point)}))"
+
+
+def emit_model(qm: QuantModel, kernels: str = "dsp", planner: str = "greedy",
+               plan: ArenaPlan | None = None, provenance: str = "") -> ModelSource:
+    """Generate model.h and model.c for `qm` (batch 1), planned for `kernels` ('dsp' or 'ref')."""
+    _check_supported(qm)
+    g = qm.graph
+    plan = plan or plan_inference_arena(g, kernels=kernels, planner=planner)
+    em = _Emitter(qm, plan)
+    blocks: list[str] = []
+    scratch_checks: list[str] = []
+    for i, n in enumerate(g.nodes):
+        body = em.node(i, n)
+        op_desc = f"{n.op.value}" + (f", act {n.act}" if n.attrs.get("act", "none") != "none" else "")
+        lines = [f"    {{ /* [{i}] {n.name}: {op_desc} -> {list(g.shape(n.name))} at arena offset "
+                 f"{plan.offsets[n.name]} */"]
+        lines += [f"        {s}" for s in body]
+        if n.op != Op.FLATTEN:
+            lines.append("        if (st != MT_OK) {")
+            lines.append("            return st;")
+            lines.append("        }")
+        lines.append("        if (model_layer_hook_fn) {")
+        lines.append(f"            model_layer_hook_fn({i}, \"{n.name}\", {em.tensor(n.name)}, "
+                     f"{em.size(n.name)});")
+        lines.append("        }")
+        lines.append("    }")
+        blocks.append("\n".join(lines))
+        if n.name in plan.scratch:
+            off, size = plan.scratch[n.name]
+            if n.op == Op.LINEAR:
+                call = f"mt_linear_fwd_s8_get_buffer_size({qm.weights[n.name].shape[1]})"
+            else:
+                w = qm.weights[n.name].shape
+                call = f"mt_conv2d_fwd_s8_get_buffer_size(&f_{em.ids[n.name]})"
+                scratch_checks.append(f"    static const mt_dims f_{em.ids[n.name]} = "
+                                      f"{{{', '.join(map(str, w))}}};")
+            scratch_checks.append(f"    if ({call} > {size}) {{ /* {n.name} */")
+            scratch_checks.append("        return MT_ERR_BUFFER;")
+            scratch_checks.append("    }")
+    in_size, out_size = em.size(INPUT), em.size(g.output)
+    ishape = g.input_shape if len(g.input_shape) == 3 else (1, 1, *g.input_shape)
+    header = _HEADER.format(
+        provenance=provenance or "(not recorded)", kernels=kernels, planner=plan.planner,
+        h=ishape[0], w=ishape[1], c=ishape[2], in_size=in_size, out_size=out_size,
+        in_zp=qm.zero_point(INPUT), in_q=_qparams_comment(qm, INPUT),
+        out_zp=qm.zero_point(g.output), out_q=_qparams_comment(qm, g.output),
+        arena=plan.arena_bytes, layers=len(g.nodes), out_off=plan.offsets[g.output])
+    source = _SOURCE.format(
+        kernels=kernels, planner=plan.planner, arena=plan.arena_bytes,
+        consts="\n\n".join(em.consts),
+        in_ptr=em.tensor(INPUT), out_ptr=em.tensor(g.output),
+        checks="\n".join(scratch_checks) or "    /* no kernel needs scratch memory */",
+        blocks="\n".join(blocks), graph=g.summary().replace("*/", "* /"))
+    return ModelSource(header, source, plan, em.const_bytes, [n.name for n in g.nodes])
+
+
+_HEADER = """\
+/*
+ * model.h: int8 inference of one model with the mcutrain C runtime.
+ *
+ * Provenance: {provenance}
+ * Kernels planned for: {kernels}; arena planner: {planner}.
+ *
+ * Usage:
+ *     if (model_init() != MT_OK) ...;            (once: checks the arena against the kernels)
+ *     model_predict(input, logits);              (any number of times)
+ * Input: int8 [{h}, {w}, {c}] NHWC, {in_q}.
+ * Output: int8 logits [{out_size}], {out_q}.
+ * No malloc and no floating point; all RAM is the static arena of MODEL_ARENA_BYTES.
+ */
+#ifndef MODEL_H
+#define MODEL_H
+
+#include <stdint.h>
+
+#include "mt_types.h"
+
+#ifdef __cplusplus
+extern "C" {{
+#endif
+
+#define MODEL_INPUT_H {h}
+#define MODEL_INPUT_W {w}
+#define MODEL_INPUT_C {c}
+#define MODEL_INPUT_SIZE {in_size}
+#define MODEL_INPUT_ZERO_POINT ({in_zp})
+#define MODEL_OUTPUT_SIZE {out_size}
+#define MODEL_OUTPUT_ZERO_POINT ({out_zp})
+#define MODEL_ARENA_BYTES {arena}
+#define MODEL_NUM_LAYERS {layers}
+
+/* Check the arena's scratch blocks against the kernels compiled in. MT_OK, or MT_ERR_BUFFER when
+   the library was exported for reference kernels but built with DSP kernels (re-export with
+   --kernels dsp, or build with -DMT_KERNELS_REF); predictions are correct either way. */
+mt_status model_init(void);
+
+/* Run one sample. input: int8 [MODEL_INPUT_SIZE] (may be model_input_buffer(), then no copy is
+   made); logits: int8 [MODEL_OUTPUT_SIZE] (out). Returns MT_OK or a kernel's error code. */
+mt_status model_predict(const int8_t *input, int8_t *logits);
+
+/* The input tensor inside the arena: write a sample here to skip predict's input copy. Its
+   contents are overwritten during model_predict. */
+int8_t *model_input_buffer(void);
+
+/* Debugging: called after every layer with the layer's index, name and int8 output. */
+typedef void (*model_layer_hook)(int32_t layer, const char *name, const int8_t *data, int32_t size);
+
+/* Install (or, with NULL, remove) the layer hook. */
+void model_set_layer_hook(model_layer_hook hook);
+
+#ifdef __cplusplus
+}}
+#endif
+
+#endif /* MODEL_H */
+"""
+
+_SOURCE = """\
+/*
+ * model.c: constants, arena and forward pass of the model (see model.h).
+ * Kernels planned for: {kernels}; arena planner: {planner}; arena {arena} bytes.
+ *
+{graph}
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "model.h"
+#include "mt_nn.h"
+
+{consts}
+
+/* The only RAM the model uses; tensors and kernel scratch sit at the planner's offsets. */
+static union {{
+    int64_t align; /* 8-byte alignment for word and doubleword accesses */
+    int8_t bytes[MODEL_ARENA_BYTES];
+}} model_arena;
+
+static model_layer_hook model_layer_hook_fn = NULL;
+
+void model_set_layer_hook(model_layer_hook hook)
+{{
+    model_layer_hook_fn = hook;
+}}
+
+int8_t *model_input_buffer(void)
+{{
+    return {in_ptr};
+}}
+
+mt_status model_init(void)
+{{
+{checks}
+    return MT_OK;
+}}
+
+mt_status model_predict(const int8_t *input, int8_t *logits)
+{{
+    mt_status st = MT_OK;
+    if (!input || !logits) {{
+        return MT_ERR_ARG;
+    }}
+    if (input != {in_ptr}) {{
+        memcpy({in_ptr}, input, MODEL_INPUT_SIZE);
+    }}
+{blocks}
+    memcpy(logits, {out_ptr}, MODEL_OUTPUT_SIZE);
+    return st;
+}}
+"""

@@ -1,0 +1,167 @@
+"""Write a self-contained C library for one model: model.c/h, the runtime, build files, README.
+
+Layout of the output directory:
+    model.h, model.c           the model (see `emit.py`)
+    runtime/                   the mcutrain C runtime (kernels), copied from the package
+    harness/main.c             a file-in, file-out driver (host or semihosting), optional to use
+    Makefile, CMakeLists.txt   build `libmodel.a` (C99, -Wall -Wextra -Werror)
+    README.md                  the API, the model's facts and how to build
+Files are written atomically; a failed export leaves an earlier one intact file by file.
+
+Example:
+    >>> from mcutrain import zoo
+    >>> from mcutrain.engines import ptq
+    >>> x = np.random.default_rng(0).random((8, 8, 8, 1), dtype=np.float32)
+    >>> qm = ptq.quantize_model(zoo.build("digits-cnn"), x)
+    >>> res = export_library(qm, tmp_path, kernels="ref")   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from mcutrain.codegen.emit import ModelSource, emit_model
+from mcutrain.codegen.harness import HARNESS_C
+from mcutrain.io import atomic_write_bytes
+from mcutrain.qmodel import QuantModel
+
+C_STD_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror"]
+"""Warning flags every build of the library uses (host, cross, Makefile, CMake)."""
+
+
+def runtime_files() -> dict[str, str]:
+    """The runtime's C sources and headers shipped in the package: file name -> text."""
+    root = resources.files("mcutrain.codegen").joinpath("runtime")
+    return {p.name: p.read_text() for p in sorted(root.iterdir(), key=lambda p: p.name)
+            if p.name.endswith((".c", ".h"))}
+
+
+@dataclass
+class ExportResult:
+    """What `export_library` wrote and the model's memory figures."""
+
+    out_dir: Path
+    files: list[str]
+    kernels: str
+    arena_bytes: int
+    const_bytes: int
+    layers: list[str] = field(default_factory=list)
+    model: ModelSource | None = None
+
+
+def _write(path: Path, text: str) -> None:
+    atomic_write_bytes(path, lambda f: f.write(text.encode()))
+
+
+def export_library(qm: QuantModel, out_dir: str | Path, kernels: str = "dsp", planner: str = "greedy",
+                   provenance: str = "", target: str = "") -> ExportResult:
+    """Generate the library for `qm` into `out_dir` (created if needed)."""
+    out = Path(out_dir)
+    src = emit_model(qm, kernels=kernels, planner=planner, provenance=provenance)
+    files: dict[str, str] = {"model.h": src.header, "model.c": src.source, "harness/main.c": HARNESS_C}
+    for name, text in runtime_files().items():
+        files[f"runtime/{name}"] = text
+    defines = "" if kernels == "dsp" else " -DMT_KERNELS_REF"
+    files["Makefile"] = _MAKEFILE.format(flags=" ".join(C_STD_FLAGS), defines=defines)
+    files["CMakeLists.txt"] = _CMAKE.format(
+        defines="" if kernels == "dsp" else "target_compile_definitions(model PUBLIC MT_KERNELS_REF)\n")
+    g = qm.graph
+    files["README.md"] = _README.format(
+        name=g.name, provenance=provenance or "(not recorded)", target=target or "(any)", kernels=kernels,
+        planner=planner, arena=src.plan.arena_bytes, consts=src.const_bytes, macs=g.total_macs(),
+        summary=g.summary(), in_shape=list(g.input_shape), k=g.num_classes)
+    for rel, text in files.items():
+        _write(out / rel, text)
+    return ExportResult(out, sorted(files), kernels, src.plan.arena_bytes, src.const_bytes, src.layers, src)
+
+
+_MAKEFILE = """\
+# Builds libmodel.a (and, with `make harness`, a file-driven test program).
+# Cross-compiling: make CC=arm-none-eabi-gcc CFLAGS_ARCH="-mcpu=cortex-m4 -mthumb"
+CC ?= cc
+AR ?= ar
+OPT ?= -O2
+CFLAGS_ARCH ?=
+CFLAGS = {flags} $(OPT) $(CFLAGS_ARCH){defines} -Iruntime -I.
+SRCS = model.c $(wildcard runtime/*.c)
+OBJS = $(SRCS:.c=.o)
+
+.PHONY: all harness clean
+
+all: libmodel.a
+
+libmodel.a: $(OBJS)
+\t$(AR) rcs $@ $^
+
+%.o: %.c
+\t$(CC) $(CFLAGS) -c $< -o $@
+
+harness: harness/main.c libmodel.a
+\t$(CC) $(CFLAGS) harness/main.c libmodel.a -o model_harness
+
+clean:
+\trm -f $(OBJS) libmodel.a model_harness
+"""
+
+_CMAKE = """\
+cmake_minimum_required(VERSION 3.13)
+project(model C)
+
+set(CMAKE_C_STANDARD 99)
+set(CMAKE_C_STANDARD_REQUIRED ON)
+
+file(GLOB MT_RUNTIME_SOURCES ${{CMAKE_CURRENT_SOURCE_DIR}}/runtime/*.c)
+add_library(model STATIC model.c ${{MT_RUNTIME_SOURCES}})
+target_include_directories(model PUBLIC ${{CMAKE_CURRENT_SOURCE_DIR}} ${{CMAKE_CURRENT_SOURCE_DIR}}/runtime)
+target_compile_options(model PRIVATE -Wall -Wextra -Werror)
+{defines}
+add_executable(model_harness EXCLUDE_FROM_ALL harness/main.c)
+target_link_libraries(model_harness model)
+"""
+
+_README = """\
+# {name}: int8 inference library
+
+Provenance: {provenance}
+
+Target: {target}. Kernels: `{kernels}` (DSP inner loops are used where the compiler defines
+`__ARM_FEATURE_DSP`; `-DMT_KERNELS_REF` forces the portable loops; both give identical
+results). Arena planner: `{planner}`.
+
+| | |
+|---|---|
+| input | int8 {in_shape} NHWC (see `model.h` for its scale and zero point) |
+| output | int8 logits [{k}] |
+| arena (RAM) | {arena} bytes, static, in `model.c` |
+| constants (Flash) | {consts} bytes of weights, biases and requantization constants |
+| MACs per inference | {macs} |
+
+## API (`model.h`)
+
+```c
+mt_status model_init(void);                                  /* once */
+mt_status model_predict(const int8_t *input, int8_t *logits);  /* per sample */
+int8_t *model_input_buffer(void);               /* write the input here to skip a copy */
+void model_set_layer_hook(model_layer_hook hook);  /* debugging: every layer's output */
+```
+
+Every function returns `MT_OK` (0) on success. The library allocates nothing and uses no
+floating point. The kernels are documented in `runtime/mt_nn.h`; their semantics are the
+integer specification of mcutrain (`docs/integer-semantics.md`), bit for bit.
+
+## Build
+
+    make                       # libmodel.a with the host compiler
+    make CC=arm-none-eabi-gcc AR=arm-none-eabi-ar CFLAGS_ARCH="-mcpu=cortex-m4 -mthumb"
+    make harness               # model_harness INPUTS LOGITS [LAYERS]: raw int8 files
+
+or with CMake: `add_subdirectory(this_dir)` and link `model`.
+
+## Graph
+
+```
+{summary}
+```
+"""

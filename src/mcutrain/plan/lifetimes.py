@@ -1,0 +1,128 @@
+"""Tensor lifetimes over the forward schedule, and the kernels' scratch sizes.
+
+The schedule is the graph's node order: node i runs at step i, reading its inputs and writing
+its output at that step. A tensor lives from the step that writes it (the model input: step 0,
+written by the caller just before) to its last reader; the logits live to the last step.
+
+Storage is shared where the C runtime works in place:
+- `flatten` never moves data: its output *is* its input's storage (an alias);
+- standalone `relu`/`relu6` and `add` are elementwise and read element i before writing it,
+  so the output takes over an input's storage when that storage has no later reader.
+
+Scratch memory of a kernel lives only during its own step. Its size mirrors the C companion
+functions (`mt_conv2d_fwd_s8_get_buffer_size`, `mt_linear_fwd_s8_get_buffer_size`); the
+generated `model_init` checks the two agree, so a change on one side cannot go unnoticed.
+
+Example:
+    >>> from mcutrain import zoo
+    >>> lt = forward_lifetimes(zoo.build("digits-cnn"), kernels="ref")
+    >>> [(s.name, s.size, s.first_use, s.last_use) for s in lt.storages][:2]
+    [('input', 64, 0, 0), ('conv1', 1024, 0, 1)]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mcutrain.graph import INPUT, Graph, Node, Op
+
+KERNELS = ("ref", "dsp")
+"""Kernel builds: the portable reference loops, or the DSP inner loops (Cortex-M4/M7)."""
+
+IN_PLACE_OPS = frozenset({Op.RELU, Op.RELU6, Op.ADD})
+"""Elementwise ops whose output may take over an input's storage."""
+
+
+def is_depthwise(graph: Graph, node: Node) -> bool:
+    """A conv2d with one input channel per group (groups == C): the depthwise kernel runs it."""
+    if node.op != Op.CONV2D:
+        return False
+    c = graph.shape(node.inputs[0])[-1]
+    return node.attrs["groups"] == c and node.params["weight"].shape[3] == 1
+
+
+def scratch_bytes(graph: Graph, node: Node, kernels: str = "dsp") -> int:
+    """Scratch bytes the C kernel of `node` needs (0 for most ops).
+
+    conv2d (not depthwise): 2 im2col columns of kh*kw*C/groups int16 = 4 * K bytes;
+    linear: the centred input row as int16 = 2 * I bytes. Only the DSP kernels use scratch.
+    """
+    if kernels not in KERNELS:
+        raise ValueError(f"unknown kernels {kernels!r}; use one of {', '.join(KERNELS)}")
+    if kernels == "ref":
+        return 0
+    if node.op == Op.CONV2D and not is_depthwise(graph, node):
+        _, kh, kw, cg = node.params["weight"].shape
+        return 2 * 2 * kh * kw * cg
+    if node.op == Op.LINEAR:
+        return 2 * int(node.params["weight"].shape[1])
+    return 0
+
+
+@dataclass
+class Storage:
+    """One block of arena memory: the tensors stored in it (in order) and its lifetime."""
+
+    name: str
+    size: int
+    first_use: int
+    last_use: int
+    tensors: list[str] = field(default_factory=list)
+    scratch_of: str | None = None
+    """For a kernel's scratch block: the node it belongs to."""
+
+
+@dataclass
+class Lifetimes:
+    """The storages of one schedule, and which storage holds each tensor."""
+
+    steps: int
+    storages: list[Storage]
+    storage_of: dict[str, int]
+    """Tensor name -> index into `storages`."""
+    scratch_of: dict[str, int]
+    """Node name -> index of its scratch storage (only nodes that need scratch)."""
+
+
+def _nbytes(shape: tuple[int, ...]) -> int:
+    return int(np.prod(shape))
+
+
+def forward_lifetimes(graph: Graph, kernels: str = "dsp", in_place: bool = True) -> Lifetimes:
+    """Storages of the int8 forward pass (one sample) with their lifetimes, in schedule order."""
+    last_read: dict[str, int] = {INPUT: 0}
+    for i, n in enumerate(graph.nodes):
+        last_read[n.name] = i
+        for s in n.inputs:
+            last_read[s] = max(last_read[s], i)
+    last_read[graph.output] = len(graph.nodes) - 1
+
+    storages: list[Storage] = [Storage(INPUT, _nbytes(graph.input_shape), 0, last_read[INPUT], [INPUT])]
+    storage_of: dict[str, int] = {INPUT: 0}
+    scratch_of: dict[str, int] = {}
+    for i, n in enumerate(graph.nodes):
+        target = None
+        if n.op == Op.FLATTEN:
+            target = storage_of[n.inputs[0]]
+        elif in_place and n.op in IN_PLACE_OPS:
+            for s in n.inputs:
+                st = storages[storage_of[s]]
+                # the storage's last reader so far is this step: no later reader sees it overwritten
+                if st.last_use == i and st.scratch_of is None:
+                    target = storage_of[s]
+                    break
+        if target is None:
+            storage_of[n.name] = len(storages)
+            storages.append(Storage(n.name, _nbytes(graph.shape(n.name)), i, last_read[n.name], [n.name]))
+        else:
+            st = storages[target]
+            st.tensors.append(n.name)
+            st.last_use = max(st.last_use, last_read[n.name])
+            storage_of[n.name] = target
+        need = scratch_bytes(graph, n, kernels)
+        if need:
+            scratch_of[n.name] = len(storages)
+            storages.append(Storage(f"{n.name}.scratch", need, i, i, [], scratch_of=n.name))
+    return Lifetimes(len(graph.nodes), storages, storage_of, scratch_of)
