@@ -76,7 +76,8 @@ class _Emitter:
     def const(self, ctype: str, name: str, values: np.ndarray, comment: str = "") -> str:
         arr = np.asarray(values)
         self.const_bytes += arr.size * {"int8_t": 1, "int32_t": 4}[ctype]
-        self.consts.append(c_array(ctype, name, arr, per_line=16 if ctype == "int8_t" else 8, comment=comment))
+        per_line = 16 if ctype == "int8_t" else 8
+        self.consts.append(c_array(ctype, name, arr, per_line=per_line, comment=comment))
         return name
 
     def scratch(self, n: Node) -> str:
@@ -118,10 +119,10 @@ class _Emitter:
                     f"static const mt_dims f_d = {{{', '.join(map(str, w.shape))}}};",
                     f"static const mt_dims out_d = {_dims(g.shape(n.name))};"]
             if is_depthwise(g, n):
-                return head + [f"st = mt_depthwise_conv2d_fwd_s8(&p, &q, &in_d, {x}, &f_d, {wn}, {bn}, "
+                return [*head, f"st = mt_depthwise_conv2d_fwd_s8(&p, &q, &in_d, {x}, &f_d, {wn}, {bn}, "
                                f"&out_d, {y});"]
-            return head + [f"const mt_context ctx = {self.scratch(n)};",
-                           f"st = mt_conv2d_fwd_s8(&ctx, &p, &q, &in_d, {x}, &f_d, {wn}, {bn}, &out_d, {y});"]
+            return [*head, f"const mt_context ctx = {self.scratch(n)};",
+                    f"st = mt_conv2d_fwd_s8(&ctx, &p, &q, &in_d, {x}, &f_d, {wn}, {bn}, &out_d, {y});"]
         if n.op in (Op.MAXPOOL, Op.AVGPOOL):
             (kh, kw), (sh, sw) = n.attrs["kernel"], n.attrs["stride"]
             fn = "mt_maxpool_fwd_s8" if n.op == Op.MAXPOOL else "mt_avgpool_fwd_s8"
@@ -188,7 +189,7 @@ def emit_model(qm: QuantModel, kernels: str = "dsp", planner: str = "greedy",
         lines.append("    }")
         blocks.append("\n".join(lines))
         if n.name in plan.scratch:
-            off, size = plan.scratch[n.name]
+            size = plan.scratch[n.name][1]
             if n.op == Op.LINEAR:
                 call = f"mt_linear_fwd_s8_get_buffer_size({qm.weights[n.name].shape[1]})"
             else:

@@ -28,9 +28,21 @@ from mcutrain.plan.arena import (
 )
 from mcutrain.plan.lifetimes import Lifetimes, forward_lifetimes, scratch_bytes
 
-__all__ = ["DEFAULT_ALIGNMENT", "ArenaPlan", "Buffer", "GreedyPlanner", "LinearPlanner", "Lifetimes",
-           "MemoryPlanner", "PlanError", "check_no_overlap", "forward_lifetimes", "make_planner",
-           "plan_inference_arena", "scratch_bytes"]
+__all__ = [
+    "DEFAULT_ALIGNMENT",
+    "ArenaPlan",
+    "Buffer",
+    "GreedyPlanner",
+    "Lifetimes",
+    "LinearPlanner",
+    "MemoryPlanner",
+    "PlanError",
+    "check_no_overlap",
+    "forward_lifetimes",
+    "make_planner",
+    "plan_inference_arena",
+    "scratch_bytes",
+]
 
 
 @dataclass
