@@ -48,7 +48,8 @@ def round_half_away(x: np.ndarray | float) -> np.ndarray:
     """
     arr = _as_float(x)
     t = np.trunc(arr)
-    frac = arr - t
+    with np.errstate(invalid="ignore"):      # inf - inf: NaN compares False, inf stays inf
+        frac = arr - t
     return t + np.sign(arr) * (np.abs(frac) >= 0.5).astype(arr.dtype)
 
 

@@ -1,0 +1,175 @@
+"""Fixed-point requantization against exact rational references in plain Python ints."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mcutrain.quant.fixedpoint import (
+    activation_range,
+    add_multipliers,
+    output_multiplier,
+    quantize_multiplier,
+    requantize,
+    requantize_output,
+    rounding_divide,
+    rounding_shift_right,
+)
+from mcutrain.quant.qparams import QParams, qparams_from_range
+
+int32s = st.integers(-(2**31), 2**31 - 1)
+pos_floats = st.floats(min_value=2.0**-40, max_value=2.0**29.99, allow_nan=False, allow_infinity=False)
+
+
+def ref_round(f: Fraction) -> int:
+    mag = math.floor(abs(f) + Fraction(1, 2))
+    return mag if f >= 0 else -mag
+
+
+def test_hand_values() -> None:
+    m, s = quantize_multiplier(0.75)
+    assert (int(m), int(s)) == (3 << 29, 0)
+    assert requantize(np.array([3, -3, 2, -2, 1, 0]), m, s).tolist() == [2, -2, 2, -2, 1, 0]
+    m, s = quantize_multiplier(0.5)
+    assert (int(m), int(s)) == (1 << 30, 0)
+    assert requantize(np.array([1, -1, 3, -3]), m, s).tolist() == [1, -1, 2, -2]   # ties away from 0
+    m, s = quantize_multiplier(2.0**-10)
+    assert (int(m), int(s)) == (1 << 30, -9)
+    assert quantize_multiplier(0.0) == (0, 0)
+
+
+@given(pos_floats)
+def test_quantize_multiplier_is_the_nearest_31_bit_mantissa(m: float) -> None:
+    q, s = quantize_multiplier(m)
+    q, s = int(q), int(s)
+    if m < 2.0**-32:
+        assert (q, s) == (0, 0)
+        return
+    assert 2**30 <= q < 2**31 and 1 <= 31 - s <= 62
+    exact = Fraction(m) * 2 ** (31 - s)            # m in units of the multiplier's LSB
+    assert abs(Fraction(q) - exact) <= Fraction(1, 2)
+
+
+@given(st.floats(width=32, min_value=2.0**-31, max_value=2.0**29, allow_nan=False))
+def test_float32_multipliers_are_exact(m: float) -> None:
+    q, s = quantize_multiplier(m)
+    assert Fraction(int(q)) * Fraction(2) ** (int(s) - 31) == Fraction(m)
+
+
+def test_multiplier_limits() -> None:
+    with pytest.raises(ValueError, match="cannot be requantized"):
+        quantize_multiplier(2.0**30)
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        quantize_multiplier(-1.0)
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        quantize_multiplier(float("nan"))
+    q, s = quantize_multiplier(np.array([2.0**30 * 0.999, 2.0**-32, 2.0**-32 * 0.999]))
+    assert q.tolist() == [round(0.999 * 2**31), 2**30, 0]
+    assert s.tolist() == [30, -31, 0]
+
+
+@given(st.lists(int32s, min_size=1, max_size=30), pos_floats)
+def test_requantize_matches_exact_rounding(acc: list[int], m: float) -> None:
+    q, s = quantize_multiplier(m)
+    got = requantize(np.array(acc, np.int64), q, s).tolist()
+    ref = [ref_round(Fraction(a * int(q), 2 ** (31 - int(s)))) for a in acc]
+    assert got == ref
+
+
+def test_requantize_extremes() -> None:
+    acc = np.array([-(2**31), 2**31 - 1, 0, 1, -1])
+    q, s = np.int32(2**31 - 1), np.int32(30)           # largest representable M (just under 2^30)
+    ref = [ref_round(Fraction(a * (2**31 - 1), 2)) for a in acc.tolist()]
+    assert requantize(acc, q, s).tolist() == ref
+    q, s = np.int32(2**30), np.int32(-31)               # smallest: M = 2^-32, n = 62
+    # -2^31 * 2^-32 = -0.5 exactly: the one tie at the bottom of the range rounds away from 0
+    assert requantize(acc, q, s).tolist() == [-1, 0, 0, 0, 0]
+    with pytest.raises(ValueError, match="int32 range"):
+        requantize(np.array([2**31]), q, s)
+    with pytest.raises(ValueError, match="right shift"):
+        requantize(np.array([1]), 2**30, 31)
+    with pytest.raises(TypeError):
+        requantize(np.array([1.0]), 2**30, 0)
+
+
+def test_requantize_per_channel_on_last_axis() -> None:
+    q, s = quantize_multiplier(np.array([0.5, 0.25, 1.0]))
+    acc = np.array([[[4, 4, 4], [-3, -3, -3]]])          # (1, 2, 3): NHWC channels last
+    assert requantize(acc, q, s).tolist() == [[[2, 1, 4], [-2, -1, -3]]]
+
+
+@given(st.lists(int32s, min_size=1, max_size=30), pos_floats, st.integers(-128, 127),
+       st.sampled_from(["none", "relu", "relu6"]))
+def test_requantize_output_matches_loop(acc: list[int], m: float, z: int, act: str) -> None:
+    q, s = quantize_multiplier(min(m, 100.0))
+    qp = QParams(np.float32(0.05), z)
+    lo, hi = activation_range(qp, act)
+    got = requantize_output(np.array(acc), q, s, z, lo, hi)
+    assert got.dtype == np.int8
+    ref = [min(max(ref_round(Fraction(a * int(q), 2 ** (31 - int(s)))) + z, lo), hi) for a in acc]
+    assert got.tolist() == ref
+
+
+@given(st.lists(st.integers(-(2**40), 2**40), min_size=1, max_size=30), st.integers(1, 2**20))
+def test_rounding_divide_matches_exact(num: list[int], den: int) -> None:
+    assert rounding_divide(np.array(num), den).tolist() == [ref_round(Fraction(n, den)) for n in num]
+
+
+@given(st.lists(st.integers(-(2**50), 2**50), min_size=1, max_size=30), st.integers(1, 62))
+def test_rounding_shift_right_matches_exact(xs: list[int], n: int) -> None:
+    assert rounding_shift_right(np.array(xs), n).tolist() == [ref_round(Fraction(x, 2**n)) for x in xs]
+
+
+def test_rounding_divide_refuses_bad_divisors() -> None:
+    with pytest.raises(ValueError, match="> 0"):
+        rounding_divide(np.array([1]), 0)
+    assert rounding_divide(np.array([-7, -6, -5, 5, 6, 7]), 4).tolist() == [-2, -2, -1, 1, 2, 2]
+
+
+def test_activation_ranges() -> None:
+    # s = float32(12/255) is a hair above 12/255, so -128 - (-2/s) = -85.50000x rounds to -86,
+    # and 6/s = 127.4999x rounds to 127
+    qp = qparams_from_range(-2.0, 10.0)
+    assert int(qp.zero_point) == -86
+    assert activation_range(qp, "none") == (-128, 127)
+    assert activation_range(qp, "relu") == (-86, 127)
+    assert activation_range(qp, "relu6") == (-86, -86 + 127)
+    big = qparams_from_range(0.0, 3.0)             # relu6 bound above the int8 range: clamped to 127
+    assert activation_range(big, "relu6") == (-128, 127)
+    assert activation_range(QParams(np.float32(1.0), 0, "uint8"), "relu") == (0, 255)
+    with pytest.raises(ValueError, match="unknown activation"):
+        activation_range(qp, "gelu")
+
+
+def test_output_multiplier_uses_the_float64_product() -> None:
+    sx, sw, sy = np.float32(0.02), np.array([0.003, 0.0007], np.float32), np.float32(0.05)
+    q, s = output_multiplier(sx, sw, sy)
+    ref = quantize_multiplier(np.float64(sx) * sw.astype(np.float64) / np.float64(sy))
+    assert q.tolist() == ref[0].tolist() and s.tolist() == ref[1].tolist()
+
+
+@given(pos_floats, pos_floats, pos_floats)
+def test_add_multipliers_share_one_shift(sa: float, sb: float, sy: float) -> None:
+    sa, sb, sy = (float(np.float32(v)) for v in (sa, sb, sy))
+    ra = np.float64(sa) / np.float64(sy)
+    rb = np.float64(sb) / np.float64(sy)
+    if max(ra, rb) >= 2**30 - 0.25:                 # 2r rounds to 2^31: no shift n >= 1 fits
+        with pytest.raises(ValueError, match="cannot be requantized"):
+            add_multipliers(sa, sb, sy)
+        return
+    ma, mb, n = add_multipliers(sa, sb, sy)
+    assert 1 <= n <= 62 and 0 <= ma < 2**31 and 0 <= mb < 2**31
+    assert abs(Fraction(ma, 2**n) - Fraction(ra)) <= Fraction(1, 2**(n + 1))
+    assert abs(Fraction(mb, 2**n) - Fraction(rb)) <= Fraction(1, 2**(n + 1))
+    if n < 62:
+        assert max(ma, mb) >= 2**29                   # the shift is as large as int32 allows
+
+
+def test_add_multiplier_hand_values() -> None:
+    assert add_multipliers(0.1, 0.05, 0.2) == (2**30, 2**29, 31)
+    assert add_multipliers(0.5, 0.25, 0.5) == (2**30, 2**29, 30)
