@@ -87,7 +87,7 @@ def conv2d_fwd_s8(x: np.ndarray, x_zp: int, w: np.ndarray, bias: np.ndarray,
     """
     n, h, wd, c = x.shape
     o, kh, kw, cig = w.shape
-    if groups == c and cig == 1:
+    if groups == c and cig == 1 and groups > 1:  # NOTE: one input channel is a plain GEMM
         return depthwise_conv2d_fwd_s8(x, x_zp, w, bias, mult, shift, y_zp, act_min, act_max,
                                        stride, padding)
     bound = check_accumulator(x_zp, w, bias, "conv2d")
