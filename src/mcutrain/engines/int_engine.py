@@ -42,8 +42,9 @@ from mcutrain.quant.fixedpoint import requantize_output, rounding_divide, roundi
 ACC_LIMIT = (1 << 31) - 1
 """The C kernels accumulate in int32: every partial sum must stay within +-ACC_LIMIT."""
 
-PREDICT_BATCH = 256
-"""Samples per chunk in `predict`, so 10k samples never hold all activations at once."""
+PREDICT_ELEMENTS = 1 << 22
+"""`predict` chunks a batch so that its largest tensor holds about this many elements (the
+transient int64 accumulator and float GEMM operands are then ~100 MB), at most 256 samples."""
 
 
 class AccumulatorOverflow(ValueError):
@@ -260,9 +261,16 @@ def forward(qm: QuantModel, x_q: np.ndarray) -> np.ndarray:
     return run(qm, x_q)[qm.graph.output].reshape(len(x_q), -1)
 
 
-def predict(qm: QuantModel, x: np.ndarray, batch_size: int = PREDICT_BATCH) -> np.ndarray:
-    """Class ids (int64, N) for a float batch, in chunks; ties go to the lowest class id."""
+def predict(qm: QuantModel, x: np.ndarray, batch_size: int | None = None) -> np.ndarray:
+    """Class ids (int64, N) for a float batch, in chunks; ties go to the lowest class id.
+
+    Without `batch_size` the chunk is sized from the model's largest tensor, so
+    10k samples of a 128x128 model never hold all their activations at once.
+    """
     x = np.asarray(x, np.float32)
+    if batch_size is None:
+        largest = max(int(np.prod(s)) for s in qm.graph.shapes.values())
+        batch_size = int(np.clip(PREDICT_ELEMENTS // largest, 1, 256))
     out = [forward(qm, quantize_input(qm, x[i:i + batch_size])).argmax(axis=1)
            for i in range(0, len(x), batch_size)]
     return np.concatenate(out) if out else np.zeros(0, np.int64)
