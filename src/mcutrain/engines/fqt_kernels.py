@@ -1,0 +1,313 @@
+"""FQT kernels: forward with kept tensors, error propagation, weight gradients, in three number formats.
+
+Each function is the Python twin of a C kernel of the same name
+(`mt_conv2d_bwd_in_u8` in C is `conv2d_bwd_in_acc` + `requant_f32_floor` here).
+Kernels work on *centred* operands: `x - z_x`, `w - z_w`, `e - z_e` as int32
+for the 8-bit formats, plain float32 values for the float formats; padding is
+therefore always 0 (= real 0). They return accumulators; the caller picks the
+requantization of its precision:
+
+- `requant_f32_floor`: seed A's float requantization, `clamp(floor(float32(acc) * M) + z)`
+  with `M` one float32 per tensor (uint8 precision).
+- `quant.fixedpoint.requantize_output`: the fixed-point rule of the int8 format.
+- float32 values: no requantization.
+
+Summation order (docs/integer-semantics.md, "FQT training operations"):
+integer accumulations are exact in any order, so they run through float BLAS
+when `int_gemm` proves it exact. float32 sums have a defined order only in
+mode `"f32seq"`: every dot product is accumulated from +0.0 in increasing
+index order (k of the OHWI/(O, I) weight row for forward, output channel o
+for error propagation, positions p then samples b for weight gradients), each
+product and sum rounded to float32 — what a plain C loop compiled with
+`-ffp-contract=off` does. Mode `"f32"` uses BLAS (same formula, unspecified
+order) and is the fast path for experiments.
+
+Example:
+    >>> x = np.arange(8, dtype=np.int32).reshape(2, 4)
+    >>> w = np.ones((3, 4), np.int32)
+    >>> linear_fwd_acc(x, w, "int").tolist()
+    [[6, 6, 6], [22, 22, 22]]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mcutrain.engines.im2col import col2im, im2col, out_size, pad_nhwc, tap_views
+from mcutrain.engines.int_gemm import exact_matmul
+
+MODES = ("int", "f32", "f32seq")
+"""GEMM modes: exact integers, float32 BLAS, float32 in the defined sequential order."""
+
+
+# ---------------------------------------------------------------- GEMM in a chosen mode
+
+
+def _bound(a: np.ndarray, b: np.ndarray) -> int:
+    """Shape bound on every partial sum of a @ b: K * max|a| * max|b| (exactness of float BLAS)."""
+    if a.size == 0 or b.size == 0:
+        return 0
+    return int(a.shape[-1]) * int(np.abs(a).max()) * int(np.abs(b).max())
+
+
+def matmul_seq(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """float32 a (..., M, K) @ b (..., K, N) summed from +0.0 in increasing k, rounding each step.
+
+    NOTE: a loop over the reduction index only; each iteration is one
+    vectorized multiply-add over all outputs, so it is the C loop order
+    without a Python loop over elements.
+    """
+    a = np.asarray(a, np.float32)
+    b = np.asarray(b, np.float32)
+    shape = (*np.broadcast_shapes(a.shape[:-2], b.shape[:-2]), a.shape[-2], b.shape[-1])
+    out = np.zeros(shape, np.float32)
+    tmp = np.empty(shape, np.float32)
+    for k in range(a.shape[-1]):
+        np.multiply(a[..., :, k:k + 1], b[..., k:k + 1, :], out=tmp)
+        out += tmp
+    return out
+
+
+def matmul(a: np.ndarray, b: np.ndarray, mode: str) -> np.ndarray:
+    """a @ b in `mode`: int64 exactly ("int"), float32 BLAS ("f32"), float32 ordered ("f32seq")."""
+    if mode == "int":
+        return exact_matmul(a, b, _bound(a, b))
+    if mode == "f32":
+        return np.matmul(a.astype(np.float32, copy=False), b.astype(np.float32, copy=False))
+    if mode == "f32seq":
+        return matmul_seq(a, b)
+    raise ValueError(f"unknown GEMM mode {mode!r}; use one of {', '.join(MODES)}")
+
+
+def seq_sum(a: np.ndarray, axis: int) -> np.ndarray:
+    """float32 sum over `axis` from +0.0 in increasing index order (a loop over that axis only)."""
+    a = np.moveaxis(np.asarray(a, np.float32), axis, 0)
+    out = np.zeros(a.shape[1:], np.float32)
+    for i in range(a.shape[0]):
+        out += a[i]
+    return out
+
+
+def acc_dtype(mode: str) -> type:
+    return np.int64 if mode == "int" else np.float32
+
+
+# ---------------------------------------------------------------- requantization
+
+
+def requant_f32_floor(acc: np.ndarray, m: np.float32, zero_point: int, lo: int, hi: int) -> np.ndarray:
+    """Seed A's requantization: `clamp(floor(float32(acc) * M) + z, lo, hi)`, M one float32.
+
+    `float32(acc)` is the IEEE conversion (round to nearest even; exact below 2^24).
+    Returns int32 values in [lo, hi]; the caller stores them as uint8.
+    """
+    v = np.floor(acc.astype(np.float32) * np.float32(m))
+    return np.clip(v + np.float32(zero_point), lo, hi).astype(np.int32)
+
+
+def f32_multiplier(sa: np.float32, sb: np.float32, s_out: np.float32) -> np.float32:
+    """`M = (s_a * s_b) / s_out`, float32, once per tensor, in that order."""
+    return np.float32(np.float32(np.float32(sa) * np.float32(sb)) / np.float32(s_out))
+
+
+def act_f32(z: np.ndarray, act: str) -> np.ndarray:
+    """Fused activation of a float32 accumulator (relu: max(z, 0); relu6: min(max(z, 0), 6))."""
+    if act == "relu":
+        return np.maximum(z, np.float32(0)).astype(np.float32)
+    if act == "relu6":
+        return np.clip(z, np.float32(0), np.float32(6)).astype(np.float32)
+    return np.asarray(z, np.float32)
+
+
+# ---------------------------------------------------------------- conv2d
+
+
+def conv2d_fwd_acc(xc: np.ndarray, wc: np.ndarray, stride: tuple[int, int],
+                   padding: tuple[int, int, int, int], groups: int, mode: str) -> np.ndarray:
+    """Accumulators (N, Ho, Wo, O) of a conv over centred NHWC input and centred OHWI weights.
+
+    Dense and grouped convs are im2col + GEMM over k = (i, j, c); depthwise
+    convs (one input channel per group) sum the taps in (i, j) order.
+    """
+    n, h, w, c = xc.shape
+    o, kh, kw, cig = wc.shape
+    ho = out_size(h, kh, stride[0], padding[0] + padding[1])
+    wo = out_size(w, kw, stride[1], padding[2] + padding[3])
+    if groups > 1 and cig == 1:
+        m = o // c
+        xp = pad_nhwc(np.repeat(xc, m, axis=3) if m > 1 else xc, padding, 0)
+        dt = acc_dtype(mode)
+        acc = np.zeros((n, ho, wo, o), dt)
+        wt = wc.astype(dt)
+        for i, j, view in tap_views(xp, (kh, kw), stride, (ho, wo)):
+            acc += view.astype(dt) * wt[:, i, j, 0]
+        return acc
+    cols = im2col(xc, (kh, kw), stride, padding, 0)
+    if groups == 1:
+        acc = matmul(cols, wc.reshape(o, -1).T, mode)
+    else:
+        mrows, opg = cols.shape[0], o // groups
+        cg = cols.reshape(mrows, kh * kw, groups, cig).transpose(2, 0, 1, 3).reshape(groups, mrows, -1)
+        wg = wc.reshape(groups, opg, kh * kw * cig).transpose(0, 2, 1)
+        acc = matmul(cg, wg, mode).transpose(1, 0, 2).reshape(mrows, o)
+    return acc.reshape(n, ho, wo, o)
+
+
+def conv2d_bwd_in_acc(ec: np.ndarray, wc: np.ndarray, in_shape: tuple[int, int, int, int],
+                      stride: tuple[int, int], padding: tuple[int, int, int, int], groups: int,
+                      mode: str) -> np.ndarray:
+    """Transposed conv: accumulators (N, H, W, C) of the input error from centred output errors.
+
+    Per input element: the sum over taps (i, j) in order of the sum over
+    output channels o in order of e[o] * w[o, i, j, c] (col2im adds the taps).
+    """
+    n, h, w, c = in_shape
+    o, kh, kw, cig = wc.shape
+    dt = acc_dtype(mode)
+    if groups > 1 and cig == 1:
+        m = o // c
+        pt, pb, pl, pr = padding
+        ho, wo = ec.shape[1:3]
+        dxp = np.zeros((n, h + pt + pb, w + pl + pr, o), dt)
+        wt = wc.astype(dt)
+        e = ec.astype(dt)
+        for i, j, view in tap_views(dxp, (kh, kw), stride, (ho, wo)):
+            view += e * wt[:, i, j, 0]
+        dx = dxp[:, pt:pt + h, pl:pl + w, :]
+        if m > 1:
+            dx = seq_sum(dx.reshape(n, h, w, c, m), 4) if mode != "int" else dx.reshape(n, h, w, c, m).sum(-1)
+        return np.ascontiguousarray(dx)
+    e2 = ec.reshape(-1, o)
+    if groups == 1:
+        dcols = matmul(e2, wc.reshape(o, -1), mode)
+    else:
+        opg = o // groups
+        eg = e2.reshape(-1, groups, opg).transpose(1, 0, 2)
+        wg = wc.reshape(groups, opg, kh * kw * cig)
+        dg = matmul(eg, wg, mode)
+        dcols = dg.reshape(groups, -1, kh * kw, cig).transpose(1, 2, 0, 3).reshape(e2.shape[0], -1)
+    return col2im(dcols.astype(dt, copy=False), in_shape, (kh, kw), stride, padding)
+
+
+def conv2d_bwd_w_acc(xc: np.ndarray, ec: np.ndarray, w_shape: tuple[int, ...],
+                     stride: tuple[int, int], padding: tuple[int, int, int, int], groups: int,
+                     mode: str, per_sample: bool = False) -> np.ndarray:
+    """Weight-gradient accumulators from stored centred inputs and centred output errors.
+
+    Returns (O, kh, kw, cig), or (N, O, kh, kw, cig) with `per_sample`. In
+    `f32seq` each sample's sum runs over output positions in row-major order,
+    and samples are added to the buffer in batch order.
+    """
+    n = xc.shape[0]
+    o, kh, kw, cig = w_shape
+    ho, wo = ec.shape[1:3]
+    p = ho * wo
+    if groups > 1 and cig == 1:
+        m = o // xc.shape[3]
+        xp = pad_nhwc(np.repeat(xc, m, axis=3) if m > 1 else xc, padding, 0)
+        dt = acc_dtype(mode)
+        out = np.zeros((n, o, kh, kw, 1), dt)
+        e = ec.astype(dt)
+        for i, j, view in tap_views(xp, (kh, kw), stride, (ho, wo)):
+            prod = (view.astype(dt) * e).reshape(n, p, o)
+            out[:, :, i, j, 0] = seq_sum(prod, 1) if mode == "f32seq" else prod.sum(1)
+        return out if per_sample else _batch_sum(out, mode)
+    cols = im2col(xc, (kh, kw), stride, padding, 0)          # (N*P, K)
+    k = cols.shape[1]
+    if groups == 1:
+        e3 = ec.reshape(n, p, o).transpose(0, 2, 1)            # (N, O, P)
+        c3 = cols.reshape(n, p, k)
+        if per_sample or mode == "f32seq":
+            g = matmul(e3, c3, mode)                            # (N, O, K)
+            return g.reshape(n, *w_shape) if per_sample else _batch_sum(g, mode).reshape(w_shape)
+        return matmul(e3.transpose(1, 0, 2).reshape(o, n * p), cols, mode).reshape(w_shape)
+    opg = o // groups
+    cg = cols.reshape(n, p, kh * kw, groups, cig).transpose(0, 3, 1, 2, 4).reshape(n, groups, p, -1)
+    eg = ec.reshape(n, p, groups, opg).transpose(0, 2, 3, 1)   # (N, G, O/G, P)
+    g = matmul(eg, cg, mode).reshape(n, groups, opg, kh, kw, cig).reshape(n, *w_shape)
+    return g if per_sample else _batch_sum(g, mode)
+
+
+def _batch_sum(g: np.ndarray, mode: str) -> np.ndarray:
+    """Gradient buffer over the batch: exact for integers, batch order for f32seq."""
+    return seq_sum(g, 0) if mode == "f32seq" else g.sum(0)
+
+
+# ---------------------------------------------------------------- linear
+
+
+def linear_fwd_acc(xc: np.ndarray, wc: np.ndarray, mode: str) -> np.ndarray:
+    """(N, I) centred inputs, (O, I) centred weights -> (N, O) accumulators."""
+    return matmul(xc, wc.T, mode)
+
+
+def linear_bwd_in_acc(ec: np.ndarray, wc: np.ndarray, mode: str) -> np.ndarray:
+    """(N, O) centred errors -> (N, I): sum over o in order of e[o] * w[o, i]."""
+    return matmul(ec, wc, mode)
+
+
+def linear_bwd_w_acc(xc: np.ndarray, ec: np.ndarray, mode: str, per_sample: bool = False) -> np.ndarray:
+    """Outer products e[o] * x[i]: (O, I) summed over the batch, or (N, O, I) per sample."""
+    if per_sample or mode == "f32seq":
+        dt = acc_dtype(mode)
+        g = ec.astype(dt)[:, :, None] * xc.astype(dt)[:, None, :]
+        return g if per_sample else _batch_sum(g, mode)
+    return matmul(ec.T, xc, mode)
+
+
+def bias_grad_acc(ec: np.ndarray, mode: str, per_sample: bool = False) -> np.ndarray:
+    """Sum of centred errors over positions (per sample, then over the batch in order)."""
+    n, o = ec.shape[0], ec.shape[-1]
+    e3 = ec.reshape(n, -1, o)
+    g = seq_sum(e3, 1) if mode == "f32seq" else e3.sum(1, dtype=acc_dtype(mode))
+    return g if per_sample else _batch_sum(g, mode)
+
+
+# ---------------------------------------------------------------- pooling (any number format)
+
+
+def maxpool_fwd(x: np.ndarray, kernel: tuple[int, int], stride: tuple[int, int]
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Window max and the tap index (uint8) of its first maximum in (i, j) order (kept for backward)."""
+    _n, h, w, _c = x.shape
+    ho, wo = out_size(h, kernel[0], stride[0], 0), out_size(w, kernel[1], stride[1], 0)
+    y = arg = None
+    for t, (_, _, view) in enumerate(tap_views(x, kernel, stride, (ho, wo))):
+        if y is None:
+            y, arg = view.copy(), np.zeros(view.shape, np.uint8)
+            continue
+        better = view > y
+        np.copyto(y, view, where=better)
+        np.copyto(arg, t, where=better)
+    return y, arg
+
+
+def maxpool_bwd(ec: np.ndarray, arg: np.ndarray, in_shape: tuple[int, ...], kernel: tuple[int, int],
+                stride: tuple[int, int]) -> np.ndarray:
+    """Route each centred window error to its argmax; other inputs get 0 (overlaps add)."""
+    dx = np.zeros(in_shape, ec.dtype)
+    ho, wo = ec.shape[1:3]
+    for t, (_, _, view) in enumerate(tap_views(dx, kernel, stride, (ho, wo))):
+        view += np.where(arg == t, ec, 0).astype(ec.dtype)
+    return dx
+
+
+def avgpool_fwd_sum(x: np.ndarray, kernel: tuple[int, int], stride: tuple[int, int]) -> np.ndarray:
+    """Window sums in tap order (int32 for integers, float32 for floats); the caller divides."""
+    n, h, w, c = x.shape
+    ho, wo = out_size(h, kernel[0], stride[0], 0), out_size(w, kernel[1], stride[1], 0)
+    dt = np.float32 if x.dtype.kind == "f" else np.int32
+    acc = np.zeros((n, ho, wo, c), dt)
+    for _, _, view in tap_views(x, kernel, stride, (ho, wo)):
+        acc += view
+    return acc
+
+
+def avgpool_bwd_spread(share: np.ndarray, in_shape: tuple[int, ...], kernel: tuple[int, int],
+                       stride: tuple[int, int]) -> np.ndarray:
+    """Add each window's (already divided) centred error share to all its inputs, in tap order."""
+    dx = np.zeros(in_shape, share.dtype)
+    ho, wo = share.shape[1:3]
+    for _, _, view in tap_views(dx, kernel, stride, (ho, wo)):
+        view += share
+    return dx

@@ -1,0 +1,82 @@
+"""FQT settings: the four precisions and the hyper-parameters of the dynamic ranges.
+
+A precision names a number format for each tensor family:
+- `u8`: seed A's uint8, per tensor, asymmetric, `floor` rounding, float32
+  per-element requantization (Deutel et al., IEEE TCAD 2025).
+- `s8`: int8 — per-output-channel symmetric weights, asymmetric per-tensor
+  activations with fixed-point requantization (the inference format), and
+  symmetric errors with power-of-two scales.
+- `f32`: float32 values.
+
+| precision | weights | activations | errors | per-sample gradient | weight rounding |
+|---|---|---|---|---|---|
+| uint8   | u8  | u8  | u8  | quantized to u8 (seed) | floor |
+| mixed   | u8  | u8  | f32 | float32                | floor |
+| float32 | f32 | f32 | f32 | float32                | —     |
+| int8    | s8  | s8  | s8  | exact integer          | stochastic (xorshift32) |
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+PRECISIONS = ("uint8", "mixed", "float32", "int8")
+
+
+@dataclass(frozen=True)
+class Precision:
+    """Number formats of one FQT precision (see the module table)."""
+
+    name: str
+    weights: str
+    acts: str
+    errors: str
+    weight_rounding: str
+    quantize_sample_grads: bool
+
+    @property
+    def quantized_acts(self) -> bool:
+        return self.acts != "f32"
+
+
+_TABLE = {
+    "uint8": Precision("uint8", "u8", "u8", "u8", "floor", True),
+    "mixed": Precision("mixed", "u8", "u8", "f32", "floor", False),
+    "float32": Precision("float32", "f32", "f32", "f32", "nearest", False),
+    "int8": Precision("int8", "s8", "s8", "s8", "stochastic", False),
+}
+
+
+def precision(name: str) -> Precision:
+    try:
+        return _TABLE[name]
+    except KeyError:
+        raise ValueError(f"unknown FQT precision {name!r}; use one of {', '.join(PRECISIONS)}") from None
+
+
+@dataclass(frozen=True)
+class FQTConfig:
+    """Hyper-parameters of FQT (defaults: the seed's follow-up rates where it gives them).
+
+    alpha_a / alpha_e: EMA rates of activation and error ranges (seed: 0.1);
+    alpha_w: EMA rate of weight ranges after each update; alpha_norm: EMA rate
+    of the per-filter gradient mean and standard deviation; lambda_min /
+    lambda_max: partial updates (1.0 = off); exact_float_order: float32 sums of
+    the mixed and float32 precisions in the defined sequential order (slow;
+    what the C twin reproduces) instead of BLAS.
+    """
+
+    precision: str = "int8"
+    trainable: str = "all"
+    alpha_a: float = 0.1
+    alpha_e: float = 0.1
+    alpha_w: float = 1.0
+    alpha_norm: float = 0.1
+    lambda_min: float = 1.0
+    lambda_max: float = 1.0
+    seed: int = 0
+    exact_float_order: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
