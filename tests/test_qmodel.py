@@ -91,3 +91,13 @@ def test_requant_params_follow_scale_changes():
     qm.act_qparams["conv2"] = QParams(old.scale * np.float32(2), old.zero_point)
     m2, s2 = qm.requant_params("conv2")
     assert np.array_equal(m2, m1) and np.array_equal(s2, s1 - 1)  # half the multiplier: one less shift
+
+
+def test_per_tensor_weight_qparams_broadcast_to_channels():
+    g = zoo.build("digits-cnn")
+    qm = ptq.quantize_model(g, np.random.default_rng(5).random((4, 8, 8, 1), dtype=np.float32))
+    wq = qm.weight_qparams["conv2"]
+    qm.weight_qparams["conv2"] = QParams(wq.scale.max(), np.int32(0))
+    mult, shift = qm.requant_params("conv2")
+    assert mult.shape == shift.shape == (32,) and len(set(zip(mult.tolist(), shift.tolist()))) == 1
+    assert E.forward(qm, np.zeros((1, 8, 8, 1), np.int8)).shape == (1, 10)
