@@ -49,6 +49,21 @@ class ModelSource:
     """Tensor names in the order the layer hook reports them (one per node)."""
 
 
+def _call(fn: str, args: list[str], indent: int = 8, width: int = 110) -> list[str]:
+    """`st = fn(args);` wrapped at `width` columns, continuation lines aligned after the paren."""
+    head = f"st = {fn}("
+    lines, cur = [], head
+    for i, a in enumerate(args):
+        piece = a + (");" if i == len(args) - 1 else ",")
+        if len(cur) + len(piece) + 1 + indent > width and cur.strip() != head.strip():
+            lines.append(cur.rstrip())
+            cur = " " * len(head) + piece
+        else:
+            cur += ("" if cur.endswith("(") else " ") + piece
+    lines.append(cur)
+    return lines
+
+
 def _dims(shape: tuple[int, ...]) -> str:
     """An mt_dims initializer for a per-sample shape (batch 1)."""
     if len(shape) == 3:
@@ -109,7 +124,7 @@ class _Emitter:
                 return [f"static const mt_linear_params p = {{{zx}, {zy}, {lo}, {hi}}};",
                         f"static const mt_per_channel_quant q = {{{mn}, {sn}}};",
                         f"const mt_context ctx = {self.scratch(n)};",
-                        f"st = mt_linear_fwd_s8(&ctx, &p, &q, 1, {x}, {k}, {wn}, {bn}, {o}, {y});"]
+                        *_call("mt_linear_fwd_s8", ["&ctx", "&p", "&q", "1", x, str(k), wn, bn, str(o), y])]
             a = n.attrs
             (sh, sw), (pt, _, pl, _) = a["stride"], a["padding"]
             head = [f"static const mt_conv_params p = {{{zx}, {zy}, {sh}, {sw}, {pt}, {pl}, {a['groups']}, "
@@ -119,32 +134,32 @@ class _Emitter:
                     f"static const mt_dims f_d = {{{', '.join(map(str, w.shape))}}};",
                     f"static const mt_dims out_d = {_dims(g.shape(n.name))};"]
             if is_depthwise(g, n):
-                return [*head, f"st = mt_depthwise_conv2d_fwd_s8(&p, &q, &in_d, {x}, &f_d, {wn}, {bn}, "
-                               f"&out_d, {y});"]
+                return [*head, *_call("mt_depthwise_conv2d_fwd_s8",
+                                      ["&p", "&q", "&in_d", x, "&f_d", wn, bn, "&out_d", y])]
             return [*head, f"const mt_context ctx = {self.scratch(n)};",
-                    f"st = mt_conv2d_fwd_s8(&ctx, &p, &q, &in_d, {x}, &f_d, {wn}, {bn}, &out_d, {y});"]
+                    *_call("mt_conv2d_fwd_s8", ["&ctx", "&p", "&q", "&in_d", x, "&f_d", wn, bn, "&out_d", y])]
         if n.op in (Op.MAXPOOL, Op.AVGPOOL):
             (kh, kw), (sh, sw) = n.attrs["kernel"], n.attrs["stride"]
             fn = "mt_maxpool_fwd_s8" if n.op == Op.MAXPOOL else "mt_avgpool_fwd_s8"
             return [f"static const mt_pool_params p = {{{kh}, {kw}, {sh}, {sw}}};",
                     f"static const mt_dims in_d = {_dims(g.shape(n.inputs[0]))};",
                     f"static const mt_dims out_d = {_dims(g.shape(n.name))};",
-                    f"st = {fn}(&p, &in_d, {x}, &out_d, {y});"]
+                    *_call(fn, ["&p", "&in_d", x, "&out_d", y])]
         if n.op == Op.GLOBAL_AVGPOOL:
             return [f"static const mt_dims in_d = {_dims(g.shape(n.inputs[0]))};",
-                    f"st = mt_global_avgpool_fwd_s8(&in_d, {x}, {y});"]
+                    *_call("mt_global_avgpool_fwd_s8", ["&in_d", x, y])]
         if n.op == Op.FLATTEN:
             return ["/* NHWC order is the flat order: the output is the input's storage */"]
         if n.op in (Op.RELU, Op.RELU6):
             lo, hi = qm.act_range(n)
-            return [f"st = mt_relu_fwd_s8({lo}, {hi}, {self.size(n.name)}, {x}, {y});"]
+            return _call("mt_relu_fwd_s8", [str(lo), str(hi), str(self.size(n.name)), x, y])
         if n.op == Op.ADD:
             ma, mb, sh = qm.add_params(n)
             lo, hi = qm.act_range(n)
             za, zb = qm.zero_point(n.inputs[0]), qm.zero_point(n.inputs[1])
             return [f"static const mt_add_params p = {{{za}, {zb}, {ma}, {mb}, {sh}, "
                     f"{qm.zero_point(n.name)}, {lo}, {hi}}};",
-                    f"st = mt_add_fwd_s8(&p, {self.size(n.name)}, {x}, {self.tensor(n.inputs[1])}, {y});"]
+                    *_call("mt_add_fwd_s8", ["&p", str(self.size(n.name)), x, self.tensor(n.inputs[1]), y])]
         raise ExportError(f"node '{n.name}': op {n.op.value} has no C kernel")  # pragma: no cover
 
 

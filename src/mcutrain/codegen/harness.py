@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 import tempfile
@@ -115,6 +116,39 @@ def find_host_cc() -> str:
     return cc
 
 
+def _cache_dir() -> Path:
+    import os
+    root = os.environ.get("MCUTRAIN_CACHE") or Path.home() / ".cache" / "mcutrain"
+    return Path(root) / "host-runtime"
+
+
+def _runtime_objects(cc: str, runtime_dir: Path, flags: list[str]) -> list[Path]:
+    """Compile the runtime sources once per (sources, flags) and reuse the objects.
+
+    The runtime does not depend on the model, so tests that build many models compile it
+    once. Objects are keyed by a hash of every runtime file and the flags.
+    """
+    h = hashlib.sha256(" ".join([cc, *flags]).encode())
+    files = sorted(runtime_dir.glob("*.[ch]"))
+    for f in files:
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    out = _cache_dir() / h.hexdigest()[:20]
+    srcs = [f for f in files if f.suffix == ".c"]
+    objs = [out / (f.stem + ".o") for f in srcs]
+    if all(o.exists() for o in objs):
+        return objs
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out) as tmp:
+        for src, obj in zip(srcs, objs):
+            part = Path(tmp) / obj.name
+            cmd = [cc, *flags, "-c", str(src), "-o", str(part)]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                raise HostBuildError(f"host build failed ({' '.join(cmd)}):\n{r.stderr}")
+            part.replace(obj)  # atomic: a concurrent build never sees half an object
+    return objs
+
+
 def build_host(lib_dir: str | Path, exe: str | Path, sanitize: bool = True, kernels: str = "ref",
                opt: str = "-O1", extra: list[str] | None = None) -> Path:
     """Compile a generated library and its harness with the host compiler into `exe`.
@@ -125,11 +159,13 @@ def build_host(lib_dir: str | Path, exe: str | Path, sanitize: bool = True, kern
     from mcutrain.codegen.library import C_STD_FLAGS
 
     lib = Path(lib_dir)
-    srcs = [lib / "model.c", *sorted((lib / "runtime").glob("*.c")), lib / "harness" / "main.c"]
-    flags = [*C_STD_FLAGS, "-pedantic", opt, f"-I{lib}", f"-I{lib / 'runtime'}"]
+    cc = find_host_cc()
+    flags = [*C_STD_FLAGS, "-pedantic", opt, f"-I{lib / 'runtime'}"]
     flags += ["-DMT_EMULATE_DSP"] if kernels == "dsp" else ["-DMT_KERNELS_REF"]
     flags += (HOST_SANITIZE if sanitize else []) + list(extra or [])
-    cmd = [find_host_cc(), *flags, *map(str, srcs), "-o", str(exe)]
+    objs = _runtime_objects(cc, lib / "runtime", flags)
+    srcs = [lib / "model.c", lib / "harness" / "main.c"]
+    cmd = [cc, *flags, f"-I{lib}", *map(str, srcs), *map(str, objs), "-o", str(exe)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise HostBuildError(f"host build failed ({' '.join(cmd)}):\n{r.stderr}")

@@ -60,36 +60,42 @@ class MemoryPlanner:
         if alignment < 1:
             raise PlanError(f"alignment must be >= 1, got {alignment}")
         self.alignment = alignment
-        self.buffers: list[Buffer] = []
+        self._buffers: list[Buffer] = []
         self._planned = False
+
+    @property
+    def buffers(self) -> list[Buffer]:
+        """Every buffer added, in order, with its planned offset."""
+        self._ensure_planned()
+        return self._buffers
 
     def add_buffer(self, size: int, first_use: int, last_use: int, name: str = "") -> int:
         """Register a buffer of `size` bytes alive over [first_use, last_use]; returns its id."""
-        label = f"buffer '{name}'" if name else f"buffer #{len(self.buffers)}"
+        label = f"buffer '{name}'" if name else f"buffer #{len(self._buffers)}"
         if size < 0:
             raise PlanError(f"{label}: size must be >= 0, got {size}")
         if first_use < 0 or last_use < first_use:
             raise PlanError(f"{label}: lifetime [{first_use}, {last_use}] must have 0 <= first <= last")
-        self.buffers.append(Buffer(int(size), int(first_use), int(last_use), name))
+        self._buffers.append(Buffer(int(size), int(first_use), int(last_use), name))
         self._planned = False
-        return len(self.buffers) - 1
+        return len(self._buffers) - 1
 
     def offset(self, buffer_id: int) -> int:
         """Byte offset of a buffer in the arena."""
         self._ensure_planned()
-        return self.buffers[buffer_id].offset
+        return self._buffers[buffer_id].offset
 
     @property
     def peak(self) -> int:
         """Arena bytes needed: the highest end of any buffer (rounded up to the alignment)."""
         self._ensure_planned()
-        end = max((b.offset + b.size for b in self.buffers), default=0)
+        end = max((b.offset + b.size for b in self._buffers), default=0)
         return align_up(end, self.alignment)
 
     def _ensure_planned(self) -> None:
         if not self._planned:
-            self._plan()
             self._planned = True
+            self._plan()
 
     def _plan(self) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -100,7 +106,7 @@ class LinearPlanner(MemoryPlanner):
 
     def _plan(self) -> None:
         at = 0
-        for b in self.buffers:
+        for b in self._buffers:
             b.offset = at
             at = align_up(at + b.size, self.alignment)
 
@@ -109,10 +115,11 @@ class GreedyPlanner(MemoryPlanner):
     """Largest buffers first, each at the lowest offset free during its whole lifetime."""
 
     def _plan(self) -> None:
-        order = sorted(range(len(self.buffers)), key=lambda i: (-self.buffers[i].size, i))
+        bufs = self._buffers
+        order = sorted(range(len(bufs)), key=lambda i: (-bufs[i].size, i))
         placed: list[Buffer] = []
         for i in order:
-            b = self.buffers[i]
+            b = bufs[i]
             live = sorted((p for p in placed if p.size and p.overlaps_in_time(b)), key=lambda p: p.offset)
             at = 0
             for p in live:

@@ -36,11 +36,15 @@ IN_PLACE_OPS = frozenset({Op.RELU, Op.RELU6, Op.ADD})
 
 
 def is_depthwise(graph: Graph, node: Node) -> bool:
-    """A conv2d with one input channel per group (groups == C): the depthwise kernel runs it."""
+    """A grouped conv2d with one input channel per group (groups == C > 1): the depthwise kernel.
+
+    A conv over a single input channel (C == groups == 1) is mathematically depthwise too, but
+    the general kernel's GEMM runs it faster, with identical results.
+    """
     if node.op != Op.CONV2D:
         return False
     c = graph.shape(node.inputs[0])[-1]
-    return node.attrs["groups"] == c and node.params["weight"].shape[3] == 1
+    return node.attrs["groups"] == c > 1 and node.params["weight"].shape[3] == 1
 
 
 def scratch_bytes(graph: Graph, node: Node, kernels: str = "dsp") -> int:
