@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcutrain.quant.fixedpoint import (
@@ -43,6 +43,7 @@ def test_hand_values() -> None:
     assert quantize_multiplier(0.0) == (0, 0)
 
 
+@settings(deadline=None)
 @given(pos_floats)
 def test_quantize_multiplier_is_the_nearest_31_bit_mantissa(m: float) -> None:
     q, s = quantize_multiplier(m)
@@ -55,6 +56,7 @@ def test_quantize_multiplier_is_the_nearest_31_bit_mantissa(m: float) -> None:
     assert abs(Fraction(q) - exact) <= Fraction(1, 2)
 
 
+@settings(deadline=None)
 @given(st.floats(width=32, min_value=2.0**-31, max_value=2.0**29, allow_nan=False))
 def test_float32_multipliers_are_exact(m: float) -> None:
     q, s = quantize_multiplier(m)
@@ -73,6 +75,7 @@ def test_multiplier_limits() -> None:
     assert s.tolist() == [30, -31, 0]
 
 
+@settings(deadline=None)
 @given(st.lists(int32s, min_size=1, max_size=30), pos_floats)
 def test_requantize_matches_exact_rounding(acc: list[int], m: float) -> None:
     q, s = quantize_multiplier(m)
@@ -103,6 +106,7 @@ def test_requantize_per_channel_on_last_axis() -> None:
     assert requantize(acc, q, s).tolist() == [[[2, 1, 4], [-2, -1, -3]]]
 
 
+@settings(deadline=None)
 @given(st.lists(int32s, min_size=1, max_size=30), pos_floats, st.integers(-128, 127),
        st.sampled_from(["none", "relu", "relu6"]))
 def test_requantize_output_matches_loop(acc: list[int], m: float, z: int, act: str) -> None:
@@ -115,11 +119,13 @@ def test_requantize_output_matches_loop(acc: list[int], m: float, z: int, act: s
     assert got.tolist() == ref
 
 
+@settings(deadline=None)
 @given(st.lists(st.integers(-(2**40), 2**40), min_size=1, max_size=30), st.integers(1, 2**20))
 def test_rounding_divide_matches_exact(num: list[int], den: int) -> None:
     assert rounding_divide(np.array(num), den).tolist() == [ref_round(Fraction(n, den)) for n in num]
 
 
+@settings(deadline=None)
 @given(st.lists(st.integers(-(2**50), 2**50), min_size=1, max_size=30), st.integers(1, 62))
 def test_rounding_shift_right_matches_exact(xs: list[int], n: int) -> None:
     assert rounding_shift_right(np.array(xs), n).tolist() == [ref_round(Fraction(x, 2**n)) for x in xs]
@@ -153,6 +159,7 @@ def test_output_multiplier_uses_the_float64_product() -> None:
     assert q.tolist() == ref[0].tolist() and s.tolist() == ref[1].tolist()
 
 
+@settings(deadline=None)
 @given(pos_floats, pos_floats, pos_floats)
 def test_add_multipliers_share_one_shift(sa: float, sb: float, sy: float) -> None:
     sa, sb, sy = (float(np.float32(v)) for v in (sa, sb, sy))

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcutrain.quant.qparams import (
@@ -115,6 +115,7 @@ def test_per_channel_needs_matching_first_axis() -> None:
         qp.quantize(np.ones((3, 4), F32))
 
 
+@settings(deadline=None)
 @given(st.lists(finite32, min_size=1, max_size=40), finite32, finite32,
        st.sampled_from(["nearest", "floor"]), st.sampled_from(["int8", "uint8"]))
 def test_quantize_matches_scalar_loop(x: list[float], a: float, b: float, mode: str, dtype: str) -> None:
@@ -123,6 +124,7 @@ def test_quantize_matches_scalar_loop(x: list[float], a: float, b: float, mode: 
     assert got == ref_quantize(x, float(qp.scale), int(qp.zero_point), qp.qmin, qp.qmax, mode)
 
 
+@settings(deadline=None)
 @given(st.lists(finite32, min_size=1, max_size=40), st.integers(0, 2**32 - 1))
 def test_stochastic_quantize_matches_loop(x: list[float], seed: int) -> None:
     qp = qparams_from_range(-3.0, 5.0)
@@ -136,6 +138,7 @@ def test_stochastic_quantize_matches_loop(x: list[float], seed: int) -> None:
     assert got == ref
 
 
+@settings(deadline=None)
 @given(st.lists(st.integers(-128, 127), min_size=1, max_size=40), finite32, finite32)
 def test_dequantize_matches_loop_and_roundtrips(q: list[int], a: float, b: float) -> None:
     qp = qparams_from_range(min(a, b), max(a, b))
@@ -161,6 +164,7 @@ def test_qparams_validation() -> None:
         QParams(np.float32(1.0), 0, "int4")
 
 
+@settings(deadline=None)
 @given(st.lists(st.floats(width=32, min_value=2.0**-126, max_value=2.0**126), min_size=1, max_size=5),
        st.integers(-128, 127))
 def test_dict_roundtrip_is_exact(scales: list[float], z: int) -> None:

@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcutrain.quant.rng import XorShift32
@@ -37,17 +37,20 @@ def test_ties_and_the_classic_trap() -> None:
     assert float(np.floor(np.float32(0.49999997) + np.float32(0.5))) == 1.0
 
 
+@settings(deadline=None)
 @given(st.lists(floats32, min_size=1, max_size=50))
 def test_half_away_float32_matches_exact(xs: list[float]) -> None:
     got = round_half_away(np.array(xs, np.float32)).tolist()
     assert got == [ref_half_away(x) for x in xs]
 
 
+@settings(deadline=None)
 @given(st.lists(floats64, min_size=1, max_size=50))
 def test_half_away_float64_matches_exact(xs: list[float]) -> None:
     assert round_half_away(np.array(xs)).tolist() == [ref_half_away(x) for x in xs]
 
 
+@settings(deadline=None)
 @given(st.lists(floats32, min_size=1, max_size=50))
 def test_floor_matches_exact(xs: list[float]) -> None:
     assert round_floor(np.array(xs, np.float32)).tolist() == [float(math.floor(Fraction(x))) for x in xs]
@@ -72,6 +75,7 @@ def test_stochastic_is_unbiased_on_average() -> None:
     assert set(np.unique(round_stochastic(x, XorShift32(2))).tolist()) == {0.0, 1.0}
 
 
+@settings(deadline=None)
 @given(st.lists(st.integers(-(2**40), 2**40), min_size=1, max_size=40), st.integers(0, 24),
        st.integers(0, 2**32 - 1))
 def test_stochastic_shift_right_matches_loop(xs: list[int], n: int, seed: int) -> None:
