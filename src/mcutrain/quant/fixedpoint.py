@@ -79,8 +79,9 @@ def rounding_shift_right(x: np.ndarray, n: int | np.ndarray) -> np.ndarray:
     if np.any(nn < MIN_RIGHT_SHIFT) or np.any(nn > MAX_RIGHT_SHIFT):
         raise ValueError(f"right shift {nn} outside [{MIN_RIGHT_SHIFT}, {MAX_RIGHT_SHIFT}]")
     v = np.asarray(x, dtype=np.int64)
-    mag = (np.abs(v) + (np.int64(1) << (nn - 1))) >> nn
-    return np.where(v < 0, -mag, mag)
+    # NOTE: floor((v + 2^(n-1) - [v < 0]) / 2^n) equals sign(v) * ((|v| + 2^(n-1)) >> n), the
+    # half-away rule, with one pass less over the data (v >> 63 is -1 for negative v, else 0).
+    return (v + (np.int64(1) << (nn - 1)) + (v >> 63)) >> nn
 
 
 def requantize(acc: np.ndarray, multiplier: int | np.ndarray, shift: int | np.ndarray) -> np.ndarray:
@@ -93,7 +94,7 @@ def requantize(acc: np.ndarray, multiplier: int | np.ndarray, shift: int | np.nd
     a = np.asarray(acc)
     if a.dtype.kind not in "iu":
         raise TypeError(f"requantize takes integer accumulators, got {a.dtype}")
-    a = a.astype(np.int64)
+    a = a.astype(np.int64, copy=False)
     if a.size and (a.min() < INT32_MIN or a.max() > INT32_MAX):
         raise ValueError("accumulator outside int32 range: the int32 bound of this op was violated")
     mult = np.asarray(multiplier, dtype=np.int64)
