@@ -1,0 +1,252 @@
+"""Method `zo`: quantized zeroth-order, back-propagation-free training on the int8 engine.
+
+Seed method B (Zhao et al., "Poor Man's Training on MCUs", ACM TODAES 2025).
+One step on a batch:
+
+1. base pass: `int_engine.run` keeps every tensor; per-sample Q16 losses
+   ``l0`` from the integer softmax cross-entropy (computed once per step);
+2. for each perturbation unit (`ZOUnit`, in graph order): ``n`` queries of
+   integer Rademacher perturbations drawn from the method's xorshift32
+   stream (never stored), each query re-running only the network after the
+   perturbed layer from its cached input, all queries batched into large
+   GEMMs; the estimator keeps exact integer sums (`zo_estimator`);
+3. all updates at once, from the estimates at the same base weights: the QAS
+   update (`qas`), no momentum, no float master copy.
+
+Perturbation modes (`perturb`): `wp` (each trainable layer by weight
+perturbation), `np` (node perturbation), `mix` (each layer takes the
+lower-dimensional of the two: early convs WP, late layers NP), `mix:NAME`
+(WP before layer NAME, NP from it on), `model-wp` (all layers in one
+weight perturbation; for the ablation).
+
+Example:
+    >>> from mcutrain import zoo
+    >>> from mcutrain.engines import ptq
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.random((20, 8, 8, 1), dtype=np.float32); y = rng.integers(0, 10, 20)
+    >>> zo = ZOMethod(ptq.quantize_model(zoo.build("digits-cnn"), x), ZOConfig(queries=4))
+    >>> [u.kind for u in zo.units]
+    ['wp', 'wp', 'np']
+    >>> zo.step(x, y, 0.01).forward_passes
+    13
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from mcutrain.engines import int_engine
+from mcutrain.methods import qas
+from mcutrain.methods import zo_estimator as est
+from mcutrain.methods.base import StepStats, TrainingMethod
+from mcutrain.methods.trainable import resolve_trainable
+from mcutrain.qmodel import QuantModel
+from mcutrain.quant.rng import XorShift32
+
+PERTURB_MODES = ("wp", "np", "mix", "model-wp")
+
+
+@dataclass(frozen=True)
+class ZOConfig:
+    """Settings of the `zo` method (defaults: the seed's)."""
+
+    trainable: str = "all"
+    """Trainable-layer spec (`all`, `last:N`, `layers:a,b`) or a comma list after selection."""
+    queries: int = 50
+    perturb: str = "mix"
+    sigma_w: int = 1
+    """Weight perturbation, in int8 steps."""
+    sigma_b: int = 100
+    """Bias perturbation, in int32 bias steps."""
+    sigma_node: int = 5
+    """Node (activation) perturbation, in int8 steps."""
+    gns: bool = True
+    qas: bool = True
+    mask: str = "none"
+    """`none`, `topk:R` (NP: the fraction R of output channels with the largest mean |y - z_y|)
+    or `randk:R` (a random fraction R of the perturbed entries / channels, redrawn every step)."""
+    seed: int = 1
+    budget: int = 1 << 24
+    """Elements per query chunk (memory only: results do not depend on it)."""
+
+
+def _parse_mask(mask: str) -> tuple[str, float]:
+    if mask == "none":
+        return "none", 1.0
+    kind, _, r = mask.partition(":")
+    try:
+        ratio = float(r)
+    except ValueError:
+        ratio = -1.0
+    if kind not in ("topk", "randk") or not 0 < ratio <= 1:
+        raise ValueError(f"mask '{mask}': use none, topk:R or randk:R with 0 < R <= 1")
+    return kind, ratio
+
+
+def plan_units(qm: QuantModel, layers: list[str], perturb: str) -> list[est.ZOUnit]:
+    """The perturbation units of one step, in the order they consume the random stream."""
+    if perturb == "model-wp":
+        return [est.make_unit(qm, "wp", tuple(layers))]
+    split = None
+    if perturb.startswith("mix:"):
+        split = perturb[4:]
+        names = [n.name for n in qm.graph.nodes]
+        if split not in names:
+            raise ValueError(f"perturb '{perturb}': no layer '{split}'")
+        split_at = names.index(split)
+    elif perturb not in PERTURB_MODES:
+        raise ValueError(f"unknown perturbation '{perturb}'; use wp, np, mix, mix:LAYER or model-wp")
+    units = []
+    for name in layers:
+        wp, np_ = est.make_unit(qm, "wp", (name,)), est.make_unit(qm, "np", (name,))
+        if perturb == "wp":
+            units.append(wp)
+        elif perturb == "np":
+            units.append(np_)
+        elif split is not None:
+            units.append(np_ if [n.name for n in qm.graph.nodes].index(name) >= split_at else wp)
+        else:
+            units.append(wp if wp.dim <= np_.dim else np_)
+    return units
+
+
+def copy_quant_model(qm: QuantModel) -> QuantModel:
+    """A QuantModel whose weight and bias arrays can be trained without touching `qm`."""
+    return QuantModel(qm.graph, dict(qm.act_qparams), {k: v.copy() for k, v in qm.weights.items()},
+                      dict(qm.weight_qparams), {k: v.copy() for k, v in qm.biases.items()},
+                      copy.deepcopy(qm.provenance))
+
+
+class ZOMethod(TrainingMethod):
+    """Zeroth-order training of an int8 model (see the module docstring)."""
+
+    name = "zo"
+
+    def __init__(self, qm: QuantModel, config: ZOConfig | None = None) -> None:
+        self.cfg = config or ZOConfig()
+        if self.cfg.queries < 1:
+            raise ValueError(f"queries must be at least 1, got {self.cfg.queries}")
+        if min(self.cfg.sigma_w, self.cfg.sigma_b, self.cfg.sigma_node) < 1:
+            raise ValueError("perturbation sizes sigma_w, sigma_b, sigma_node must be at least 1 step")
+        self.mask_kind, self.mask_ratio = _parse_mask(self.cfg.mask)
+        self.qm = copy_quant_model(qm)
+        self.layers = resolve_trainable(self.qm.graph, self.cfg.trainable)
+        self.units = plan_units(self.qm, self.layers, self.cfg.perturb)
+        self.rng = XorShift32(self.cfg.seed)
+        self.steps = 0
+        self.last_timing: dict[str, float] = {}
+
+    # -- the step
+    def schedule(self, batch: int) -> list[dict[str, Any]]:
+        """The step's structure for planners: per unit what is cached, re-run and drawn."""
+        out = []
+        for u in self.units:
+            draws = u.draws_per_query if u.kind == "wp" else batch * u.dim
+            out.append({**asdict(u), "queries": self.cfg.queries, "draws": self.cfg.queries * draws,
+                        "partial_forward_macs": self.cfg.queries * batch * u.tail_macs})
+        return out
+
+    def estimate(self, x: np.ndarray, y: np.ndarray) -> tuple[dict[str, est.IntGrad], dict[str, Any]]:
+        """Gradient estimates of every trainable layer at the current weights (no update)."""
+        qm, cfg = self.qm, self.cfg
+        t0 = time.perf_counter()
+        base = int_engine.run(qm, int_engine.quantize_input(qm, x))
+        logits = base[qm.graph.output].reshape(len(x), -1)
+        l0 = est.per_sample_loss(qm, logits, y)
+        info = {"l0": l0, "correct": int(np.sum(logits.argmax(axis=1) == y))}
+        t_base = time.perf_counter() - t0
+        grads: dict[str, est.IntGrad] = {}
+        for u in self.units:
+            if u.kind == "wp":
+                masks = self._wp_masks(u) if self.mask_kind == "randk" else None
+                grads.update(est.estimate_wp(qm, base, y, l0, u, self.rng, cfg.queries, cfg.sigma_w,
+                                             cfg.sigma_b, cfg.gns, masks, cfg.budget))
+            else:
+                cmask = self._np_mask(u, base) if self.mask_kind != "none" else None
+                grads.update(est.estimate_np(qm, base, y, l0, u, self.rng, cfg.queries,
+                                             cfg.sigma_node, cfg.gns, cmask, cfg.budget))
+        self.last_timing = {"base": t_base, "queries": time.perf_counter() - t0 - t_base}
+        return grads, info
+
+    def step(self, x: np.ndarray, y: np.ndarray, lr: float) -> StepStats:
+        y = np.asarray(y)
+        grads, info = self.estimate(x, y)
+        self.apply(grads, lr)
+        self.steps += 1
+        b = len(x)
+        g = self.qm.graph
+        fwd = b * g.total_macs() + sum(self.cfg.queries * b * u.tail_macs for u in self.units)
+        wgrad = sum(b * g.macs(g.node(u.layers[0])) for u in self.units if u.kind == "np")
+        return StepStats(loss=float(info["l0"].sum()) / b * float(est.LOSS_SCALE), correct=info["correct"],
+                         samples=b, macs={"forward": fwd, "weight_grad": wgrad},
+                         forward_passes=1 + self.cfg.queries * len(self.units))
+
+    def apply(self, grads: dict[str, est.IntGrad], lr: float) -> None:
+        """QAS update of every estimated layer (`qas` module; order: graph order of layers)."""
+        qm = self.qm
+        for name in self.layers:
+            gr = grads[name]
+            node = qm.graph.node(name)
+            o = qm.weights[name].shape[0]
+            s_w = np.broadcast_to(qm.weight_qparams[name].scale, (o,)).astype(np.float32)
+            s_b = qas.bias_scale(qm.scale(node.inputs[0]), s_w)
+            kw = qas.update_factor(lr, gr.w_coef, s_w if self.cfg.qas else None)
+            kb = qas.update_factor(lr, gr.b_coef, s_b if self.cfg.qas else None)
+            qm.weights[name] = qas.apply_weight_update(qm.weights[name], gr.w_sum, kw)
+            qm.biases[name] = qas.apply_bias_update(qm.biases[name], gr.b_sum, kb)
+
+    # -- sparse perturbation masks
+    def _count(self, total: int) -> int:
+        return max(1, int(np.floor(self.mask_ratio * total)))
+
+    def _pick(self, total: int) -> np.ndarray:
+        """Random-k: the k entries with the smallest of `total` fresh draws (ties: lower index)."""
+        r = self.rng.draw_u32(total)
+        keep = np.zeros(total, np.int8)
+        keep[np.argsort(r, kind="stable")[:self._count(total)]] = 1
+        return keep
+
+    def _wp_masks(self, u: est.ZOUnit) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        out = {}
+        for m in u.layers:
+            w, b = self.qm.weights[m], self.qm.biases[m]
+            keep = self._pick(w.size + b.size)
+            out[m] = (keep[:w.size].reshape(w.shape), keep[w.size:])
+        return out
+
+    def _np_mask(self, u: est.ZOUnit, base: dict[str, np.ndarray]) -> np.ndarray:
+        layer = u.layers[0]
+        y = base[layer]
+        c = y.shape[-1]
+        if self.mask_kind == "randk":
+            return self._pick(c)
+        mag = np.abs(y.reshape(-1, c).astype(np.int64) - self.qm.zero_point(layer)).sum(axis=0)
+        keep = np.zeros(c, np.int8)
+        keep[np.argsort(-mag, kind="stable")[:self._count(c)]] = 1
+        return keep
+
+    # -- TrainingMethod plumbing
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        return int_engine.predict(self.qm, x)
+
+    def state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        arrays = {}
+        for name in self.layers:
+            arrays[f"w/{name}"] = self.qm.weights[name].copy()
+            arrays[f"b/{name}"] = self.qm.biases[name].copy()
+        return {"rng": self.rng.state, "steps": self.steps}, arrays
+
+    def load_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        for name in self.layers:
+            self.qm.weights[name] = arrays[f"w/{name}"].astype(np.int8).copy()
+            self.qm.biases[name] = arrays[f"b/{name}"].astype(np.int32).copy()
+        self.rng.state = int(meta["rng"])
+        self.steps = int(meta["steps"])
+
+    def config(self) -> dict[str, Any]:
+        return {"method": self.name, **asdict(self.cfg), "layers": self.layers}

@@ -1,0 +1,283 @@
+"""The zeroth-order gradient estimator in the integer domain: weight and node perturbation.
+
+Zhao et al., "Poor Man's Training on MCUs" (ACM TODAES 2025): integer
+Rademacher perturbations ``u`` in {-1, +1} scaled by ``sigma`` quantization
+steps, a one-sided forward difference over ``n`` queries, and a shrink of the
+estimate by ``gamma`` (the "GNS" factor; without it training diverges):
+
+- weight perturbation (WP) of a unit with ``d`` integer parameters:
+  ``g = gamma / (n sigma) * sum_i [L(theta + sigma u_i) - L(theta)] u_i``,
+  ``gamma = n / (n + d - 1)``;
+- node perturbation (NP) of a layer's int8 output y (B x d_out), only where y
+  is not saturated (the STE mask m), with per-sample losses:
+  ``g_y[b] = gamma / (n sigma) * sum_i [l_b(y + sigma u_i) - l_b(y)] u_i[b] * m[b]``,
+  ``gamma = B n / (B n + d_out - 1)``; the weight gradient is then the exact
+  local product with the layer's stored input: ``g_W = sum (x - z_x) * g_acc``,
+  ``g_acc = g_y * M_c`` (``M_c = s_x s_w[c] / s_y``, the requantization slope).
+
+Everything up to the final scaling is integer: losses are int32 Q16 from the
+integer softmax cross-entropy, and the estimator keeps the exact int64 sums
+``S = sum_i dL_i u_i`` (NP: ``P = sum (x - z_x) * G_y``). The scalar factors
+(``gamma``, ``1 / (n sigma B)``, ``2^-16``, ``M_c``) go into one float32
+coefficient per channel, ``g_int = coef * S``, applied by the QAS update.
+
+Stream order (the C twin replays it): per unit in step order, per query
+i = 0..n-1, the unit's perturbation elements in order; WP: for each layer of
+the unit in graph order, its weight in OHWI C order, then its bias; NP: the
+(B, *out_shape) output in C order. One ``rademacher`` value per element,
+``+1`` when the top bit of the xorshift32 draw is 0. Masked elements still
+consume their draw.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mcutrain.engines.im2col import im2col, out_size, pad_nhwc, tap_views
+from mcutrain.engines.int_gemm import exact_matmul, gemm_dtype
+from mcutrain.graph import Op
+from mcutrain.methods import zo_forward as zf
+from mcutrain.qmodel import QuantModel
+from mcutrain.quant.loss import LOSS_FRAC_BITS, int_softmax_cross_entropy
+from mcutrain.quant.rng import XorShift32
+
+LOSS_SCALE = np.float32(2.0**-LOSS_FRAC_BITS)
+
+
+@dataclass(frozen=True)
+class ZOUnit:
+    """One perturbation unit of a step: what is perturbed, what is cached, what re-runs.
+
+    The planner reads these: each query re-runs `rerun` (per-sample MACs
+    `tail_macs`) on the batch, reading `cached` tensors of the base pass.
+    """
+
+    kind: str                      # "wp" or "np"
+    layers: tuple[str, ...]        # WP: the perturbed layers (several = model-wise); NP: one layer
+    dim: int                       # d of the GNS shrink (WP: parameters; NP: per-sample outputs)
+    draws_per_query: int           # xorshift32 draws per query
+    cached: tuple[str, ...]        # base-pass tensors the queries and the gradient recovery read
+    rerun: tuple[str, ...]         # nodes each query evaluates again
+    tail_macs: int                 # per-sample MACs of one query's partial forward pass
+
+
+def make_unit(qm: QuantModel, kind: str, layers: tuple[str, ...]) -> ZOUnit:
+    g = qm.graph
+    nodes = [g.node(n) for n in layers]
+    if kind == "wp":
+        dim = sum(int(qm.weights[n].size + qm.biases[n].size) for n in layers)
+        draws = dim
+        perturbed = set(layers)
+        cached = (nodes[0].inputs[0],)
+    elif kind == "np":
+        if len(layers) != 1:
+            raise ValueError("node perturbation acts on one layer at a time")
+        dim = int(np.prod(g.shape(layers[0])))
+        draws = -1                                    # B * dim: set per batch
+        perturbed = set(layers)
+        cached = (nodes[0].inputs[0], layers[0])
+    else:
+        raise ValueError(f"unknown perturbation kind {kind!r} (wp, np)")
+    rerun = [n.name for n in zf.affected_nodes(qm, perturbed)]
+    if kind == "np":
+        rerun = rerun[1:]                             # the layer's own output is perturbed, not recomputed
+    macs = sum(g.macs(g.node(n)) for n in rerun)
+    return ZOUnit(kind, tuple(layers), dim, draws, cached, tuple(rerun), macs)
+
+
+def gns_gamma(numer: int, dim_minus_one: int, enabled: bool = True) -> np.float32:
+    """float32 ``numer / (numer + dim - 1)`` (1 when GNS is off); numer = n (WP) or B n (NP)."""
+    if not enabled:
+        return np.float32(1.0)
+    return np.float32(numer) / np.float32(numer + dim_minus_one)
+
+
+def per_sample_loss(qm: QuantModel, logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """int64 per-sample Q16 losses of int8 logits (integer softmax cross-entropy)."""
+    qp = qm.act_qparams[qm.graph.output]
+    loss, _ = int_softmax_cross_entropy(logits, float(qp.scale), int(qp.zero_point), labels)
+    return loss.astype(np.int64)
+
+
+@dataclass
+class IntGrad:
+    """A layer's estimated gradient of its integer tensors: ``g_int = coef[c] * sum`` per channel."""
+
+    w_sum: np.ndarray              # int64, the weight's shape
+    b_sum: np.ndarray              # int64 (O,)
+    w_coef: np.ndarray             # float32 (O,)
+    b_coef: np.ndarray             # float32 (O,)
+    extra: dict = field(default_factory=dict)
+
+    def w_grad(self) -> np.ndarray:
+        """float64 gradient of the int8 weight (for scores and tests, not for the update)."""
+        c = self.w_coef.astype(np.float64).reshape((-1,) + (1,) * (self.w_sum.ndim - 1))
+        return self.w_sum.astype(np.float64) * c
+
+
+def _chunk_queries(n: int, per_query_elements: int, budget: int) -> int:
+    return int(max(1, min(n, budget // max(per_query_elements, 1))))
+
+
+def perturbed_params(w: np.ndarray, b: np.ndarray, u_w: np.ndarray, u_b: np.ndarray,
+                     sigma_w: int, sigma_b: int) -> tuple[np.ndarray, np.ndarray]:
+    """``clamp(W + sigma_w u, -127, 127)`` int8 and ``sat32(b + sigma_b u)`` int32, stacked per query."""
+    wq = np.clip(w[None].astype(np.int16) + np.int16(sigma_w) * u_w, -127, 127).astype(np.int8)
+    bq = np.clip(b[None].astype(np.int64) + np.int64(sigma_b) * u_b, -(2**31), 2**31 - 1).astype(np.int32)
+    return wq, bq
+
+
+def estimate_wp(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray, l0: np.ndarray,
+                unit: ZOUnit, rng: XorShift32, n: int, sigma_w: int, sigma_b: int, gns: bool,
+                masks: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
+                budget: int = 1 << 24) -> dict[str, IntGrad]:
+    """WP estimate of every layer of `unit`; draws ``n * unit.dim`` values from `rng`.
+
+    `masks` (optional, per layer: 0/1 arrays shaped like weight and bias)
+    restrict the perturbation to chosen entries (random-k sparse training);
+    the GNS dimension is then the number of perturbed entries.
+    """
+    bsz = len(labels)
+    sizes = [(qm.weights[m].size, qm.biases[m].size) for m in unit.layers]
+    d = unit.dim
+    active = d if masks is None else int(sum(int(mw.sum() + mb.sum()) for mw, mb in masks.values()))
+    per_query = bsz * zf.tail_elements(qm, set(unit.layers)) + d
+    qc = _chunk_queries(n, per_query, budget)
+    s_tot = np.zeros(d, np.int64)
+    labels_q = None
+    for q0 in range(0, n, qc):                    # chunks of queries (memory), not single queries
+        q = min(qc, n - q0)
+        u = rng.rademacher(q * d).reshape(q, d)
+        producers, off = {}, 0
+        for m, (nw, nb) in zip(unit.layers, sizes):
+            uw = u[:, off:off + nw].reshape(q, *qm.weights[m].shape)
+            ub = u[:, off + nw:off + nw + nb]
+            off += nw + nb
+            if masks is not None and m in masks:
+                uw = uw * masks[m][0].astype(np.int8)
+                ub = ub * masks[m][1].astype(np.int8)
+            wq, bq = perturbed_params(qm.weights[m], qm.biases[m], uw, ub, sigma_w, sigma_b)
+            node = qm.graph.node(m)
+            producers[m] = lambda x, node=node, wq=wq, bq=bq: zf.param_fwd_multi(qm, node, x, wq, bq)
+        if labels_q is None or len(labels_q) != q * bsz:
+            labels_q = np.tile(labels, q)
+        logits = zf.run_queries(qm, base, q, producers)
+        dl = (per_sample_loss(qm, logits, labels_q).reshape(q, bsz) - l0[None]).sum(axis=1)  # (q,)
+        s_tot += dl @ u.astype(np.int64)           # exact int64: |dl| < 2^40, n small
+    gamma = gns_gamma(n, active - 1, gns)
+    out, off = {}, 0
+    for m, (nw, nb) in zip(unit.layers, sizes):
+        o = qm.weights[m].shape[0]
+        sw = s_tot[off:off + nw].reshape(qm.weights[m].shape)
+        sb = s_tot[off + nw:off + nw + nb]
+        off += nw + nb
+        if masks is not None and m in masks:
+            sw = sw * masks[m][0]
+            sb = sb * masks[m][1]
+        cw = (gamma / np.float32(n * sigma_w * bsz)) * LOSS_SCALE
+        cb = (gamma / np.float32(n * sigma_b * bsz)) * LOSS_SCALE
+        out[m] = IntGrad(sw, sb, np.full(o, cw, np.float32), np.full(o, cb, np.float32),
+                         {"gamma": float(gamma), "dim": active})
+    return out
+
+
+def saturation_mask(qm: QuantModel, layer: str, y: np.ndarray) -> np.ndarray:
+    """STE mask: 1 where the layer's int8 output lies strictly inside its clamp range."""
+    lo, hi = qm.act_range(layer)
+    return ((y > lo) & (y < hi)).astype(np.int8)
+
+
+def estimate_np(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray, l0: np.ndarray,
+                unit: ZOUnit, rng: XorShift32, n: int, sigma: int, gns: bool,
+                channel_mask: np.ndarray | None = None, budget: int = 1 << 24) -> dict[str, IntGrad]:
+    """NP estimate of `unit`'s layer: node gradient, then the exact local weight gradient.
+
+    Draws ``n * B * d_out`` values. `channel_mask` (0/1 per output channel)
+    restricts perturbation to chosen channels (top-k / random-k sparse NP).
+    """
+    layer = unit.layers[0]
+    node = qm.graph.node(layer)
+    y = base[layer]
+    bsz = len(labels)
+    lo, hi = qm.act_range(layer)
+    m = saturation_mask(qm, layer, y)
+    if channel_mask is not None:
+        m = m * channel_mask.astype(np.int8)
+    d_out = unit.dim
+    active = d_out if channel_mask is None else d_out // len(channel_mask) * int(channel_mask.sum())
+    per_query = bsz * (zf.tail_elements(qm, {layer}) + 2 * d_out)
+    qc = _chunk_queries(n, per_query, budget)
+    gy = np.zeros((bsz, d_out), np.float64)        # exact: |sum| <= n * 2^24 << 2^53
+    labels_q = None
+    yf = y.reshape(1, bsz, d_out).astype(np.int16)
+    mf = m.reshape(1, bsz, d_out)
+    for q0 in range(0, n, qc):
+        q = min(qc, n - q0)
+        u = rng.rademacher(q * bsz * d_out).reshape(q, bsz, d_out) * mf
+        yp = np.clip(yf + np.int16(sigma) * u, lo, hi).astype(np.int8)
+        yp = yp.reshape(q, bsz, *y.shape[1:])
+        if labels_q is None or len(labels_q) != q * bsz:
+            labels_q = np.tile(labels, q)
+        logits = zf.run_queries(qm, base, q, {layer: lambda x, yp=yp: yp})
+        dl = per_sample_loss(qm, logits, labels_q).reshape(q, bsz) - l0[None]   # (q, B)
+        # gy[b, j] += sum_q dl[q, b] * u[q, b, j]: a batched GEMM over samples
+        gy += np.matmul(dl.T.astype(np.float64)[:, None, :], u.transpose(1, 0, 2).astype(np.float64))[:, 0]
+    gy_int = gy.astype(np.int64).reshape(y.shape)
+    gamma = gns_gamma(bsz * n, active - 1, gns)
+    w_sum, b_sum = local_weight_grad(qm, layer, base[node.inputs[0]], gy_int)
+    s_x = qm.scale(node.inputs[0])
+    s_w = np.broadcast_to(qm.weight_qparams[layer].scale, (qm.weights[layer].shape[0],)).astype(np.float32)
+    slope = ((np.float32(s_x) * s_w) / np.float32(qm.scale(layer))).astype(np.float32)   # M_c
+    c0 = (gamma / np.float32(n * sigma * bsz)) * LOSS_SCALE
+    coef = (np.float32(c0) * slope).astype(np.float32)
+    return {layer: IntGrad(w_sum, b_sum, coef, coef.copy(),
+                           {"gamma": float(gamma), "dim": active, "node_grad": gy_int})}
+
+
+def local_weight_grad(qm: QuantModel, layer: str, x: np.ndarray, g_acc: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Exact int64 ``P_w = sum (x - z_x) * g_acc`` (weight-gradient shape) and ``P_b = sum g_acc``.
+
+    `g_acc` holds integers per output element (B, *out); this is the weight
+    gradient of a conv/linear with the error `g_acc` at its accumulator, in
+    integers: im2col + one exact GEMM (depthwise: a sum over taps).
+    """
+    node = qm.graph.node(layer)
+    zx = qm.zero_point(node.inputs[0])
+    o = qm.weights[layer].shape[0]
+    g2 = g_acc.reshape(-1, o)
+    b_sum = g2.sum(axis=0)
+    xm = max(abs(int(x.min()) - zx), abs(int(x.max()) - zx)) if x.size else 0
+    colsum = int(np.abs(g2).sum(axis=0).max(initial=0))
+    bound = xm * colsum
+    dt = gemm_dtype(bound)
+    if node.op == Op.LINEAR:
+        xc = x.reshape(len(x), -1).astype(dt) - dt.type(zx)
+        return exact_matmul(g2.T.astype(dt), xc, bound), b_sum
+    a = node.attrs
+    kh, kw = a["kernel"]
+    groups = a["groups"]
+    w_shape = qm.weights[layer].shape
+    cig = w_shape[-1]
+    bsz, h, wd, c = x.shape
+    if groups == c and cig == 1:
+        ho = out_size(h, kh, a["stride"][0], a["padding"][0] + a["padding"][1])
+        wo = out_size(wd, kw, a["stride"][1], a["padding"][2] + a["padding"][3])
+        xp = pad_nhwc(x.astype(np.int64) - zx, a["padding"], 0)
+        if o != c:
+            xp = np.repeat(xp, o // c, axis=3)
+        ga = g_acc.reshape(bsz, ho, wo, o)
+        pw = np.zeros(w_shape, np.int64)
+        for i, j, view in tap_views(xp, (kh, kw), a["stride"], (ho, wo)):
+            pw[:, i, j, 0] = (view * ga).sum(axis=(0, 1, 2))
+        return pw, b_sum
+    xc = x.astype(dt) - dt.type(zx)
+    cols = im2col(xc, (kh, kw), a["stride"], a["padding"], 0)      # (M, kh*kw*C)
+    mrows = cols.shape[0]
+    opg = o // groups
+    cols_g = cols.reshape(mrows, kh * kw, groups, cig).transpose(2, 0, 1, 3).reshape(groups, mrows, -1)
+    g_g = g2.reshape(mrows, groups, opg).transpose(1, 2, 0).astype(dt)            # (G, Og, M)
+    pw = exact_matmul(g_g, cols_g, bound)                                          # (G, Og, kh*kw*cig)
+    return pw.reshape(w_shape), b_sum

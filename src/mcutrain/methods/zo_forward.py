@@ -1,0 +1,192 @@
+"""Partial int8 forward passes for zeroth-order queries: many perturbed copies in one pass.
+
+A ZO step evaluates the loss of Q perturbed models on the same batch. Only
+the part of the network at and after the perturbed layer differs from the
+unperturbed pass, so each query re-runs from there, reading the cached
+tensors of the base pass (`int_engine.run`) for everything before it.
+
+Queries are stacked on the batch axis: a tensor of the query pass has shape
+(Q * B, ...), query-major (rows q*B .. q*B + B - 1 belong to query q). A
+perturbed conv2d/linear computes all Q weight sets at once: one GEMM of the
+shared (or per-query) input columns against the Q stacked weight matrices;
+the nodes after it run on the stacked batch with the engine's kernels. No
+Python loop runs over queries, samples or elements (only over layers, kernel
+taps and groups).
+
+The kernels here reuse the engine's arithmetic exactly: the same exact
+integer GEMM (`int_gemm`), the same `requantize_output`, so a query's
+logits equal what `int_engine.run` returns for that perturbed model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from mcutrain.engines import int_engine as ie
+from mcutrain.engines.im2col import im2col, out_size, pad_nhwc, tap_views
+from mcutrain.engines.int_gemm import exact_matmul, gemm_dtype
+from mcutrain.graph import Node, Op
+from mcutrain.qmodel import QuantModel
+from mcutrain.quant.fixedpoint import requantize_output
+
+Producer = Callable[[np.ndarray], np.ndarray]
+"""Computes a perturbed node's stacked output (Q*B, ...) from its input (Qx, B, ...), Qx in {1, Q}."""
+
+
+def node_fwd(qm: QuantModel, node: Node, ins: list[np.ndarray]) -> np.ndarray:
+    """One node of the int8 forward pass through the engine's public kernels.
+
+    NOTE: the same dispatch as `int_engine.run`; kept here because the engine
+    exposes no per-node entry point (requested as `int_engine.run_node`).
+    """
+    a, x = node.attrs, ins[0]
+    if node.op in (Op.CONV2D, Op.LINEAR):
+        return param_fwd_multi(qm, node, x[None], qm.weights[node.name][None],
+                               qm.biases[node.name][None])[0]
+    if node.op == Op.MAXPOOL:
+        return ie.maxpool_fwd_s8(x, a["kernel"], a["stride"])
+    if node.op == Op.AVGPOOL:
+        return ie.avgpool_fwd_s8(x, a["kernel"], a["stride"])
+    if node.op == Op.GLOBAL_AVGPOOL:
+        return ie.global_avgpool_fwd_s8(x)
+    if node.op == Op.FLATTEN:
+        return ie.flatten_fwd_s8(x)
+    if node.op in (Op.RELU, Op.RELU6):
+        lo, hi = qm.act_range(node)
+        return ie.relu_fwd_s8(x, lo, hi)
+    if node.op == Op.ADD:
+        ma, mb, n = qm.add_params(node)
+        lo, hi = qm.act_range(node)
+        return ie.add_fwd_s8(x, qm.zero_point(node.inputs[0]), ins[1], qm.zero_point(node.inputs[1]),
+                             ma, mb, n, qm.zero_point(node.name), lo, hi)
+    raise ValueError(f"node '{node.name}': op {node.op.value} has no int8 forward kernel")
+
+
+def _l1_bound(x_zp: int, w: np.ndarray, b: np.ndarray, where: str) -> int:
+    """Largest |partial sum| of the products over every channel of the Q weight sets (w: (Q, O, ...)).
+
+    Raises like `int_engine.check_accumulator` when bias + products could
+    leave the C kernel's int32 accumulator for any weight set.
+    """
+    xm = ie.x_magnitude(x_zp)
+    l1 = np.abs(w.reshape(w.shape[0], w.shape[1], -1).astype(np.int64)).sum(axis=2)   # (Q, O)
+    worst = int((xm * l1 + np.abs(b.astype(np.int64))).max(initial=0))
+    if worst > ie.ACC_LIMIT:
+        raise ie.AccumulatorOverflow(f"{where}: |bias| + max|x - z_x| * sum|w| = {worst} exceeds the "
+                                     f"int32 accumulator ({ie.ACC_LIMIT}); lower sigma or the bias")
+    return xm * int(l1.max(initial=0))
+
+
+def param_fwd_multi(qm: QuantModel, node: Node, x: np.ndarray, w: np.ndarray,
+                    b: np.ndarray) -> np.ndarray:
+    """conv2d/linear with Q weight sets: x (Qx, B, ...) int8, w (Q, *W) int8, b (Q, O) int32.
+
+    Returns int8 (Q, B, ...out). Qx is 1 (the shared cached input) or Q (an
+    input already perturbed upstream). Every accumulator equals that of the
+    engine's kernel for weight set q, so the outputs are identical.
+    """
+    q, qx, bsz = w.shape[0], x.shape[0], x.shape[1]
+    zx, zy = qm.zero_point(node.inputs[0]), qm.zero_point(node.name)
+    mult, shift = qm.requant_params(node)
+    lo, hi = qm.act_range(node)
+    bound = _l1_bound(zx, w, b, f"node '{node.name}'")
+    o = w.shape[1]
+    if node.op == Op.LINEAR:
+        dt = gemm_dtype(bound)
+        xc = x.astype(dt) - dt.type(zx)                       # (Qx, B, I)
+        acc = exact_matmul(xc, w.transpose(0, 2, 1), bound)   # (Q, B, O)
+        acc += b[:, None, :].astype(np.int64)
+        return requantize_output(acc, mult, shift, zy, lo, hi)
+    a = node.attrs
+    kh, kw = a["kernel"]
+    stride, padding, groups = a["stride"], a["padding"], a["groups"]
+    h, wd, c = x.shape[2:]
+    ho = out_size(h, kh, stride[0], padding[0] + padding[1])
+    wo = out_size(wd, kw, stride[1], padding[2] + padding[3])
+    cig = w.shape[-1]
+    if groups == c and cig == 1 and c > 1:   # NOTE: a 1-channel conv is faster as a GEMM (same integers)
+        acc = _depthwise_acc(x, zx, w, b, stride, padding, (ho, wo))
+    else:
+        dt = gemm_dtype(bound)
+        xc = x.reshape(qx * bsz, h, wd, c).astype(dt) - dt.type(zx)
+        cols = im2col(xc, (kh, kw), stride, padding, 0)       # (Qx*M, kh*kw*C)
+        m = bsz * ho * wo
+        opg = o // groups
+        cols_g = cols.reshape(qx, m, kh * kw, groups, cig).transpose(0, 3, 1, 2, 4)
+        cols_g = cols_g.reshape(qx, groups, m, kh * kw * cig)
+        w_g = w.reshape(q, groups, opg, kh * kw * cig).transpose(0, 1, 3, 2)
+        acc = exact_matmul(cols_g, w_g, bound)                # (Q, G, M, Og)
+        acc = acc.transpose(0, 2, 1, 3).reshape(q, bsz, ho, wo, o)
+        acc += b[:, None, None, None, :].astype(np.int64)
+    return requantize_output(acc, mult, shift, zy, lo, hi)
+
+
+def _depthwise_acc(x: np.ndarray, zx: int, w: np.ndarray, b: np.ndarray, stride, padding,
+                   out_hw: tuple[int, int]) -> np.ndarray:
+    """Depthwise accumulators (Q, B, Ho, Wo, O) as a sum over kernel taps (int32, tap order)."""
+    qx, bsz, h, wd, c = x.shape
+    q, o, kh, kw, _ = w.shape
+    xp = pad_nhwc(x.reshape(qx * bsz, h, wd, c).astype(np.int32) - np.int32(zx), padding, 0)
+    if o != c:
+        xp = np.repeat(xp, o // c, axis=3)
+    w32 = w.astype(np.int32)
+    ho, wo = out_hw
+    acc = np.broadcast_to(b.astype(np.int32)[:, None, None, None, :], (q, bsz, ho, wo, o)).copy()
+    for i, j, view in tap_views(xp, (kh, kw), stride, out_hw):
+        acc += view.reshape(qx, bsz, ho, wo, o) * w32[:, None, None, None, :, i, j, 0]
+    return acc
+
+
+def affected_nodes(qm: QuantModel, perturbed: set[str]) -> list[Node]:
+    """Nodes whose output changes when `perturbed` nodes change: the part a query re-runs."""
+    hit: set[str] = set()
+    out = []
+    for n in qm.graph.nodes:
+        if n.name in perturbed or any(s in hit for s in n.inputs):
+            hit.add(n.name)
+            out.append(n)
+    return out
+
+
+def run_queries(qm: QuantModel, base: dict[str, np.ndarray], q: int,
+                producers: dict[str, Producer]) -> np.ndarray:
+    """Logits (Q*B, K) of Q perturbed passes that re-run only the affected nodes.
+
+    `base` holds every tensor of the unperturbed pass; `producers` maps each
+    perturbed node to the function computing its stacked output from its
+    input (Qx, B, ...). Unaffected tensors read by affected nodes are the
+    cached base tensors, repeated Q times only where a kernel needs them stacked.
+    """
+    bsz = len(base["input"])
+    stacked: dict[str, np.ndarray] = {}
+
+    def stacked_input(name: str) -> np.ndarray:
+        if name in stacked:
+            return stacked[name]
+        t = base[name]
+        return np.broadcast_to(t[None], (q, *t.shape)).reshape(q * bsz, *t.shape[1:])
+
+    for n in affected_nodes(qm, set(producers)):
+        if n.name in producers:
+            src = n.inputs[0]
+            x = stacked[src].reshape(q, bsz, *stacked[src].shape[1:]) if src in stacked else base[src][None]
+            y = producers[n.name](x)
+            stacked[n.name] = y.reshape(q * bsz, *y.shape[2:])
+        else:
+            stacked[n.name] = node_fwd(qm, n, [stacked_input(s) for s in n.inputs])
+    out = qm.graph.output
+    if out not in stacked:
+        raise ValueError(f"perturbed nodes {sorted(producers)} do not reach the logits '{out}'")
+    return stacked[out].reshape(q * bsz, -1)
+
+
+def tail_elements(qm: QuantModel, perturbed: set[str]) -> int:
+    """Per-sample elements of every tensor a query pass creates (sizes the query chunks)."""
+    return sum(int(np.prod(qm.graph.shape(n.name))) for n in affected_nodes(qm, perturbed))
+
+
+def tail_macs(qm: QuantModel, perturbed: set[str]) -> int:
+    """Per-sample MACs of one partial forward pass that re-runs from `perturbed`."""
+    return sum(qm.graph.macs(n) for n in affected_nodes(qm, perturbed))
