@@ -176,7 +176,9 @@ class FQT(TrainingMethod):
     # ------------------------------------------------------------ formats
 
     def _fwd_mode(self) -> str:
-        return "int" if self.prec.quantized_acts else "f32"
+        if self.prec.quantized_acts:
+            return "int"
+        return "f32seq" if self.cfg.exact_float_order else "f32"
 
     def _err_mode(self) -> str:
         if self.prec.errors != "f32":

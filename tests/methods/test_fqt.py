@@ -1,0 +1,111 @@
+"""FQT: one step equals the plain-loop reference bit for bit; resume is exact; loss falls."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+from reference_fqt import Ref, tiny_graph
+
+from mcutrain.methods.base import load_state, save_state
+from mcutrain.methods.fqt import FQT, pow2_symmetric_qparams
+from mcutrain.methods.fqt_state import PRECISIONS, FQTConfig
+from mcutrain.methods.loop import fit
+
+
+def _data(n: int = 6, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    x = rng.random((n, 4, 4, 1), dtype=np.float32)
+    y = rng.integers(0, 3, n)
+    return x, y
+
+
+def _method(prec: str, lmin: float = 1.0, seed: int = 0) -> FQT:
+    x, _ = _data(8, seed=5)
+    cfg = FQTConfig(precision=prec, lambda_min=lmin, exact_float_order=True, seed=seed, alpha_w=0.5)
+    return FQT(tiny_graph(seed), cfg, x)
+
+
+@pytest.mark.parametrize("prec,lmin", [(p, 1.0) for p in PRECISIONS] + [("int8", 0.4), ("uint8", 0.4),
+                                                                        ("float32", 0.4)])
+def test_step_equals_reference(prec, lmin):
+    m = _method(prec, lmin)
+    x, y = _data()
+    m.step(x, y, 0.05)                 # first step initializes the error and gradient ranges
+    x2, y2 = _data(seed=1)
+    snap = copy.deepcopy(m)
+    want = Ref(snap).step(x2, y2, 0.03)
+    m.step(x2, y2, 0.03)
+    assert m.loss_max == want["loss_max"]
+    for name in ("conv", "fc1", "fc2"):
+        got_w = m.w[name].reshape(m.w[name].shape[0], -1)
+        assert np.array_equal(got_w.astype(np.float64), np.asarray(want["w"][name], np.float64)), name
+        assert np.array_equal(m.b[name].astype(np.float64), want["b"][name].astype(np.float64)), name
+        mu, sd = want[f"norm/{name}"]
+        assert np.array_equal(m.norm[name]["mu"], mu) and np.array_equal(m.norm[name]["sd"], sd), name
+        if name in want["wqp"]:
+            assert m.wqp[name] == want["wqp"][name], name
+    for t, (lo, hi) in want["act"].items():
+        if m.act_ema[t].initialized:
+            assert (np.float32(m.act_ema[t].lo), np.float32(m.act_ema[t].hi)) == (lo, hi), t
+    for t, (lo, hi) in want["err"].items():
+        assert (np.float32(m.err_ema[t].lo), np.float32(m.err_ema[t].hi)) == (lo, hi), t
+    for t, (lo, hi) in want["grad"].items():
+        assert (np.float32(m.grad_ema[t].lo), np.float32(m.grad_ema[t].hi)) == (lo, hi), t
+    assert m.rng.state == want["rng"]
+
+
+def test_partial_counts_fewer_macs():
+    x, y = _data(8)
+    full = _method("int8").step(x, y, 0.01)
+    part = _method("int8", lmin=0.1).step(x, y, 0.01)
+    assert part.macs["forward"] == full.macs["forward"]
+    assert part.macs["weight_grad"] < full.macs["weight_grad"]
+    assert part.macs["error"] < full.macs["error"]
+    # fc2 (3 rows): k = 1 at lambda 0.1 for low-loss samples; never 0 rows
+    assert part.macs["weight_grad"] >= 8 * (1 * 9 * 16 + 12 + 4)
+
+
+def test_pow2_error_scale():
+    qp = pow2_symmetric_qparams(-0.3, 1.0)
+    assert float(qp.scale) == 2.0**-6          # 127 / 64 >= 1.0 > 127 / 128
+    assert float(pow2_symmetric_qparams(-127 / 64, 0).scale) == 2.0**-6
+    assert float(pow2_symmetric_qparams(0, 0).scale) == 2.0**-24
+
+
+@pytest.mark.parametrize("prec", PRECISIONS)
+def test_resume_is_bit_identical(prec, tmp_path):
+    rng = np.random.default_rng(3)
+    x = rng.random((40, 4, 4, 1), dtype=np.float32)
+    y = (x.reshape(40, -1).mean(1) * 6).astype(np.int64) % 3
+    kw = dict(epochs=2, batch=8, lr=0.05, seed=1, progress=False)
+    a = _method(prec, 0.5)
+    fit(a, x, y, x, y, **kw)
+    b = _method(prec, 0.5)
+    fit(b, x, y, x, y, checkpoint=tmp_path / "c.npz", stop_after_steps=5, **kw)
+    save_state(tmp_path / "mid.npz", b, {"x": 1})
+    c = _method(prec, 0.5)
+    assert load_state(tmp_path / "mid.npz", c) == {"x": 1}
+    fit(c, x, y, x, y, resume=tmp_path / "c.npz", **kw)
+    ma, aa = a.state()
+    mc, ac = c.state()
+    assert ma == mc
+    assert aa.keys() == ac.keys()
+    for k in aa:
+        assert np.array_equal(aa[k], ac[k]), k
+
+
+@pytest.mark.parametrize("prec", PRECISIONS)
+def test_loss_falls(prec):
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 96)
+    x = np.zeros((96, 4, 4, 1), np.float32)
+    x[y == 0, :2] = 1.0
+    x[y == 1, :, :2] = 1.0
+    x[y == 2, 2:, 2:] = 1.0
+    x += rng.random(x.shape, dtype=np.float32) * 0.2
+    m = FQT(tiny_graph(1), FQTConfig(precision=prec, seed=0), x[:16])
+    r = fit(m, x, y, x, y, epochs=6, batch=16, lr=0.05, seed=0, progress=False, schedule="constant")
+    assert r.history[-1]["loss"] < 0.7 * r.history[0]["loss"]
+    assert r.accuracy_after > 0.8
