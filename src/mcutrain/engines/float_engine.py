@@ -14,8 +14,7 @@ conv weights, (O, I) linear weights. Convolutions are im2col + one BLAS GEMM
 taps of strided views, since a block-diagonal GEMM would multiply mostly
 zeros. Nothing loops in Python over pixels or samples.
 
-`run` keeps what backward would otherwise recompute (im2col columns, the
-argmax of each max-pool window) in `Activations.saved`, so a training step
+`run` keeps the im2col columns in `Activations.saved`, so a training step
 builds each im2col matrix once.
 
 Example:
@@ -47,7 +46,7 @@ class Activations(dict):
     """Every tensor of a forward pass by name (including 'input').
 
     `saved[node_name]` holds values the node's backward reuses (im2col
-    columns, max-pool argmax); it is empty when `run(..., save=False)`.
+    columns); it is empty when `run(..., save=False)`.
     """
 
     def __init__(self, *args: Any, **kwargs: Any):
@@ -164,25 +163,42 @@ def _conv_bwd(c: Ctx) -> BackwardResult:
     if cols is None:
         cols = im2col(x, a["kernel"], a["stride"], a["padding"])
     grads: dict[str, np.ndarray] = {}
-    dcols = None
     if groups == 1:
-        w2 = w.reshape(o, -1)
         if c.need_params:
             grads = {"weight": (g.T @ cols).reshape(w.shape), "bias": g.sum(0)}
-        if c.need_x[0]:
-            dcols = g @ w2
-    else:
-        gcols, gw = _group_split(cols, w, groups)
-        gg = g.reshape(-1, groups, o // groups).transpose(1, 0, 2)  # (G, N*P, O/G)
-        if c.need_params:
-            grads = {"weight": np.matmul(gg.transpose(0, 2, 1), gcols).reshape(w.shape),
-                     "bias": g.sum(0)}
-        if c.need_x[0]:
-            kk = a["kernel"][0] * a["kernel"][1]
-            dg = np.matmul(gg, gw)                                   # (G, N*P, kh*kw*cig)
-            dcols = dg.reshape(groups, -1, kk, cig).transpose(1, 2, 0, 3).reshape(cols.shape)
-    dx = col2im(dcols, x.shape, a["kernel"], a["stride"], a["padding"]) if dcols is not None else None
+        return [_conv_input_grad(c.gy, w, x.shape, a["stride"], a["padding"]) if c.need_x[0] else None], \
+            grads
+    gcols, gw = _group_split(cols, w, groups)
+    gg = g.reshape(-1, groups, o // groups).transpose(1, 0, 2)      # (G, N*P, O/G)
+    if c.need_params:
+        grads = {"weight": np.matmul(gg.transpose(0, 2, 1), gcols).reshape(w.shape), "bias": g.sum(0)}
+    dx = None
+    if c.need_x[0]:
+        kk = a["kernel"][0] * a["kernel"][1]
+        dg = np.matmul(gg, gw)                                       # (G, N*P, kh*kw*cig)
+        dcols = dg.reshape(groups, -1, kk, cig).transpose(1, 2, 0, 3).reshape(cols.shape)
+        dx = col2im(dcols, x.shape, a["kernel"], a["stride"], a["padding"])
     return [dx], grads
+
+
+def _conv_input_grad(gy: np.ndarray, w: np.ndarray, x_shape: tuple[int, ...],
+                     stride: tuple[int, int], padding: tuple[int, int, int, int]) -> np.ndarray:
+    """d loss / d input of a groups=1 conv: per kernel tap one GEMM, added into a strided view.
+
+    Equal to col2im(gy @ W) but never builds the (N*P, kh*kw*C) matrix and adds
+    contiguous blocks: about twice as fast as col2im on small-cnn's conv2.
+    """
+    n, h, wd, cin = x_shape
+    o, kh, kw, _ = w.shape
+    _, ho, wo, _ = gy.shape
+    g = gy.reshape(-1, o)
+    if (kh, kw) == (1, 1) and stride == (1, 1) and not any(padding):
+        return (g @ w.reshape(o, cin)).reshape(x_shape)
+    pt, pb, pl, pr = padding
+    dxp = np.zeros((n, h + pt + pb, wd + pl + pr, cin), gy.dtype)
+    for i, j, view in tap_views(dxp, (kh, kw), stride, (ho, wo)):
+        view += (g @ w[:, i, j, :]).reshape(n, ho, wo, cin)
+    return dxp[:, pt:pt + h, pl:pl + wd, :]
 
 
 def _group_split(cols: np.ndarray, w: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray]:
@@ -259,29 +275,27 @@ def _pool_views(node: Node, x: np.ndarray):
 
 
 def _maxpool_fwd(node, xs, saved, dtype):
-    """Window max; `argmax` is the first maximal tap in (i, j) order, as torch picks on ties."""
-    y = arg = None
-    for t, (_, _, view) in enumerate(_pool_views(node, xs[0])):
-        if y is None:
-            y, arg = view.copy(), np.zeros(view.shape, np.uint8)
-            continue
-        better = view > y
-        np.copyto(y, view, where=better)
-        np.copyto(arg, t, where=better)
-    if saved is not None:
-        saved["argmax"] = arg
+    """Window max, as a running np.maximum over the kernel taps."""
+    views = [view for _, _, view in _pool_views(node, xs[0])]
+    y = views[0].copy()
+    for view in views[1:]:
+        np.maximum(y, view, out=y)
     return y
 
 
 def _maxpool_bwd(c: Ctx) -> BackwardResult:
-    """All of a window's gradient goes to its argmax."""
-    arg = c.saved.get("argmax")
-    if arg is None:
-        _maxpool_fwd(c.node, c.xs, c.saved, c.dtype)
-        arg = c.saved["argmax"]
+    """All of a window's gradient goes to its first maximal tap in (i, j) order, as torch does.
+
+    The argmax is recomputed here rather than tracked in the forward pass:
+    a running argmax needs masked copies and costs about 20x the max itself.
+    """
     dx = np.zeros_like(c.xs[0])
-    for t, (_, _, view) in enumerate(_pool_views(c.node, dx)):
-        view += c.gy * (arg == t)
+    taken = np.zeros(c.y.shape, bool)
+    for (_, _, xv), (_, _, dv) in zip(_pool_views(c.node, c.xs[0]), _pool_views(c.node, dx)):
+        hit = xv == c.y
+        hit &= ~taken
+        taken |= hit
+        dv += c.gy * hit
     return [dx], {}
 
 
