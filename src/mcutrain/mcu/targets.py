@@ -1,0 +1,141 @@
+"""Cortex-M targets: the chip a build is sized for and the QEMU board that runs it.
+
+A `Target` names what "it fits" means (the chip's RAM and Flash, checked by the linker) and
+where it runs (the MPS2 board QEMU emulates for that core). The generic targets here are
+deliberately large so anything the board can hold links; real boards (rp2040, nrf52840, ...)
+come from the planner's `plan/targets.toml` and use the same dataclass (`Target.from_dict`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+KB = 1024
+MB = 1024 * KB
+
+
+@dataclass(frozen=True)
+class Board:
+    """Memory of one QEMU MPS2 machine as QEMU 7.2 maps it (hw/arm/mps2.c).
+
+    All three FPGA images we use (AN385, AN386, AN500) map ZBT SSRAM1 (4 MB) at 0x0, where the
+    vector table, code and constants go ("flash"), and ZBT SSRAM2&3 (4 MB) at 0x20000000 for
+    data, heap and stack ("ram"). Both are plain RAM to QEMU; the split mirrors a real MCU.
+    """
+
+    machine: str
+    cpu: str
+    flash_origin: int
+    flash_bytes: int
+    ram_origin: int
+    ram_bytes: int
+
+
+BOARDS: dict[str, Board] = {
+    "mps2-an385": Board("mps2-an385", "cortex-m3", 0x0, 4 * MB, 0x20000000, 4 * MB),
+    "mps2-an386": Board("mps2-an386", "cortex-m4", 0x0, 4 * MB, 0x20000000, 4 * MB),
+    "mps2-an500": Board("mps2-an500", "cortex-m7", 0x0, 4 * MB, 0x20000000, 4 * MB),
+}
+
+CORES = ("cortex-m0plus", "cortex-m4", "cortex-m7")
+"""Cores we compile for; each maps to one QEMU board (M0+ code is a subset of the M3's ISA)."""
+
+DEFAULT_MACHINE = {"cortex-m0plus": "mps2-an385", "cortex-m4": "mps2-an386", "cortex-m7": "mps2-an500"}
+
+
+class TargetError(ValueError):
+    """An unknown or inconsistent target; the message lists what is known."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """One MCU target: core, clock, memories and features, plus the QEMU machine that runs it.
+
+    Example:
+        >>> t = get_target("cortex-m4")
+        >>> t.core, t.qemu_machine, t.fpu
+        ('cortex-m4', 'mps2-an386', True)
+    """
+
+    name: str
+    core: str
+    clock_hz: int
+    ram_bytes: int
+    flash_bytes: int
+    fpu: bool
+    dsp: bool
+    qemu_machine: str
+
+    def __post_init__(self) -> None:
+        if self.core not in CORES:
+            raise TargetError(f"target {self.name!r}: unknown core {self.core!r}; known cores: "
+                              f"{', '.join(CORES)}")
+        if self.qemu_machine not in BOARDS:
+            raise TargetError(f"target {self.name!r}: unknown QEMU machine {self.qemu_machine!r}; "
+                              f"known: {', '.join(BOARDS)}")
+        if self.core == "cortex-m0plus" and (self.fpu or self.dsp):
+            raise TargetError(f"target {self.name!r}: a Cortex-M0+ has neither FPU nor DSP extension")
+        for field_name in ("clock_hz", "ram_bytes", "flash_bytes"):
+            if int(getattr(self, field_name)) <= 0:
+                raise TargetError(f"target {self.name!r}: {field_name} must be positive")
+
+    @property
+    def board(self) -> Board:
+        return BOARDS[self.qemu_machine]
+
+    @property
+    def link_ram_bytes(self) -> int:
+        """RAM the linker allows: the chip's RAM, but never more than the board can hold."""
+        return min(self.ram_bytes, self.board.ram_bytes)
+
+    @property
+    def link_flash_bytes(self) -> int:
+        """Flash the linker allows: the chip's Flash, but never more than the board can hold."""
+        return min(self.flash_bytes, self.board.flash_bytes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, name: str, d: dict[str, Any]) -> Target:
+        """Build a target from a table such as one `[targets.NAME]` entry of a TOML file.
+
+        `qemu_machine` defaults to the board for the core; `fpu`/`dsp` default to what the core
+        usually has (M4/M7 with both, M0+ with neither).
+        """
+        known = {"core", "clock_hz", "ram_bytes", "flash_bytes", "fpu", "dsp", "qemu_machine"}
+        unknown = set(d) - known
+        if unknown:
+            raise TargetError(f"target {name!r}: unknown keys {sorted(unknown)}; known: {sorted(known)}")
+        missing = {"core", "clock_hz", "ram_bytes", "flash_bytes"} - set(d)
+        if missing:
+            raise TargetError(f"target {name!r}: missing keys {sorted(missing)}")
+        core = d["core"]
+        if core not in CORES:
+            raise TargetError(f"target {name!r}: unknown core {core!r}; known cores: {', '.join(CORES)}")
+        big = core != "cortex-m0plus"
+        return cls(name=name, core=core, clock_hz=int(d["clock_hz"]), ram_bytes=int(d["ram_bytes"]),
+                   flash_bytes=int(d["flash_bytes"]), fpu=bool(d.get("fpu", big)),
+                   dsp=bool(d.get("dsp", big)),
+                   qemu_machine=d.get("qemu_machine", DEFAULT_MACHINE[core]))
+
+
+TARGETS: dict[str, Target] = {
+    t.name: t for t in (
+        Target("cortex-m0plus", "cortex-m0plus", 133_000_000, 4 * MB, 4 * MB, False, False, "mps2-an385"),
+        Target("cortex-m4", "cortex-m4", 64_000_000, 4 * MB, 4 * MB, True, True, "mps2-an386"),
+        Target("cortex-m7", "cortex-m7", 600_000_000, 4 * MB, 4 * MB, True, True, "mps2-an500"),
+    )
+}
+"""Generic targets, one per core: memories as large as the QEMU board, so anything runnable links."""
+
+
+def get_target(target: str | Target) -> Target:
+    """The target called `target` (a `Target` passes through unchanged)."""
+    if isinstance(target, Target):
+        return target
+    try:
+        return TARGETS[target]
+    except KeyError:
+        raise TargetError(f"unknown target {target!r}; known targets: {', '.join(TARGETS)}") from None

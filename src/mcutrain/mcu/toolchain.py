@@ -1,0 +1,223 @@
+"""Cross-build C for a Cortex-M target with arm-none-eabi-gcc, so that "it links" means "it fits".
+
+The linker script (`cortexm.ld`, filled in per target) places code at the board's flash address
+and data at its RAM address, with the *target chip's* sizes as region lengths; heap and stack are
+fixed-size sections inside RAM. An image too large for the chip fails with `LinkOverflowError`
+naming the region and the number of bytes over. Every program is linked with `startup/startup.c`
+(vector table, FPU enable, semihosting stdio, argc/argv, markers), so a test or a generated
+library only supplies `main`.
+
+Example:
+    >>> from mcutrain.mcu import build, get_target
+    >>> b = build(["prog.c"], get_target("cortex-m4"), "out/prog.elf")   # doctest: +SKIP
+    >>> b.sizes.flash_bytes, b.sizes.ram_bytes                            # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from string import Template
+
+from mcutrain.io import atomic_write_bytes
+from mcutrain.mcu.targets import Target, get_target
+
+APT_INSTALL = ("apt-get install -y --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi "
+               "qemu-system-arm")
+"""The Debian/Ubuntu command that installs everything this package drives."""
+
+DEFAULT_STACK_BYTES = 8 * 1024
+"""Stack reserved in RAM. Newlib's printf with semihosting peaks near 0.7 KB (docs/mcu.md)."""
+
+DEFAULT_HEAP_BYTES = 8 * 1024
+"""Heap reserved in RAM for newlib's stdio: ~1.4 KB for stdout, +1.4 KB per open file (docs/mcu.md)."""
+
+CORE_FLAGS: dict[str, tuple[str, ...]] = {
+    "cortex-m0plus": ("-mcpu=cortex-m0plus", "-mthumb", "-mfloat-abi=soft"),
+    "cortex-m4": ("-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"),
+    "cortex-m7": ("-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-d16"),
+}
+"""Code-generation flags per core when the target has an FPU (soft float otherwise)."""
+
+WARN_FLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror")
+LINK_FLAGS = ("--specs=rdimon.specs", "-nostartfiles", "-Wl,--gc-sections",
+              "-ffunction-sections", "-fdata-sections")
+
+
+class ToolchainMissingError(RuntimeError):
+    """The ARM cross toolchain (or QEMU) is not installed; the message says how to install it."""
+
+
+class BuildError(RuntimeError):
+    """Compiling or linking failed; `output` holds the compiler's messages."""
+
+    def __init__(self, message: str, output: str = "") -> None:
+        super().__init__(message if not output else f"{message}\n{output}")
+        self.output = output
+
+
+class LinkOverflowError(BuildError):
+    """The image does not fit the target: `region` (FLASH or RAM) is over by `overflow_bytes`."""
+
+    def __init__(self, target: Target, region: str, overflow_bytes: int, output: str) -> None:
+        size = target.link_flash_bytes if region == "FLASH" else target.link_ram_bytes
+        msg = (f"image does not fit target {target.name!r}: region {region} ({size} bytes) overflowed "
+               f"by {overflow_bytes} bytes; shrink the model or the trainable part, or pick a target "
+               f"with more {'Flash' if region == 'FLASH' else 'RAM'}")
+        RuntimeError.__init__(self, msg)
+        self.output = output
+        self.region = region
+        self.overflow_bytes = overflow_bytes
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """Paths of the GNU Arm Embedded tools."""
+
+    gcc: str
+    size: str
+    nm: str
+    objdump: str
+
+
+def find_toolchain() -> Toolchain:
+    """Locate arm-none-eabi-{gcc,size,nm,objdump} on PATH, or say how to install them."""
+    names = {k: f"arm-none-eabi-{k}" for k in ("gcc", "size", "nm", "objdump")}
+    found = {k: shutil.which(v) for k, v in names.items()}
+    missing = [names[k] for k, v in found.items() if v is None]
+    if missing:
+        raise ToolchainMissingError(
+            f"{', '.join(missing)} not found on PATH; install the ARM cross toolchain with newlib "
+            f"(Debian/Ubuntu, as root): {APT_INSTALL}")
+    return Toolchain(**found)  # type: ignore[arg-type]
+
+
+def startup_dir() -> Path:
+    """Directory of startup.c and mt_board.h (add it to include dirs to use the markers)."""
+    return Path(str(resources.files("mcutrain.mcu") / "startup"))
+
+
+def core_flags(target: Target) -> list[str]:
+    """Compiler flags selecting the core and float ABI of `target`."""
+    flags = list(CORE_FLAGS[target.core])
+    if not target.fpu:
+        flags = [f for f in flags if not f.startswith(("-mfpu=", "-mfloat-abi="))] + ["-mfloat-abi=soft"]
+    return flags
+
+
+def linker_script(target: Target, stack_bytes: int = DEFAULT_STACK_BYTES,
+                  heap_bytes: int = DEFAULT_HEAP_BYTES) -> str:
+    """The linker script text for `target`: board addresses, chip sizes, heap and stack."""
+    if stack_bytes < 256 or stack_bytes % 8:
+        raise ValueError(f"stack_bytes={stack_bytes}: must be a multiple of 8 and at least 256")
+    if heap_bytes < 0 or heap_bytes % 8:
+        raise ValueError(f"heap_bytes={heap_bytes}: must be a non-negative multiple of 8")
+    template = Template((resources.files("mcutrain.mcu") / "cortexm.ld").read_text())
+    board = target.board
+    return template.substitute(
+        flash_origin=f"0x{board.flash_origin:08x}", flash_bytes=target.link_flash_bytes,
+        ram_origin=f"0x{board.ram_origin:08x}", ram_bytes=target.link_ram_bytes,
+        stack_bytes=stack_bytes, heap_bytes=heap_bytes)
+
+
+@dataclass(frozen=True)
+class SectionSizes:
+    """What an image occupies, in bytes (from arm-none-eabi-size).
+
+    `text` is code plus constants (Flash only), `data` initialised variables (Flash for the
+    initial values *and* RAM), `bss` zeroed variables, `heap` and `stack` the reserved sections.
+    """
+
+    text: int
+    data: int
+    bss: int
+    heap: int
+    stack: int
+
+    @property
+    def flash_bytes(self) -> int:
+        return self.text + self.data
+
+    @property
+    def ram_bytes(self) -> int:
+        return self.data + self.bss + self.heap + self.stack
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """A linked image and what it needs."""
+
+    elf: Path
+    target: Target
+    sizes: SectionSizes
+    command: list[str] = field(default_factory=list)
+
+
+_OVERFLOW_RE = re.compile(r"region [`']?(\w+)'? overflowed by (\d+) bytes")
+
+
+def build(sources: Sequence[str | Path], target: str | Target, out: str | Path, *,
+          include_dirs: Sequence[str | Path] = (), defines: Sequence[str] = (), opt: str = "-O2",
+          extra_cflags: Sequence[str] = (), stack_bytes: int = DEFAULT_STACK_BYTES,
+          heap_bytes: int = DEFAULT_HEAP_BYTES, startup: bool = True,
+          timeout: float = 300.0) -> BuildResult:
+    """Compile and link C `sources` for `target` into the ELF `out`.
+
+    `defines` are `NAME` or `NAME=VALUE`; `opt` is the optimisation flag (e.g. "-O2", "-Os").
+    The linker script is written beside the ELF (`<out>.ld`). On failure nothing is left at
+    `out`: a compile error raises `BuildError`, an image too big for the target raises
+    `LinkOverflowError` (region and overflow in bytes).
+    """
+    target = get_target(target)
+    tools = find_toolchain()
+    out = Path(out)
+    srcs = [Path(s) for s in sources]
+    for s in srcs:
+        if not s.is_file():
+            raise BuildError(f"source file {s} does not exist")
+    if not re.fullmatch(r"-O[0-3sgz]|-Ofast", opt):
+        raise ValueError(f"opt={opt!r}: expected one of -O0 -O1 -O2 -O3 -Os -Oz -Og -Ofast")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    ld = out.with_suffix(out.suffix + ".ld")
+    script = linker_script(target, stack_bytes, heap_bytes)
+    atomic_write_bytes(ld, lambda f: f.write(script.encode()))
+    if startup:
+        srcs.append(startup_dir() / "startup.c")
+        include_dirs = [*include_dirs, startup_dir()]
+    tmp = out.with_name(f".{out.name}.tmp")
+    cmd = [tools.gcc, *core_flags(target), opt, *WARN_FLAGS, *extra_cflags,
+           *(f"-I{d}" for d in include_dirs), *(f"-D{d}" for d in defines),
+           *map(str, srcs), f"-T{ld}", *LINK_FLAGS, "-o", str(tmp)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        if tmp.exists():
+            tmp.unlink()
+        output = proc.stderr + proc.stdout
+        overflows = _OVERFLOW_RE.findall(output)
+        if overflows:
+            region, nbytes = max(overflows, key=lambda m: int(m[1]))
+            raise LinkOverflowError(target, region, int(nbytes), output)
+        raise BuildError(f"building {out.name} for {target.name} failed", output)
+    os.replace(tmp, out)
+    return BuildResult(elf=out, target=target, sizes=section_sizes(out, tools), command=cmd)
+
+
+def section_sizes(elf: str | Path, tools: Toolchain | None = None) -> SectionSizes:
+    """Sizes of an image from `arm-none-eabi-size` (Berkeley totals, heap/stack from -A)."""
+    tools = tools or find_toolchain()
+    berkeley = subprocess.run([tools.size, "-B", str(elf)], capture_output=True, text=True, check=True)
+    text, data, bss = (int(v) for v in berkeley.stdout.splitlines()[1].split()[:3])
+    sysv = subprocess.run([tools.size, "-A", str(elf)], capture_output=True, text=True, check=True)
+    named = {}
+    for line in sysv.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1].isdigit():
+            named[parts[0]] = int(parts[1])
+    heap, stack = named.get(".heap", 0), named.get(".stack", 0)
+    return SectionSizes(text=text, data=data, bss=bss - heap - stack, heap=heap, stack=stack)
