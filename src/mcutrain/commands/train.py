@@ -1,0 +1,222 @@
+"""`mcutrain train`: simulated on-device training of a model on a dataset with one method.
+
+Methods plug in through `METHODS`: each entry adds its own options to the
+parser and builds a `TrainingMethod` from the parsed arguments, so a new
+method (zo, bp-qas, ...) registers itself with `register_method` and this
+module never changes.
+
+Examples:
+    mcutrain train --arch digits-cnn --init random --dataset digits --method fqt \\
+        --precision int8 --trainable all --epochs 10 --json
+    mcutrain train model.npz --dataset fashion-mnist[5-9] --method fqt --precision uint8 \\
+        --trainable last:2 --partial 0.1 --epochs 5 -o adapted.npz
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mcutrain import io, zoo
+from mcutrain.cli import UserError, print_json
+from mcutrain.graph import Graph, Op
+from mcutrain.methods.base import TrainingMethod
+from mcutrain.methods.loop import fit
+
+CALIB_SAMPLES = 64
+"""Training samples that initialize the activation ranges of quantized methods."""
+
+
+@dataclass(frozen=True)
+class MethodEntry:
+    """How `train` offers one method: its options and how to build it."""
+
+    add_arguments: Callable[[argparse._ArgumentGroup], None]
+    build: Callable[[argparse.Namespace, Graph, np.ndarray], TrainingMethod]
+    summary: Callable[[argparse.Namespace], dict[str, Any]]
+    """The method's settings for the `--json` result (precision, ...)."""
+
+
+METHODS: dict[str, MethodEntry] = {}
+
+
+def register_method(name: str, entry: MethodEntry) -> None:
+    """Make `--method name` available (called at import by each method's train hook)."""
+    METHODS[name] = entry
+
+
+# ---------------------------------------------------------------- fqt
+
+
+def _fqt_args(g: argparse._ArgumentGroup) -> None:
+    from mcutrain.methods.fqt_state import PRECISIONS
+    g.add_argument("--precision", choices=PRECISIONS, default="int8",
+                   help="fqt number formats: uint8 (the seed's), mixed (float32 errors), float32, "
+                        "int8 (ours; default)")
+    g.add_argument("--partial", type=float, default=1.0, metavar="LAMBDA_MIN",
+                   help="fqt dynamic partial updates: lambda_min in [0, 1] (1 = off)")
+    g.add_argument("--partial-max", type=float, default=None, metavar="LAMBDA_MAX",
+                   help="fqt partial updates: lambda_max (default 1.0)")
+    g.add_argument("--alpha-a", type=float, default=0.1, help="fqt EMA rate of activation ranges")
+    g.add_argument("--alpha-e", type=float, default=0.1, help="fqt EMA rate of error ranges")
+    g.add_argument("--alpha-w", type=float, default=1.0, help="fqt EMA rate of weight ranges")
+    g.add_argument("--alpha-norm", type=float, default=0.1,
+                   help="fqt EMA rate of the gradient standardization statistics")
+
+
+def _fqt_config(args: argparse.Namespace):
+    from mcutrain.methods.fqt_state import FQTConfig
+    lmax = 1.0 if args.partial_max is None else args.partial_max
+    if not 0.0 <= args.partial <= lmax <= 1.0:
+        raise UserError(f"--partial {args.partial} / --partial-max {lmax}: need "
+                        "0 <= LAMBDA_MIN <= LAMBDA_MAX <= 1")
+    return FQTConfig(precision=args.precision, trainable=args.trainable, alpha_a=args.alpha_a,
+                     alpha_e=args.alpha_e, alpha_w=args.alpha_w, alpha_norm=args.alpha_norm,
+                     lambda_min=args.partial, lambda_max=lmax, seed=args.seed)
+
+
+def _fqt_build(args: argparse.Namespace, graph: Graph, calib: np.ndarray) -> TrainingMethod:
+    from mcutrain.methods.fqt import FQT
+    return FQT(graph, _fqt_config(args), calib)
+
+
+register_method("fqt", MethodEntry(_fqt_args, _fqt_build,
+                                   lambda a: {"precision": a.precision, "partial": a.partial}))
+
+
+# ---------------------------------------------------------------- the command
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "train", help="simulated on-device training of a model on a dataset",
+        description=__doc__.split("\n\n")[0], epilog=__doc__.split("Examples:")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model", nargs="?", help="model file (.npz) from 'mcutrain pretrain'")
+    p.add_argument("--arch", help="start from a zoo architecture instead of a model file")
+    p.add_argument("--init", choices=["random"], help="with --arch: He-initialized weights from --seed")
+    p.add_argument("--dataset", required=True, help="dataset spec, e.g. digits, fashion-mnist[5-9], "
+                                                    "fashion-mnist-c:fog:3")
+    p.add_argument("--method", default="fqt", help=f"training method ({', '.join(METHODS)})")
+    p.add_argument("--trainable", default="all", help="all | last:N | layers:a,b (default all)")
+    p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--checkpoint", help="save the training state here after every epoch")
+    p.add_argument("--resume", help="continue from a training state saved with --checkpoint")
+    p.add_argument("-o", "--output", help="save the trained model (.npz) and its history beside it")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    for name, entry in METHODS.items():
+        entry.add_arguments(p.add_argument_group(f"method {name}"))
+    p.set_defaults(func=run)
+
+
+def load_graph(args: argparse.Namespace, num_classes: int, input_shape: tuple[int, ...]) -> Graph:
+    """The starting float graph: a model file, or a zoo architecture with random weights.
+
+    A model whose output size differs from the dataset's classes gets a new,
+    He-initialized last linear layer (transfer to a new task).
+    """
+    if (args.model is None) == (args.arch is None):
+        raise UserError("give either a MODEL file or --arch A --init random")
+    if args.arch is not None:
+        if args.init != "random":
+            raise UserError("--arch needs --init random (or pass a model file)")
+        try:
+            return zoo.build(args.arch, num_classes, input_shape, seed=args.seed)
+        except ValueError as e:
+            raise UserError(str(e)) from None
+    try:
+        graph = io.load(args.model).graph
+    except io.ModelFileError as e:
+        raise UserError(str(e)) from None
+    if graph.input_shape != tuple(input_shape):
+        raise UserError(f"model input {graph.input_shape} does not match dataset samples {input_shape}")
+    if graph.num_classes != num_classes:
+        graph = new_head(graph, num_classes, args.seed)
+    return graph
+
+
+def new_head(graph: Graph, num_classes: int, seed: int) -> Graph:
+    """Replace the last (linear) layer by a fresh one with `num_classes` outputs."""
+    g = graph.copy()
+    last = g.nodes[-1]
+    if last.op != Op.LINEAR:
+        raise UserError(f"the model has {graph.num_classes} outputs, the dataset {num_classes} classes, "
+                        "and its last layer is not linear, so no new head can be attached")
+    fan_in = last.params["weight"].shape[1]
+    rng = np.random.default_rng([seed, 7])
+    last.params["weight"] = (rng.standard_normal((num_classes, fan_in)) * np.sqrt(2.0 / fan_in)).astype(
+        np.float32)
+    last.params["bias"] = np.zeros(num_classes, np.float32)
+    last.attrs["out_features"] = num_classes
+    return Graph(g.input_shape, g.nodes, g.name)
+
+
+def train(args: argparse.Namespace, progress: bool | None = None) -> tuple[dict[str, Any], TrainingMethod]:
+    """Run the command's work; returns (the --json result, the trained method)."""
+    from mcutrain.data import load_dataset
+    if args.method not in METHODS:
+        raise UserError(f"unknown method '{args.method}'; available: {', '.join(METHODS)}")
+    try:
+        ds = load_dataset(args.dataset, seed=args.seed)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    graph = load_graph(args, ds.num_classes, ds.shape)
+    entry = METHODS[args.method]
+    x_tr, y_tr = ds.x_train, ds.y_train
+    calib = x_tr[np.random.default_rng([args.seed, 3]).permutation(len(x_tr))[:CALIB_SAMPLES]]
+    try:
+        method = entry.build(args, graph, calib)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    res = fit(method, x_tr, y_tr, ds.x_test, ds.y_test, epochs=args.epochs, batch=args.batch, lr=args.lr,
+              seed=args.seed, checkpoint=args.checkpoint, resume=args.resume, progress=progress)
+    out = {"method": args.method, **entry.summary(args), "trainable": args.trainable,
+           "accuracy_before": res.accuracy_before, "accuracy_after": res.accuracy_after,
+           "epochs": res.epochs, "steps": res.steps, "samples_per_s": res.samples_per_s,
+           "forward_macs": res.forward_macs, "backward_macs": res.backward_macs,
+           "history": [{"epoch": h["epoch"], "loss": h["loss"], "accuracy": h["test_accuracy"],
+                        "train_accuracy": h["train_accuracy"]} for h in res.history]}
+    out.pop("partial", None)
+    out = {k: out[k] for k in ("method", "precision", "trainable", "accuracy_before", "accuracy_after",
+                               "epochs", "steps", "samples_per_s", "forward_macs", "backward_macs",
+                               "history") if k in out}
+    if args.output:
+        save_trained(args.output, method, out, args)
+    return out, method
+
+
+def save_trained(path: str, method: TrainingMethod, result: dict[str, Any], args: argparse.Namespace) -> None:
+    """The trained model file (float graph, dequantized) and `<OUT>.history.json` beside it."""
+    to_graph = getattr(method, "to_graph", None)
+    if to_graph is None:
+        raise UserError(f"method {method.name} cannot export its model yet")
+    prov = {"trained": {"method": method.config(), "dataset": args.dataset, "epochs": args.epochs,
+                        "accuracy": result["accuracy_after"]}}
+    try:
+        io.save(path, to_graph(), {"provenance": prov})
+    except io.ModelFileError as e:
+        raise UserError(str(e)) from None
+    hist = Path(path).with_suffix(".history.json")
+    text = json.dumps({**result, "dataset": args.dataset}, indent=2).encode()
+    io.atomic_write_bytes(hist, lambda f: f.write(text))
+
+
+def run(args: argparse.Namespace) -> int:
+    out, _ = train(args)
+    if args.json:
+        print_json(out)
+    else:
+        print(f"{out['method']}: accuracy {out['accuracy_before']:.4f} -> {out['accuracy_after']:.4f} "
+              f"after {out['epochs']} epochs ({out['steps']} steps, {out['samples_per_s']:.0f} samples/s)")
+        if args.output:
+            print(f"saved {args.output} and {Path(args.output).with_suffix('.history.json')}")
+    return 0

@@ -1,0 +1,71 @@
+"""`mcutrain train`: JSON result, saved model and history, errors for bad input."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from mcutrain import io
+from mcutrain.cli import main
+
+KEYS = ["method", "precision", "trainable", "accuracy_before", "accuracy_after", "epochs", "steps",
+        "samples_per_s", "forward_macs", "backward_macs", "history"]
+
+
+def _run(capsys, *argv):
+    assert main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_train_json_and_output(capsys, tmp_path):
+    out = tmp_path / "m.npz"
+    res = _run(capsys, "train", "--arch", "digits-cnn", "--init", "random", "--dataset", "digits",
+               "--method", "fqt", "--precision", "int8", "--trainable", "last:1", "--epochs", "1",
+               "--batch", "64", "--lr", "0.003", "--json", "-o", str(out))
+    assert list(res) == KEYS
+    assert res["precision"] == "int8" and res["trainable"] == "last:1"
+    assert res["steps"] == 23 and len(res["history"]) == 1
+    assert res["accuracy_after"] > res["accuracy_before"]
+    assert res["forward_macs"] == 88064 * 1438
+    assert res["backward_macs"] == 2 * 0 + 5120 * 1438      # last:1: the head's weight gradient only
+    mf = io.load(out)
+    assert mf.graph.num_classes == 10
+    assert mf.meta["provenance"]["trained"]["method"]["precision"] == "int8"
+    hist = json.loads(out.with_suffix(".history.json").read_text())
+    assert hist["accuracy_after"] == res["accuracy_after"]
+
+
+def test_transfer_gets_new_head(capsys, tmp_path):
+    from mcutrain import zoo
+    model = tmp_path / "base.npz"
+    io.save(model, zoo.build("digits-cnn", 10, seed=1))
+    res = _run(capsys, "train", str(model), "--dataset", "digits[0-4]", "--precision", "uint8",
+               "--trainable", "last:1", "--partial", "0.5", "--epochs", "1", "--json")
+    assert res["precision"] == "uint8"
+    assert 0 <= res["accuracy_after"] <= 1
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["--dataset", "digits"], "either a MODEL"),
+    (["--arch", "digits-cnn", "--dataset", "digits"], "--init random"),
+    (["--arch", "nope", "--init", "random", "--dataset", "digits"], "unknown architecture"),
+    (["--arch", "digits-cnn", "--init", "random", "--dataset", "digits", "--method", "sgd"],
+     "unknown method"),
+    (["--arch", "digits-cnn", "--init", "random", "--dataset", "digits", "--partial", "0.5",
+      "--partial-max", "0.2"], "LAMBDA_MIN"),
+    (["--arch", "digits-cnn", "--init", "random", "--dataset", "digits", "--trainable", "last:9"],
+     "layers with weights"),
+])
+def test_bad_input(capsys, argv, msg):
+    assert main(["train", *argv, "--epochs", "1"]) == 1
+    assert msg in capsys.readouterr().err
+
+
+def test_seed_determinism(capsys):
+    argv = ["train", "--arch", "digits-cnn", "--init", "random", "--dataset", "digits", "--epochs", "1",
+            "--batch", "128", "--json"]
+    a, b = _run(capsys, *argv), _run(capsys, *argv)
+    assert a["history"] == b["history"]
+    assert np.isclose(a["accuracy_after"], b["accuracy_after"])
