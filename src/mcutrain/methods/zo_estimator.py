@@ -117,6 +117,22 @@ class IntGrad:
         return self.w_sum.astype(np.float64) * c
 
 
+def forward_difference(f, theta: np.ndarray, sigma: int, n: int, rng: XorShift32,
+                       gns: bool = True) -> tuple[np.ndarray, np.float32]:
+    """The WP estimator on any integer function: ``(S, gamma)`` with ``g = gamma S / (n sigma)``.
+
+    ``f`` maps stacked integer parameter vectors (Q, d) to integer losses
+    (Q,); ``S = sum_i [f(theta + sigma u_i) - f(theta)] u_i`` exactly in int64.
+    The same sums and stream order as `estimate_wp` (which feeds it the
+    network's batch loss); used directly for toy problems.
+    """
+    d = theta.size
+    u = rng.rademacher(n * d).reshape(n, d).astype(np.int64)
+    f0 = np.asarray(f(theta.reshape(1, d).astype(np.int64)), np.int64)
+    dl = np.asarray(f(theta.reshape(1, d).astype(np.int64) + sigma * u), np.int64) - f0
+    return dl @ u, gns_gamma(n, d - 1, gns)
+
+
 def _chunk_queries(n: int, per_query_elements: int, budget: int) -> int:
     return int(max(1, min(n, budget // max(per_query_elements, 1))))
 
