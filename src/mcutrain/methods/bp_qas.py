@@ -38,7 +38,7 @@ from mcutrain.graph import INPUT, PARAMETRIC, Op
 from mcutrain.methods import qas
 from mcutrain.methods.base import StepStats, TrainingMethod
 from mcutrain.methods.trainable import resolve_trainable
-from mcutrain.methods.zo import copy_quant_model
+from mcutrain.methods.zo import copy_quant_model, dequantized_graph
 from mcutrain.qmodel import QuantModel
 from mcutrain.quant.loss import LOSS_FRAC_BITS, PROB_FRAC_BITS, int_softmax_cross_entropy
 
@@ -194,6 +194,10 @@ class BPQASMethod(TrainingMethod):
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         return int_engine.predict(self.qm, x)
+
+    def to_graph(self):
+        """The trained model as a float graph (dequantized), for `mcutrain train -o`."""
+        return dequantized_graph(self.qm)
 
     def state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         arrays = {f"w/{n}": self.qm.weights[n].copy() for n in self.weight_layers}

@@ -122,6 +122,19 @@ def copy_quant_model(qm: QuantModel) -> QuantModel:
                       copy.deepcopy(qm.provenance))
 
 
+def dequantized_graph(qm: QuantModel):
+    """The float graph of an int8 model's current weights (``w * s_w``, ``b * s_x * s_w``) for export."""
+    g = qm.graph.copy()
+    for n in g.parametric():
+        o = qm.weights[n.name].shape[0]
+        s_w = np.broadcast_to(qm.weight_qparams[n.name].scale, (o,)).astype(np.float32)
+        shape = (-1,) + (1,) * (qm.weights[n.name].ndim - 1)
+        n.params["weight"] = (qm.weights[n.name].astype(np.float32) * s_w.reshape(shape)).astype(np.float32)
+        n.params["bias"] = (qm.biases[n.name].astype(np.float64) * float(qm.scale(n.inputs[0]))
+                            * s_w.astype(np.float64)).astype(np.float32)
+    return g
+
+
 class ZOMethod(TrainingMethod):
     """Zeroth-order training of an int8 model (see the module docstring)."""
 
@@ -231,6 +244,10 @@ class ZOMethod(TrainingMethod):
         return keep
 
     # -- TrainingMethod plumbing
+    def to_graph(self):
+        """The trained model as a float graph (dequantized), for `mcutrain train -o`."""
+        return dequantized_graph(self.qm)
+
     def predict(self, x: np.ndarray) -> np.ndarray:
         return int_engine.predict(self.qm, x)
 

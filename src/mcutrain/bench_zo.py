@@ -1,0 +1,261 @@
+"""Benchmarks of the ZO seed: `zo-adapt` (corruption adaptation) and `zo-ablation` (loss curves).
+
+The seed's protocol (Zhao et al., TODAES 2025), scaled to our data: small-cnn
+pretrained in float on clean Fashion-MNIST, quantized to int8 (PTQ), then
+adapted to each corruption at severity 5 with 100 training / 10 validation /
+90 test images per class of the corrupted test set, batch 100, reporting the
+test accuracy at the best validation epoch. Every method gets the same data,
+epochs and trainable layers (`conv2` and `fc1`; the classifier `fc2` stays
+frozen, as in the seed's runs). The budget (epochs, queries) is chosen so the
+whole benchmark fits about two hours on two cores; `--quick` runs one
+corruption, one seed and one epoch on a few samples.
+
+Run: ``python -m mcutrain.bench_zo zo-adapt [--quick]`` (or through
+`mcutrain bench` once it registers `register()`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mcutrain import io, zoo
+from mcutrain.engines import int_engine, ptq
+from mcutrain.graph import Graph
+from mcutrain.io import atomic_write_bytes
+from mcutrain.methods.base import TrainingMethod
+from mcutrain.methods.bp_qas import BPQASConfig, BPQASMethod
+from mcutrain.methods.loop import evaluate, fit
+from mcutrain.methods.zo import ZOConfig, ZOMethod
+from mcutrain.methods.zo_select import select_by_score
+
+CORRUPTIONS = ("gaussian_noise", "shot_noise", "impulse_noise", "defocus_blur", "motion_blur",
+               "contrast", "pixelate", "jpeg_compression", "fog", "zigzag")
+TRAINABLE = "layers:conv2,fc1"
+
+
+@dataclass
+class Budget:
+    epochs: int = 5
+    queries: int = 10
+    seeds: tuple[int, ...] = (0, 1, 2)
+    corruptions: tuple[str, ...] = CORRUPTIONS
+    n_train: int = 100
+    n_val: int = 10
+    n_test: int = 90
+    pretrain_epochs: int = 2
+    pretrain_samples: int = 15000
+    lr: dict[str, float] = field(default_factory=lambda: {
+        "zo-wp": 0.5, "zo-np": 0.05, "zo-mix": 0.05, "zo-sparse": 0.05, "bp-qas": 0.05,
+        "fqt-int8": 0.01, "float32": 1e-3})
+
+
+QUICK = Budget(epochs=1, queries=2, seeds=(0,), corruptions=("gaussian_noise",), n_train=10, n_val=2,
+               n_test=5, pretrain_epochs=1, pretrain_samples=2000)
+
+
+def pretrained_model(work: Path, budget: Budget, quick: bool) -> tuple[Graph, dict[str, Any]]:
+    """small-cnn trained in float on clean Fashion-MNIST, cached in `work` (trained once)."""
+    from mcutrain.data import load_dataset
+    from mcutrain.methods import float as float_method
+    path = work / ("pretrained-quick.npz" if quick else "pretrained.npz")
+    if path.exists():
+        mf = io.load(path)
+        return mf.graph, mf.meta
+    ds = load_dataset("fashion-mnist", seed=0)
+    n = min(budget.pretrain_samples, len(ds.x_train))
+    g = zoo.build("small-cnn", seed=0)
+    t0 = time.perf_counter()
+    float_method.train(g, ds.x_train[:n], ds.y_train[:n], epochs=budget.pretrain_epochs, batch=64,
+                       lr=2e-3, seed=0, progress=False)
+    acc = float_method.evaluate(g, ds.x_test, ds.y_test)
+    meta = {"dataset": "fashion-mnist", "float_accuracy": acc, "seconds": time.perf_counter() - t0}
+    io.save(path, g, meta)
+    return g, meta
+
+
+def make_method(name: str, qm, graph: Graph, x_tr: np.ndarray, y_tr: np.ndarray, budget: Budget,
+                seed: int) -> TrainingMethod | None:
+    """The method `name` on a fresh copy of the pretrained model (None for `none`)."""
+    q = budget.queries
+    if name == "none":
+        return None
+    if name.startswith("zo-") and name != "zo-sparse":
+        perturb = {"zo-wp": "wp", "zo-np": "np", "zo-mix": "mix"}[name]
+        return ZOMethod(qm, ZOConfig(trainable=TRAINABLE, queries=q, perturb=perturb, seed=seed + 1))
+    if name == "zo-sparse":
+        pick = select_by_score(qm, x_tr[:100], y_tr[:100], ["conv1", "conv2", "fc1"], k=1,
+                               config=ZOConfig(queries=q, perturb="mix", seed=seed + 1))
+        return ZOMethod(qm, ZOConfig(trainable="layers:" + ",".join(pick), queries=q, perturb="mix",
+                                     seed=seed + 1))
+    if name == "bp-qas":
+        return BPQASMethod(qm, BPQASConfig(trainable=TRAINABLE, momentum=0.9))
+    if name == "fqt-int8":
+        from mcutrain.methods.fqt import FQT, FQTConfig
+        return FQT(graph.copy(), FQTConfig(precision="int8", trainable=TRAINABLE, seed=seed), x_tr[:100])
+    if name == "float32":
+        from mcutrain.methods.float import FloatMethod
+        return FloatMethod(graph.copy(), optimizer="adam", trainable=["conv2", "fc1"])
+    raise ValueError(f"unknown benchmark method '{name}'")
+
+
+ADAPT_METHODS = ("none", "zo-wp", "zo-np", "zo-mix", "zo-sparse", "bp-qas", "fqt-int8", "float32")
+
+
+def _fqt_available() -> bool:
+    try:
+        from mcutrain.methods.fqt import FQT  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def run_adapt(work: Path, results: Path, quick: bool = False, log=print) -> dict[str, Any]:
+    """The `zo-adapt` benchmark; writes results after every (seed, corruption) so nothing is lost."""
+    from mcutrain.data import adaptation_split, load_dataset
+    budget = QUICK if quick else Budget()
+    graph, meta = pretrained_model(work, budget, quick)
+    methods = [m for m in ADAPT_METHODS if m != "fqt-int8" or _fqt_available()]
+    doc: dict[str, Any] = {"benchmark": "zo-adapt", "quick": quick, "arch": "small-cnn",
+                           "pretrained": meta, "budget": {k: v for k, v in budget.__dict__.items()},
+                           "trainable": TRAINABLE, "runs": [], "rows": []}
+    t_all = time.perf_counter()
+    for seed in budget.seeds:
+        for corr in budget.corruptions:
+            ds = load_dataset(f"fashion-mnist-c:{corr}:5", seed=0)
+            x_tr, y_tr, x_val, y_val, x_te, y_te = adaptation_split(
+                ds.x_test, ds.y_test, budget.n_train, budget.n_val, seed=seed, n_test=budget.n_test)
+            qm = ptq.quantize_model(graph, ds.clean_train[:512] if not quick else ds.clean_train[:64])
+            before = float(np.mean(int_engine.predict(qm, x_te) == y_te))
+            for name in methods:
+                t0 = time.perf_counter()
+                m = make_method(name, qm, graph, x_tr, y_tr, budget, seed)
+                if m is None:
+                    run = {"accuracy_before": before, "accuracy_after": before, "forward_passes": 0,
+                           "steps": 0, "history": []}
+                else:
+                    r = fit(m, x_tr, y_tr, x_te, y_te, epochs=budget.epochs, batch=100,
+                            lr=budget.lr[name], seed=seed, x_val=x_val, y_val=y_val, progress=False)
+                    run = {"accuracy_before": r.accuracy_before, "accuracy_after": r.accuracy_after,
+                           "forward_passes": r.forward_passes, "steps": r.steps,
+                           "history": r.history, "best_val_epoch": r.best_val_epoch}
+                run.update({"corruption": corr, "method": name, "seed": seed,
+                            "seconds": time.perf_counter() - t0})
+                doc["runs"].append(run)
+                log(f"[zo-adapt] seed {seed} {corr:18s} {name:10s} {run['accuracy_before']:.3f} -> "
+                    f"{run['accuracy_after']:.3f}  ({run['seconds']:.0f} s)")
+            doc["rows"] = summarize(doc["runs"])
+            doc["seconds"] = time.perf_counter() - t_all
+            write_json(results / "zo-adapt.json", doc)
+    return doc
+
+
+def summarize(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (corruption, method): means over the seeds that finished."""
+    rows = []
+    keys = sorted({(r["corruption"], r["method"]) for r in runs},
+                  key=lambda k: (CORRUPTIONS.index(k[0]) if k[0] in CORRUPTIONS else 99,
+                                 ADAPT_METHODS.index(k[1])))
+    for corr, name in keys:
+        rs = [r for r in runs if r["corruption"] == corr and r["method"] == name]
+        steps = max(r["steps"] for r in rs)
+        rows.append({"corruption": corr, "method": name,
+                     "accuracy_before": float(np.mean([r["accuracy_before"] for r in rs])),
+                     "accuracy_after": float(np.mean([r["accuracy_after"] for r in rs])),
+                     "accuracy_after_std": float(np.std([r["accuracy_after"] for r in rs])),
+                     "seeds": sorted(r["seed"] for r in rs),
+                     "forward_passes_per_step": (max(r["forward_passes"] for r in rs) / steps
+                                                 if steps else 0)})
+    return rows
+
+
+ABLATION = (
+    ("bp-qas", None),
+    ("zo mixture", ZOConfig(perturb="mix")),
+    ("layer NP", ZOConfig(perturb="np")),
+    ("layer WP", ZOConfig(perturb="wp")),
+    ("model WP", ZOConfig(perturb="model-wp")),
+    ("zo without GNS", ZOConfig(perturb="mix", gns=False)),
+    ("zo without QAS", ZOConfig(perturb="mix", qas=False)),
+)
+
+
+def run_ablation(work: Path, results: Path, quick: bool = False, log=print,
+                 corruption: str = "gaussian_noise") -> dict[str, Any]:
+    """The seed's training-loss ablation on one corruption: one curve per variant."""
+    from mcutrain.data import adaptation_split, load_dataset
+    budget = QUICK if quick else Budget(epochs=5)
+    graph, _ = pretrained_model(work, budget, quick)
+    ds = load_dataset(f"fashion-mnist-c:{corruption}:5", seed=0)
+    x_tr, y_tr, _, _, x_te, y_te = adaptation_split(ds.x_test, ds.y_test, budget.n_train,
+                                                            budget.n_val, seed=0, n_test=budget.n_test)
+    qm = ptq.quantize_model(graph, ds.clean_train[:512] if not quick else ds.clean_train[:64])
+    doc: dict[str, Any] = {"benchmark": "zo-ablation", "quick": quick, "corruption": corruption,
+                           "epochs": budget.epochs, "queries": budget.queries, "trainable": TRAINABLE,
+                           "seed_reference": {"BP": 1.33, "ZO mixture": 1.40, "layer NP": 1.5,
+                                              "layer WP": 1.55, "model WP": 1.8,
+                                              "ZO without GNS": 2.9, "ZO without QAS": 4.3},
+                           "rows": []}
+    for label, cfg in ABLATION:
+        t0 = time.perf_counter()
+        if cfg is None:
+            m: TrainingMethod = BPQASMethod(qm, BPQASConfig(trainable=TRAINABLE, momentum=0.9))
+            lr = budget.lr["bp-qas"]
+        else:
+            from dataclasses import replace
+            m = ZOMethod(qm, replace(cfg, trainable=TRAINABLE, queries=budget.queries))
+            lr = budget.lr["zo-wp" if cfg.perturb in ("wp", "model-wp") else "zo-mix"]
+        try:
+            r = fit(m, x_tr, y_tr, x_te, y_te, epochs=budget.epochs, batch=100, lr=lr, seed=0,
+                    progress=False)
+            curve = [h["loss"] for h in r.history]
+            row = {"variant": label, "loss_curve": curve, "final_loss": curve[-1],
+                   "accuracy_after": r.history[-1]["test_accuracy"], "diverged": False}
+        except FloatingPointError:
+            row = {"variant": label, "loss_curve": [], "final_loss": None, "accuracy_after": None,
+                   "diverged": True}
+        row["seconds"] = time.perf_counter() - t0
+        row["accuracy_before"] = float(evaluate(m, x_te, y_te)) if row["diverged"] else r.accuracy_before
+        doc["rows"].append(row)
+        log(f"[zo-ablation] {label:16s} final loss {row['final_loss']}  ({row['seconds']:.0f} s)")
+        write_json(results / "zo-ablation.json", doc)
+    return doc
+
+
+def write_json(path: Path, doc: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(doc, indent=1, default=float).encode()
+    atomic_write_bytes(path, lambda f: f.write(data))
+
+
+BENCHMARKS = {"zo-adapt": run_adapt, "zo-ablation": run_ablation}
+
+
+def register(add) -> None:
+    """Hook for the benchmark registry: `add(name, func)` with `func(work, results, quick, log)`."""
+    for name, func in BENCHMARKS.items():
+        add(name, func)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m mcutrain.bench_zo")
+    p.add_argument("name", choices=sorted(BENCHMARKS))
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--work", default="benchmarks/work")
+    p.add_argument("--results", default="benchmarks/results")
+    a = p.parse_args(argv)
+    work = Path(a.work)
+    work.mkdir(parents=True, exist_ok=True)
+    BENCHMARKS[a.name](work, Path(a.results), a.quick, lambda s: print(s, flush=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
