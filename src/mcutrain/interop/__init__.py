@@ -1,0 +1,17 @@
+"""Models in and out of PyTorch and ONNX.
+
+- `from_torch(module, input_shape)`: an `nn.Module` -> float IR graph (torch.fx).
+- `from_onnx(model, input_shape=None)`: a float ONNX model -> float IR graph.
+- `to_onnx(model)` / `save_onnx(model, path)`: a float graph as float ONNX, or an
+  int8 `QuantModel` as ONNX QDQ (QuantizeLinear/DequantizeLinear around float ops).
+
+torch, onnx and onnxruntime are optional: each function imports what it needs
+when called and says which package to install when it is missing.
+"""
+
+from mcutrain.interop.builder import InteropError
+from mcutrain.interop.onnx_export import save_onnx, to_onnx
+from mcutrain.interop.onnx_import import from_onnx
+from mcutrain.interop.torch_import import from_torch
+
+__all__ = ["InteropError", "from_onnx", "from_torch", "save_onnx", "to_onnx"]
