@@ -63,17 +63,21 @@ class BuildError(RuntimeError):
 
 
 class LinkOverflowError(BuildError):
-    """The image does not fit the target: `region` (FLASH or RAM) is over by `overflow_bytes`."""
+    """The image does not fit the target: `overflows` maps each region (FLASH, RAM) to the bytes
+    it is over; `region`/`overflow_bytes` name the worst one."""
 
-    def __init__(self, target: Target, region: str, overflow_bytes: int, output: str) -> None:
-        size = target.link_flash_bytes if region == "FLASH" else target.link_ram_bytes
-        msg = (f"image does not fit target {target.name!r}: region {region} ({size} bytes) overflowed "
-               f"by {overflow_bytes} bytes; shrink the model or the trainable part, or pick a target "
-               f"with more {'Flash' if region == 'FLASH' else 'RAM'}")
+    def __init__(self, target: Target, overflows: dict[str, int], output: str) -> None:
+        parts = []
+        for region, nbytes in overflows.items():
+            size = target.link_flash_bytes if region == "FLASH" else target.link_ram_bytes
+            parts.append(f"region {region} ({size} bytes) overflowed by {nbytes} bytes")
+        self.region, self.overflow_bytes = max(overflows.items(), key=lambda kv: kv[1])
+        what = " and ".join("Flash" if r == "FLASH" else "RAM" for r in overflows)
+        msg = (f"image does not fit target {target.name!r}: {'; '.join(parts)}; shrink the model or the "
+               f"trainable part, or pick a target with more {what}")
         RuntimeError.__init__(self, msg)
         self.output = output
-        self.region = region
-        self.overflow_bytes = overflow_bytes
+        self.overflows = dict(overflows)
 
 
 @dataclass(frozen=True)
@@ -199,10 +203,9 @@ def build(sources: Sequence[str | Path], target: str | Target, out: str | Path, 
         if tmp.exists():
             tmp.unlink()
         output = proc.stderr + proc.stdout
-        overflows = _OVERFLOW_RE.findall(output)
+        overflows = {region: int(nbytes) for region, nbytes in _OVERFLOW_RE.findall(output)}
         if overflows:
-            region, nbytes = max(overflows, key=lambda m: int(m[1]))
-            raise LinkOverflowError(target, region, int(nbytes), output)
+            raise LinkOverflowError(target, overflows, output)
         raise BuildError(f"building {out.name} for {target.name} failed", output)
     os.replace(tmp, out)
     return BuildResult(elf=out, target=target, sizes=section_sizes(out, tools), command=cmd)

@@ -1,0 +1,41 @@
+import pytest
+
+from mcutrain.mcu.targets import BOARDS, MB, TARGETS, Target, TargetError, get_target
+
+
+def test_generic_targets_fit_their_boards():
+    for t in TARGETS.values():
+        assert t.link_ram_bytes == t.ram_bytes == 4 * MB
+        assert t.link_flash_bytes == t.flash_bytes == 4 * MB
+    assert get_target("cortex-m0plus").qemu_machine == "mps2-an385"
+    assert get_target("cortex-m4").qemu_machine == "mps2-an386"
+    assert get_target("cortex-m7").qemu_machine == "mps2-an500"
+    assert get_target("cortex-m7").clock_hz == 600_000_000
+
+
+def test_unknown_target_lists_known_names():
+    with pytest.raises(TargetError, match="cortex-m0plus, cortex-m4, cortex-m7"):
+        get_target("cortex-m33")
+
+
+def test_from_dict_defaults_and_board_cap():
+    t = Target.from_dict("imxrt1062", {"core": "cortex-m7", "clock_hz": 600_000_000,
+                                       "ram_bytes": 1 * MB, "flash_bytes": 8 * MB})
+    assert (t.fpu, t.dsp, t.qemu_machine) == (True, True, "mps2-an500")
+    assert t.link_flash_bytes == BOARDS["mps2-an500"].flash_bytes == 4 * MB  # board holds 4 MB
+    assert t.link_ram_bytes == 1 * MB
+    rp = Target.from_dict("rp2040", {"core": "cortex-m0plus", "clock_hz": 133_000_000,
+                                     "ram_bytes": 264 * 1024, "flash_bytes": 2 * MB})
+    assert (rp.fpu, rp.dsp, rp.qemu_machine) == (False, False, "mps2-an385")
+
+
+def test_bad_target_definitions():
+    with pytest.raises(TargetError, match="unknown keys"):
+        Target.from_dict("x", {"core": "cortex-m4", "clock_hz": 1, "ram_bytes": 1, "flash_bytes": 1,
+                               "sram": 3})
+    with pytest.raises(TargetError, match="missing keys"):
+        Target.from_dict("x", {"core": "cortex-m4"})
+    with pytest.raises(TargetError, match="neither FPU nor DSP"):
+        Target("x", "cortex-m0plus", 1, 1, 1, True, False, "mps2-an385")
+    with pytest.raises(TargetError, match="ram_bytes must be positive"):
+        Target("x", "cortex-m4", 1, 0, 1, True, True, "mps2-an386")
