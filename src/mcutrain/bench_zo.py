@@ -17,6 +17,7 @@ Run: ``python -m mcutrain.bench_zo zo-adapt [--quick]`` (or through
 from __future__ import annotations
 
 import argparse
+import io as _io
 import json
 import sys
 import time
@@ -117,7 +118,8 @@ def _fqt_available() -> bool:
     return True
 
 
-def run_adapt(work: Path, results: Path, quick: bool = False, log=print) -> dict[str, Any]:
+def run_adapt(work: Path, results: Path, quick: bool = False, log=print,
+              docs: Path = Path("docs")) -> dict[str, Any]:
     """The `zo-adapt` benchmark; writes results after every (seed, corruption) so nothing is lost."""
     from mcutrain.data import adaptation_split, load_dataset
     budget = QUICK if quick else Budget()
@@ -154,6 +156,7 @@ def run_adapt(work: Path, results: Path, quick: bool = False, log=print) -> dict
             doc["rows"] = summarize(doc["runs"])
             doc["seconds"] = time.perf_counter() - t_all
             write_json(results / "zo-adapt.json", doc)
+            write_docs(doc, docs)
     return doc
 
 
@@ -188,7 +191,7 @@ ABLATION = (
 
 
 def run_ablation(work: Path, results: Path, quick: bool = False, log=print,
-                 corruption: str = "gaussian_noise") -> dict[str, Any]:
+                 docs: Path = Path("docs"), corruption: str = "gaussian_noise") -> dict[str, Any]:
     """The seed's training-loss ablation on one corruption: one curve per variant."""
     from mcutrain.data import adaptation_split, load_dataset
     budget = QUICK if quick else Budget(epochs=5)
@@ -226,6 +229,7 @@ def run_ablation(work: Path, results: Path, quick: bool = False, log=print,
         doc["rows"].append(row)
         log(f"[zo-ablation] {label:16s} final loss {row['final_loss']}  ({row['seconds']:.0f} s)")
         write_json(results / "zo-ablation.json", doc)
+        write_docs(doc, docs)
     return doc
 
 
@@ -233,6 +237,80 @@ def write_json(path: Path, doc: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     data = json.dumps(doc, indent=1, default=float).encode()
     atomic_write_bytes(path, lambda f: f.write(data))
+
+
+def adapt_table(doc: dict[str, Any]) -> str:
+    """Markdown table: test accuracy (%) after adaptation per corruption and method, mean last."""
+    rows = doc["rows"]
+    methods = [m for m in ADAPT_METHODS if any(r["method"] == m for r in rows)]
+    corrs = [c for c in CORRUPTIONS if any(r["corruption"] == c for r in rows)]
+    acc = {(r["corruption"], r["method"]): r["accuracy_after"] for r in rows}
+    lines = ["| corruption | " + " | ".join(methods) + " |", "|---" * (len(methods) + 1) + "|"]
+    for c in corrs:
+        lines.append(f"| {c} | " + " | ".join(f"{100 * acc[(c, m)]:.1f}" if (c, m) in acc else "-"
+                                              for m in methods) + " |")
+    means = [np.mean([acc[(c, m)] for c in corrs if (c, m) in acc]) for m in methods]
+    lines.append("| **mean** | " + " | ".join(f"**{100 * v:.1f}**" for v in means) + " |")
+    fpp = {r["method"]: r["forward_passes_per_step"] for r in rows}
+    lines.append("| forward passes / step | " + " | ".join(f"{fpp[m]:.0f}" for m in methods) + " |")
+    return "\n".join(lines)
+
+
+def ablation_table(doc: dict[str, Any]) -> str:
+    """Markdown table of the ablation: final training loss and test accuracy per variant."""
+    lines = ["| variant | final training loss | test accuracy (%) |", "|---|---|---|"]
+    for r in doc["rows"]:
+        loss = "diverged" if r["diverged"] else f"{r['final_loss']:.3f}"
+        acc = "-" if r["accuracy_after"] is None else f"{100 * r['accuracy_after']:.1f}"
+        lines.append(f"| {r['variant']} | {loss} | {acc} |")
+    return "\n".join(lines)
+
+
+def write_docs(doc: dict[str, Any], docs: Path) -> None:
+    """The table between `<!-- bench:NAME -->` markers in docs/benchmarks.md, and the figure."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    name = doc["benchmark"]
+    fig, ax = plt.subplots(figsize=(10, 4))
+    if name == "zo-adapt":
+        table = adapt_table(doc)
+        rows = doc["rows"]
+        methods = [m for m in ADAPT_METHODS if any(r["method"] == m for r in rows)]
+        corrs = [c for c in CORRUPTIONS if any(r["corruption"] == c for r in rows)]
+        acc = {(r["corruption"], r["method"]): r["accuracy_after"] for r in rows}
+        width = 0.8 / len(methods)
+        for i, m in enumerate(methods):
+            ax.bar(np.arange(len(corrs)) + i * width, [100 * acc.get((c, m), np.nan) for c in corrs],
+                   width, label=m)
+        ax.set_xticks(np.arange(len(corrs)) + 0.4 - width / 2, corrs, rotation=30, ha="right")
+        ax.set_ylabel("test accuracy (%)")
+        ax.legend(ncol=4, fontsize=8)
+        ax.set_title("small-cnn int8, Fashion-MNIST-C severity 5: accuracy after adaptation")
+    else:
+        for r in doc["rows"]:
+            if r["loss_curve"]:
+                ax.plot(range(1, len(r["loss_curve"]) + 1), r["loss_curve"], marker="o", label=r["variant"])
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("training loss")
+        ax.set_title(f"ZO ablation on {doc['corruption']} (severity 5)")
+        ax.legend(fontsize=8)
+        table = ablation_table(doc)
+    fig.tight_layout()
+    png = docs / f"{name}.png"
+    buf = _io.BytesIO()
+    fig.savefig(buf, dpi=100)
+    plt.close(fig)
+    atomic_write_bytes(png, lambda f: f.write(buf.getvalue()))
+    md = docs / "benchmarks.md"
+    text = md.read_text() if md.exists() else "# Benchmarks\n"
+    start, end = f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
+    block = f"{start}\n{table}\n\n![{name}]({name}.png)\n{end}"
+    if start in text and end in text:
+        text = text[:text.index(start)] + block + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip() + f"\n\n## {name}\n\n{block}\n"
+    atomic_write_bytes(md, lambda f: f.write(text.encode()))
 
 
 BENCHMARKS = {"zo-adapt": run_adapt, "zo-ablation": run_ablation}
@@ -250,10 +328,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true")
     p.add_argument("--work", default="benchmarks/work")
     p.add_argument("--results", default="benchmarks/results")
+    p.add_argument("--docs", default="docs", help="where benchmarks.md and the figures go")
     a = p.parse_args(argv)
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
-    BENCHMARKS[a.name](work, Path(a.results), a.quick, lambda s: print(s, flush=True))
+    BENCHMARKS[a.name](work, Path(a.results), a.quick, lambda s: print(s, flush=True), Path(a.docs))
     return 0
 
 

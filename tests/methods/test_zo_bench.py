@@ -1,0 +1,34 @@
+"""The `--quick` variants of the ZO benchmarks run end to end (under a minute)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mcutrain import bench_zo
+
+
+def _have_fashion() -> bool:
+    from mcutrain.data import load_dataset
+    try:
+        load_dataset("fashion-mnist", seed=0)
+    except Exception:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _have_fashion(), reason="Fashion-MNIST files not found")
+def test_quick_benchmarks_write_results_table_and_figure(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    doc = bench_zo.run_adapt(tmp_path, tmp_path / "results", quick=True, log=lambda s: None, docs=docs)
+    rows = json.loads((tmp_path / "results" / "zo-adapt.json").read_text())["rows"]
+    assert {r["method"] for r in rows} >= {"none", "zo-mix", "bp-qas", "float32"}
+    assert all(0 <= r["accuracy_after"] <= 1 for r in rows)
+    mix = next(r for r in rows if r["method"] == "zo-mix")
+    assert mix["forward_passes_per_step"] == 1 + 2 * 2        # base pass + 2 queries x 2 layers
+    assert doc["rows"] == rows
+    text = (docs / "benchmarks.md").read_text()
+    assert "<!-- bench:zo-adapt -->" in text and "| gaussian_noise |" in text
+    assert (docs / "zo-adapt.png").stat().st_size > 1000
