@@ -54,3 +54,12 @@ def test_guest_arguments_are_checked():
     cmd = qemu_command("p.elf", "cortex-m7", ["a,b"])
     assert cmd[cmd.index("-machine") + 1] == "mps2-an500"
     assert "enable=on,target=native,arg=p.elf,arg=a,,b" in cmd
+
+
+def test_cpu_fault_exits_with_message(arm_tools, tmp_path):
+    src = tmp_path / "fault.c"
+    src.write_text("int main(void)\n{\n    __asm__ volatile(\"udf #0\");\n    return 0;\n}\n")
+    for core in CORES:
+        elf = build([src], core, tmp_path / f"fault-{core}.elf").elf
+        r = run_elf(elf, core, timeout=10)
+        assert r.exit_code == 1 and "CPU fault" in r.stderr  # SYS_WRITE0 goes to the console: stderr

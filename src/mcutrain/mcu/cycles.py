@@ -26,8 +26,8 @@ from mcutrain.mcu.profile import Counts, Profile
 from mcutrain.mcu.targets import Target, get_target
 
 CLASSES = ("alu", "mul", "mac", "mul_long", "div", "dsp", "load", "store", "load_multiple",
-           "branch_taken", "branch_not_taken", "call_return", "fp", "fp_mac", "fp_div", "fp_load_store",
-           "barrier", "other")
+           "branch_taken", "branch_not_taken", "call", "indirect_branch", "fp", "fp_mac", "fp_div",
+           "fp_load_store", "barrier", "other")
 
 
 @dataclass(frozen=True)
@@ -47,21 +47,21 @@ TIMINGS: dict[str, CoreTiming] = {
     "cortex-m0plus": CoreTiming(
         "cortex-m0plus",
         dict(alu=1, mul=1, mac=2, mul_long=1, div=1, dsp=1, load=2, store=2, load_multiple=1,
-             branch_taken=2, branch_not_taken=1, call_return=3, fp=1, fp_mac=1, fp_div=1,
+             branch_taken=2, branch_not_taken=1, call=3, indirect_branch=2, fp=1, fp_mac=1, fp_div=1,
              fp_load_store=2, barrier=3, other=1),
         per_register=1, pop_pc_extra=2,
         source="Arm Cortex-M0+ TRM (DDI 0484C) Table 3.1; single-cycle multiplier"),
     "cortex-m4": CoreTiming(
         "cortex-m4",
         dict(alu=1, mul=1, mac=1, mul_long=1, div=7, dsp=1, load=2, store=2, load_multiple=1,
-             branch_taken=1 + _P, branch_not_taken=1, call_return=1 + _P, fp=1, fp_mac=3, fp_div=14,
-             fp_load_store=2, barrier=1 + _P, other=1),
+             branch_taken=1 + _P, branch_not_taken=1, call=1 + _P, indirect_branch=1 + _P, fp=1,
+             fp_mac=3, fp_div=14, fp_load_store=2, barrier=1 + _P, other=1),
         per_register=1, pop_pc_extra=_P,
         source="Arm Cortex-M4 TRM (100166_0001) Table 3-1 and FPU Table 7-1"),
     "cortex-m7": CoreTiming(
         "cortex-m7",
         dict(alu=0.5, mul=0.5, mac=1, mul_long=1, div=7, dsp=0.5, load=1, store=1, load_multiple=0.5,
-             branch_taken=2, branch_not_taken=0.5, call_return=2, fp=1, fp_mac=1, fp_div=14,
+             branch_taken=2, branch_not_taken=0.5, call=2, indirect_branch=2, fp=1, fp_mac=1, fp_div=14,
              fp_load_store=1, barrier=5, other=1),
         per_register=0.5, pop_pc_extra=1,
         source="approximation: dual-issue 6-stage pipeline with branch prediction (Cortex-M7 TRM, "
@@ -71,7 +71,8 @@ TIMINGS: dict[str, CoreTiming] = {
 _COND = "eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le|al"
 _BRANCH_RE = re.compile(rf"^b({_COND})?$")
 _CBZ_RE = re.compile(r"^cbn?z$")
-_CALL_RE = re.compile(rf"^(bl|blx|bx)({_COND})?$")
+_CALL_RE = re.compile(rf"^bl({_COND})?$")
+_INDIRECT_RE = re.compile(rf"^(blx|bx)({_COND})?$")
 _COND_SUFFIX_RE = re.compile(rf"({_COND})$")
 
 _BASE_CLASS: dict[str, str] = {}
@@ -105,7 +106,9 @@ def classify(mnemonic: str) -> str:
     if _BRANCH_RE.match(m) or _CBZ_RE.match(m):
         return "branch"
     if _CALL_RE.match(m):
-        return "call_return"
+        return "call"
+    if _INDIRECT_RE.match(m):
+        return "indirect_branch"
     for cand in (m, _COND_SUFFIX_RE.sub("", m) if len(m) > 3 else m):
         for c in (cand, cand[:-1] if cand.endswith("s") else cand):
             if c in _BASE_CLASS:
