@@ -434,12 +434,14 @@ class Ref:
                                         for r in range(o)])
                 continue
             qp = m.wqp[name]
+            sws = np.broadcast_to(qp.scale, (o,))
+            lrs = [F(lr * F(F(127) * F(sws[r]))) if p.relative_update else lr for r in range(o)]
             new = np.zeros((o, kk), F)
             for r in range(o):
                 for k in range(kk):
                     z = int(qp.zero_point) if qp.zero_point.ndim == 0 else int(qp.zero_point[r])
                     s = F(qp.scale) if qp.scale.ndim == 0 else F(qp.scale[r])
-                    new[r, k] = F(F(F(int(w2[r, k]) - z) * s) - F(lr * ghat[r, k]))
+                    new[r, k] = F(F(F(int(w2[r, k]) - z) * s) - F(lrs[r] * ghat[r, k]))
             wr = m.w_ema[name]
             if p.weights == "u8":
                 lo, hi = ema((F(wr.lo), F(wr.hi)), (F(new.min()), F(new.max())), m.cfg.alpha_w)
@@ -470,7 +472,7 @@ class Ref:
             old = m.b_acc_scale[name]
             bo = []
             for r in range(o):
-                step = F(lr * F(gb[r] / den[r])) if (upd[r] and sd[r] > 0) else F(0)
+                step = F(lrs[r] * F(gb[r] / den[r])) if (upd[r] and sd[r] > 0) else F(0)
                 if new_scale[r] != old[r] or upd[r]:
                     real = F(F(F(int(m.b[name][r])) * old[r]) - step)
                     qv = rha(F(real / new_scale[r]))

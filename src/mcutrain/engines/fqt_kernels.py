@@ -43,11 +43,21 @@ MODES = ("int", "f32", "f32seq")
 # ---------------------------------------------------------------- GEMM in a chosen mode
 
 
-def _bound(a: np.ndarray, b: np.ndarray) -> int:
-    """Shape bound on every partial sum of a @ b: K * max|a| * max|b| (exactness of float BLAS)."""
+def _amax(a: np.ndarray) -> int:
+    return int(max(a.max(), -a.min())) if a.size else 0
+
+
+def _bound(a: np.ndarray, b: np.ndarray, a_max: int | None = None, b_max: int | None = None) -> int:
+    """Shape bound on every partial sum of a @ b: K * max|a| * max|b| (exactness of float BLAS).
+
+    `a_max` / `b_max` are known bounds of |a| / |b| from their number format (e.g. 255 for a
+    centred 8-bit tensor); they spare a pass over large operands.
+    """
     if a.size == 0 or b.size == 0:
         return 0
-    return int(a.shape[-1]) * int(np.abs(a).max()) * int(np.abs(b).max())
+    am = _amax(a) if a_max is None else a_max
+    bm = _amax(b) if b_max is None else b_max
+    return int(a.shape[-1]) * am * bm
 
 
 def matmul_seq(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -68,10 +78,11 @@ def matmul_seq(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-def matmul(a: np.ndarray, b: np.ndarray, mode: str) -> np.ndarray:
+def matmul(a: np.ndarray, b: np.ndarray, mode: str, a_max: int | None = None,
+           b_max: int | None = None) -> np.ndarray:
     """a @ b in `mode`: int64 exactly ("int"), float32 BLAS ("f32"), float32 ordered ("f32seq")."""
     if mode == "int":
-        return exact_matmul(a, b, _bound(a, b))
+        return exact_matmul(a, b, _bound(a, b, a_max, b_max))
     if mode == "f32":
         return np.matmul(a.astype(np.float32, copy=False), b.astype(np.float32, copy=False))
     if mode == "f32seq":
@@ -80,12 +91,15 @@ def matmul(a: np.ndarray, b: np.ndarray, mode: str) -> np.ndarray:
 
 
 def seq_sum(a: np.ndarray, axis: int) -> np.ndarray:
-    """float32 sum over `axis` from +0.0 in increasing index order (a loop over that axis only)."""
-    a = np.moveaxis(np.asarray(a, np.float32), axis, 0)
-    out = np.zeros(a.shape[1:], np.float32)
-    for i in range(a.shape[0]):
-        out += a[i]
-    return out
+    """float32 sum over `axis` from +0.0 in increasing index order, rounding after every addition."""
+    a = np.asarray(a, np.float32)
+    if a.shape[axis] == 0:
+        return np.zeros(np.delete(a.shape, axis), np.float32)
+    # NOTE: ufunc.accumulate is a strictly sequential loop (out[i] = out[i-1] + a[i], rounded to
+    # float32), unlike reduce, which sums pairwise; "+ 0" turns a -0.0 result into the +0.0 a C
+    # loop starting from 0.0f gives.
+    last = np.take(np.add.accumulate(a, axis=axis), -1, axis=axis)
+    return (last + np.float32(0)).astype(np.float32)
 
 
 def acc_dtype(mode: str) -> type:
@@ -123,7 +137,8 @@ def act_f32(z: np.ndarray, act: str) -> np.ndarray:
 
 
 def conv2d_fwd_acc(xc: np.ndarray, wc: np.ndarray, stride: tuple[int, int],
-                   padding: tuple[int, int, int, int], groups: int, mode: str) -> np.ndarray:
+                   padding: tuple[int, int, int, int], groups: int, mode: str,
+                   x_max: int | None = None) -> np.ndarray:
     """Accumulators (N, Ho, Wo, O) of a conv over centred NHWC input and centred OHWI weights.
 
     Dense and grouped convs are im2col + GEMM over k = (i, j, c); depthwise
@@ -144,18 +159,18 @@ def conv2d_fwd_acc(xc: np.ndarray, wc: np.ndarray, stride: tuple[int, int],
         return acc
     cols = im2col(xc, (kh, kw), stride, padding, 0)
     if groups == 1:
-        acc = matmul(cols, wc.reshape(o, -1).T, mode)
+        acc = matmul(cols, wc.reshape(o, -1).T, mode, x_max)
     else:
         mrows, opg = cols.shape[0], o // groups
         cg = cols.reshape(mrows, kh * kw, groups, cig).transpose(2, 0, 1, 3).reshape(groups, mrows, -1)
         wg = wc.reshape(groups, opg, kh * kw * cig).transpose(0, 2, 1)
-        acc = matmul(cg, wg, mode).transpose(1, 0, 2).reshape(mrows, o)
+        acc = matmul(cg, wg, mode, x_max).transpose(1, 0, 2).reshape(mrows, o)
     return acc.reshape(n, ho, wo, o)
 
 
 def conv2d_bwd_in_acc(ec: np.ndarray, wc: np.ndarray, in_shape: tuple[int, int, int, int],
                       stride: tuple[int, int], padding: tuple[int, int, int, int], groups: int,
-                      mode: str) -> np.ndarray:
+                      mode: str, e_max: int | None = None) -> np.ndarray:
     """Transposed conv: accumulators (N, H, W, C) of the input error from centred output errors.
 
     Per input element: the sum over taps (i, j) in order of the sum over
@@ -179,19 +194,20 @@ def conv2d_bwd_in_acc(ec: np.ndarray, wc: np.ndarray, in_shape: tuple[int, int, 
         return np.ascontiguousarray(dx)
     e2 = ec.reshape(-1, o)
     if groups == 1:
-        dcols = matmul(e2, wc.reshape(o, -1), mode)
+        dcols = matmul(e2, wc.reshape(o, -1), mode, e_max)
     else:
         opg = o // groups
         eg = e2.reshape(-1, groups, opg).transpose(1, 0, 2)
         wg = wc.reshape(groups, opg, kh * kw * cig)
-        dg = matmul(eg, wg, mode)
+        dg = matmul(eg, wg, mode, e_max)
         dcols = dg.reshape(groups, -1, kh * kw, cig).transpose(1, 2, 0, 3).reshape(e2.shape[0], -1)
     return col2im(dcols.astype(dt, copy=False), in_shape, (kh, kw), stride, padding)
 
 
 def conv2d_bwd_w_acc(xc: np.ndarray, ec: np.ndarray, w_shape: tuple[int, ...],
                      stride: tuple[int, int], padding: tuple[int, int, int, int], groups: int,
-                     mode: str, per_sample: bool = False) -> np.ndarray:
+                     mode: str, per_sample: bool = False, x_max: int | None = None,
+                     e_max: int | None = None) -> np.ndarray:
     """Weight-gradient accumulators from stored centred inputs and centred output errors.
 
     Returns (O, kh, kw, cig), or (N, O, kh, kw, cig) with `per_sample`. In
@@ -218,13 +234,13 @@ def conv2d_bwd_w_acc(xc: np.ndarray, ec: np.ndarray, w_shape: tuple[int, ...],
         e3 = ec.reshape(n, p, o).transpose(0, 2, 1)            # (N, O, P)
         c3 = cols.reshape(n, p, k)
         if per_sample or mode == "f32seq":
-            g = matmul(e3, c3, mode)                            # (N, O, K)
+            g = matmul(e3, c3, mode, e_max, x_max)              # (N, O, K)
             return g.reshape(n, *w_shape) if per_sample else _batch_sum(g, mode).reshape(w_shape)
-        return matmul(e3.transpose(1, 0, 2).reshape(o, n * p), cols, mode).reshape(w_shape)
+        return matmul(e3.transpose(1, 0, 2).reshape(o, n * p), cols, mode, e_max, x_max).reshape(w_shape)
     opg = o // groups
     cg = cols.reshape(n, p, kh * kw, groups, cig).transpose(0, 3, 1, 2, 4).reshape(n, groups, p, -1)
     eg = ec.reshape(n, p, groups, opg).transpose(0, 2, 3, 1)   # (N, G, O/G, P)
-    g = matmul(eg, cg, mode).reshape(n, groups, opg, kh, kw, cig).reshape(n, *w_shape)
+    g = matmul(eg, cg, mode, e_max, x_max).reshape(n, groups, opg, kh, kw, cig).reshape(n, *w_shape)
     return g if per_sample else _batch_sum(g, mode)
 
 
@@ -236,23 +252,24 @@ def _batch_sum(g: np.ndarray, mode: str) -> np.ndarray:
 # ---------------------------------------------------------------- linear
 
 
-def linear_fwd_acc(xc: np.ndarray, wc: np.ndarray, mode: str) -> np.ndarray:
+def linear_fwd_acc(xc: np.ndarray, wc: np.ndarray, mode: str, x_max: int | None = None) -> np.ndarray:
     """(N, I) centred inputs, (O, I) centred weights -> (N, O) accumulators."""
-    return matmul(xc, wc.T, mode)
+    return matmul(xc, wc.T, mode, x_max)
 
 
-def linear_bwd_in_acc(ec: np.ndarray, wc: np.ndarray, mode: str) -> np.ndarray:
+def linear_bwd_in_acc(ec: np.ndarray, wc: np.ndarray, mode: str, e_max: int | None = None) -> np.ndarray:
     """(N, O) centred errors -> (N, I): sum over o in order of e[o] * w[o, i]."""
-    return matmul(ec, wc, mode)
+    return matmul(ec, wc, mode, e_max)
 
 
-def linear_bwd_w_acc(xc: np.ndarray, ec: np.ndarray, mode: str, per_sample: bool = False) -> np.ndarray:
+def linear_bwd_w_acc(xc: np.ndarray, ec: np.ndarray, mode: str, per_sample: bool = False,
+                     x_max: int | None = None, e_max: int | None = None) -> np.ndarray:
     """Outer products e[o] * x[i]: (O, I) summed over the batch, or (N, O, I) per sample."""
     if per_sample or mode == "f32seq":
         dt = acc_dtype(mode)
         g = ec.astype(dt)[:, :, None] * xc.astype(dt)[:, None, :]
         return g if per_sample else _batch_sum(g, mode)
-    return matmul(ec.T, xc, mode)
+    return matmul(ec.T, xc, mode, e_max, x_max)
 
 
 def bias_grad_acc(ec: np.ndarray, mode: str, per_sample: bool = False) -> np.ndarray:

@@ -64,6 +64,8 @@ F32 = np.float32
 SHARES_QPARAMS = frozenset({Op.MAXPOOL, Op.AVGPOOL, Op.GLOBAL_AVGPOOL, Op.FLATTEN, Op.RELU, Op.RELU6})
 """Ops whose output keeps its input's qparams (activations and errors alike)."""
 ERROR_CLAMP = 127
+X_MAX = 255
+"""|x - z_x| <= 255 for every 8-bit activation: the GEMM exactness bound needs no scan of x."""
 """int8 errors are symmetric: levels -127..127, so negation never saturates."""
 PRESCALE_BITS = 15
 """int8 error propagation: per-channel weight scales enter as Q15 ratios s_w[o] / max(s_w)."""
@@ -169,6 +171,9 @@ class FQT(TrainingMethod):
         self.loss_max = 0
         self.steps = 0
         self._qp_cache: dict[str, tuple] = {}
+        self._bias_lr: dict[str, np.ndarray] = {}
+        self.backward_seconds = 0.0
+        """Wall time of all backward passes so far (error propagation + weight gradients); not state."""
         for n in g.parametric():
             self._init_weights(n)
         self._calibrate(np.asarray(calib_x, F32))
@@ -234,12 +239,12 @@ class FQT(TrainingMethod):
         w = self.w[name]
         if self.wqp[name] is None:
             return w
-        zp = self.wqp[name].zero_point
-        return w.astype(np.int32) - zp.reshape(zp.shape + (1,) * (w.ndim - zp.ndim))
+        zp = self.wqp[name].zero_point.astype(F32)
+        return w.astype(F32) - zp.reshape(zp.shape + (1,) * (w.ndim - zp.ndim))   # exact: |w - z| <= 255
 
     def _centred(self, t: str, v: np.ndarray) -> np.ndarray:
         qp = self.act_qparams(t)
-        return v if qp is None else v.astype(np.int32) - qp.zero_point
+        return v if qp is None else v.astype(F32) - F32(qp.zero_point)   # exact: |x - z| <= 255
 
     def _w_scale(self, name: str) -> np.ndarray:
         return self.wqp[name].scale
@@ -332,9 +337,9 @@ class FQT(TrainingMethod):
         wc = self._wc(n.name)
         mode = self._fwd_mode()
         if n.op == Op.CONV2D:
-            acc = K.conv2d_fwd_acc(xc, wc, a["stride"], a["padding"], a["groups"], mode)
+            acc = K.conv2d_fwd_acc(xc, wc, a["stride"], a["padding"], a["groups"], mode, X_MAX)
         else:
-            acc = K.linear_fwd_acc(xc, wc, mode)
+            acc = K.linear_fwd_acc(xc, wc, mode, X_MAX)
         if not self.prec.quantized_acts:
             acc = acc + self.b[n.name]
             return K.act_f32(acc, n.act)
@@ -533,9 +538,10 @@ class FQT(TrainingMethod):
         elif self.prec.weights == "u8":        # mixed: float32 errors, uint8 weights
             wc = wc.astype(F32)
         if n.op == Op.CONV2D:
-            acc = K.conv2d_bwd_in_acc(ein, wc, vals[src].shape, a["stride"], a["padding"], a["groups"], mode)
+            acc = K.conv2d_bwd_in_acc(ein, wc, vals[src].shape, a["stride"], a["padding"], a["groups"],
+                                      mode, self._e_max(ein))
         else:
-            acc = K.linear_bwd_in_acc(ein, wc, mode)
+            acc = K.linear_bwd_in_acc(ein, wc, mode, self._e_max(ein))
         if self.prec.errors == "f32" and self.prec.weights == "u8":
             acc = (acc * F32(self._w_scale(name))).astype(F32)
         if self.n_consumers[src] > 1 and self.prec.errors != "f32":
@@ -546,6 +552,14 @@ class FQT(TrainingMethod):
         """A contribution to a tensor with several consumers: float32 reals, requantized after the sum."""
         return _Err(acc.astype(F32) * F32(s_acc), None)
 
+    def _e_max(self, ec: np.ndarray) -> int | None:
+        """Known bound of |centred error| from its format (None: float errors, scan when needed)."""
+        if self.prec.errors == "u8":
+            return 255
+        if self.prec.errors == "s8":
+            return 1 << 15 if ec.dtype == np.int16 else ERROR_CLAMP   # prescaled (int16) or raw
+        return None
+
     def _prescale_errors(self, name: str, ec: np.ndarray, s_e: F32) -> tuple[np.ndarray, F32]:
         """int8 errors times Q15 ratios s_w[o] / max(s_w), rounded to int16 (see the docs).
 
@@ -555,7 +569,7 @@ class FQT(TrainingMethod):
         sw = self._w_scale(name)
         smax = F32(sw.max())
         r = round_half_away((sw / smax).astype(F32) * F32(2**PRESCALE_BITS)).astype(np.int64)
-        e16 = rounding_shift_right(ec.astype(np.int64) * r, PRESCALE_BITS - 8).astype(np.int32)
+        e16 = rounding_shift_right(ec.astype(np.int64) * r, PRESCALE_BITS - 8).astype(np.int16)
         return e16, F32(F32(smax * s_e) * F32(2.0**-8))
 
     def _weight_grad(self, n: Node, ec: np.ndarray, s_e: F32 | None, vals, kept: np.ndarray,
@@ -569,9 +583,9 @@ class FQT(TrainingMethod):
             xc = xc.astype(F32)
         if n.op == Op.CONV2D:
             gacc = K.conv2d_bwd_w_acc(xc, ec, self.w[name].shape, a["stride"], a["padding"], a["groups"],
-                                      mode, per_sample)
+                                      mode, per_sample, X_MAX, self._e_max(ec))
         else:
-            gacc = K.linear_bwd_w_acc(xc, ec, mode, per_sample)
+            gacc = K.linear_bwd_w_acc(xc, ec, mode, per_sample, X_MAX, self._e_max(ec))
         gb = K.bias_grad_acc(ec, mode)
         sx = F32(self.act_qparams(src).scale) if self.prec.quantized_acts else None
         if per_sample:                                # uint8: quantize each sample's gradient
@@ -651,8 +665,10 @@ class FQT(TrainingMethod):
             self.b[name] = (self.b[name] - lr * bh).astype(F32)
             return
         qp = self.wqp[name]
+        self._bias_lr[name] = self._layer_lr(name, lr)
         real = qp.dequantize(w)                           # float32(w - z) * s
-        new = (real - lr * ghat).astype(F32)
+        step = self._layer_lr(name, lr)[:, None] * ghat.reshape(o, -1)
+        new = (real.reshape(o, -1) - step).reshape(w.shape).astype(F32)
         ema = self.w_ema[name]
         if self.prec.weights == "u8":
             ema.update(new.min(), new.max())
@@ -673,6 +689,13 @@ class FQT(TrainingMethod):
         self.w[name] = w2.reshape(w.shape)
         self.wqp[name] = qn
 
+    def _layer_lr(self, name: str, lr: F32) -> np.ndarray:
+        """Per-filter step size (O,): lr, or lr * float32(127 * s_w[c]) with relative updates."""
+        o = self.w[name].shape[0]
+        if not self.prec.relative_update:
+            return np.full(o, lr, F32)
+        return (lr * (F32(127) * np.broadcast_to(self._w_scale(name), (o,)))).astype(F32)
+
     def _rescale_bias(self, n: Node, old_scale: np.ndarray, grads: tuple | None, lr: F32) -> None:
         """Move the int32 bias to the new accumulator scale s_x * s_w, applying its update if trained.
 
@@ -684,6 +707,7 @@ class FQT(TrainingMethod):
         step = np.zeros_like(new_scale)
         changed = new_scale != old_scale
         if grads is not None:
+            lr = self._bias_lr.pop(name)
             _, gb, upd = grads
             den = self.norm[name]["sd"] + NORM_EPS
             step = np.where(upd & (self.norm[name]["sd"] > 0), lr * (gb / den), 0).astype(F32)
@@ -709,6 +733,7 @@ class FQT(TrainingMethod):
         t0 = time.perf_counter()
         self._backward(vals, err_q, loss_q, rec)
         backward_s = time.perf_counter() - t0
+        self.backward_seconds += backward_s
         self._update(rec, lr)
         self.steps += 1
         loss = float(loss_q.astype(np.float64).mean() / 2**LOSS_FRAC_BITS)

@@ -14,6 +14,9 @@ A precision names a number format for each tensor family:
 | mixed   | u8  | u8  | f32 | float32                | floor |
 | float32 | f32 | f32 | f32 | float32                | —     |
 | int8    | s8  | s8  | s8  | exact integer          | stochastic (xorshift32) |
+
+int8 also scales each filter's standardized step by the filter's range
+(`lr * 127 * s_w[c]`), so one learning rate suits layers of any weight magnitude.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ class Precision:
     errors: str
     weight_rounding: str
     quantize_sample_grads: bool
+    relative_update: bool = False
+    """Scale each filter's standardized step by its weight range max|w_c| = 127 s_w[c] (LARS-like)."""
 
     @property
     def quantized_acts(self) -> bool:
@@ -44,7 +49,7 @@ _TABLE = {
     "uint8": Precision("uint8", "u8", "u8", "u8", "floor", True),
     "mixed": Precision("mixed", "u8", "u8", "f32", "floor", False),
     "float32": Precision("float32", "f32", "f32", "f32", "nearest", False),
-    "int8": Precision("int8", "s8", "s8", "s8", "stochastic", False),
+    "int8": Precision("int8", "s8", "s8", "s8", "stochastic", False, True),
 }
 
 

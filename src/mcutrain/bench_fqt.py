@@ -1,0 +1,341 @@
+"""Benchmarks of FQT (seed A): from scratch, transfer, partial updates, and simulator speed.
+
+- `fqt-scratch`: small-cnn on Fashion-MNIST (full 60k/10k), mnist1d-cnn on
+  MNIST-1D, digits-cnn on digits, trained from random weights in every precision;
+  mean and std over 3 seeds. Also writes `docs/fqt-curves.png`.
+- `fqt-transfer`: small-cnn pretrained in float (and quantized on entry by FQT)
+  fine-tuned with the last two layers trainable: (a) Fashion-MNIST classes 0-4
+  -> 5-9 with a new head, (b) clean -> corrupted Fashion-MNIST.
+- `fqt-partial`: lambda_min in {1.0, 0.5, 0.1} on from-scratch and transfer
+  tasks; MACs and backward time of the partial runs against the full run.
+- `sim-speed`: samples/s of an fqt training step (batch 32, small-cnn) in each
+  precision against PyTorch float32 training of the same graph, same process.
+
+Budgets (epochs, samples) are set in `BUDGET` / `QUICK` so each benchmark fits
+about two hours on a two-core machine; BLAS runs on one thread (see
+`bench.limit_threads`). Results are rewritten after every finished run.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mcutrain import bench, io, zoo
+from mcutrain.graph import Graph
+from mcutrain.methods.fqt import FQT
+from mcutrain.methods.fqt_state import PRECISIONS, FQTConfig
+from mcutrain.methods.loop import fit
+
+LR = {"uint8": 0.003, "mixed": 0.003, "float32": 0.003, "int8": 0.03}
+"""Learning rates per precision (cosine decay), chosen on a 6k-sample Fashion-MNIST split."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    seeds: tuple[int, ...] = (0, 1, 2)
+    scratch: tuple[tuple[str, str, int, int | None], ...] = (
+        ("fashion-mnist", "small-cnn", 3, None), ("mnist1d", "mnist1d-cnn", 10, None),
+        ("digits", "digits-cnn", 10, None))
+    """(dataset, arch, epochs, training samples or None for all)."""
+    pretrain_epochs: int = 3
+    pretrain_samples: int | None = None
+    transfer_epochs: int = 2
+    transfer_samples: int | None = 10000
+    corruptions: tuple[str, ...] = ("gaussian_noise:4", "fog:3", "zigzag:3")
+    partial_lambdas: tuple[float, ...] = (1.0, 0.5, 0.1)
+    partial_seeds: tuple[int, ...] = (0,)
+    speed_steps: int = 30
+    batch: int = 32
+
+
+BUDGET = Budget()
+QUICK = Budget(seeds=(0,), scratch=(("digits", "digits-cnn", 1, 300),), pretrain_epochs=1,
+               pretrain_samples=1000, transfer_epochs=1, transfer_samples=300, corruptions=("fog:3",),
+               partial_lambdas=(1.0, 0.1), speed_steps=2)
+
+
+def _ds(spec: str, seed: int = 0):
+    from mcutrain.data import load_dataset
+    return load_dataset(spec, seed=seed)
+
+
+def _data(spec: str, n_train: int | None, n_test: int | None, seed: int = 0):
+    """(x, y, x_test, y_test, num_classes, shape): subsets drawn from the clean arrays first, so a
+    corrupted spec corrupts only the samples used (train stream 0, test stream 1 of `seed`)."""
+    from mcutrain.data import DatasetSpec, corrupt, parse_spec
+    sp = parse_spec(spec)
+    ds = _ds(str(DatasetSpec(sp.base, None, 0, sp.classes)))
+    x, y = _sub(ds.clean_train, ds.y_train, n_train)
+    xt, yt = _sub(ds.clean_test, ds.y_test, n_test, seed=1)
+    if sp.corruption:
+        x = corrupt(x, sp.corruption, sp.severity, seed, stream=0)
+        xt = corrupt(xt, sp.corruption, sp.severity, seed, stream=1)
+    return x, y, xt, yt, ds.num_classes, ds.shape
+
+
+def _sub(x: np.ndarray, y: np.ndarray, n: int | None, seed: int = 0):
+    if n is None or n >= len(x):
+        return x, y
+    idx = np.random.default_rng([seed, 11]).permutation(len(x))[:n]
+    return x[idx], y[idx]
+
+
+def train_fqt(graph: Graph, precision: str, x, y, xt, yt, *, epochs: int, seed: int, batch: int,
+              trainable: str = "all", lmin: float = 1.0, lr: float | None = None) -> dict[str, Any]:
+    """One FQT run; returns accuracy, history, MACs and the backward time."""
+    calib = x[np.random.default_rng([seed, 3]).permutation(len(x))[:64]]
+    cfg = FQTConfig(precision=precision, trainable=trainable, lambda_min=lmin, seed=seed)
+    m = FQT(graph, cfg, calib)
+    t0 = time.perf_counter()
+    r = fit(m, x, y, xt, yt, epochs=epochs, batch=batch, lr=LR[precision] if lr is None else lr,
+            seed=seed, progress=False)
+    return {"accuracy": r.accuracy_after, "accuracy_before": r.accuracy_before, "history": r.history,
+            "backward_macs": r.backward_macs, "forward_macs": r.forward_macs,
+            "backward_seconds": m.backward_seconds, "seconds": time.perf_counter() - t0}
+
+
+def _mean_std(v: list[float]) -> tuple[float, float]:
+    a = np.asarray(v, np.float64)
+    return float(a.mean()), float(a.std(ddof=1)) if len(a) > 1 else 0.0
+
+
+# ---------------------------------------------------------------- fqt-scratch
+
+
+def run_scratch(work: Path, results: Path, quick: bool = False, log=print,
+              docs: Path = Path("docs")) -> None:
+    """small-cnn / mnist1d-cnn / digits-cnn from scratch in every precision, 3 seeds."""
+    b = QUICK if quick else BUDGET
+    rows: list[dict[str, Any]] = []
+    curves: dict[str, Any] = {}
+    for spec, arch, epochs, n in b.scratch:
+        x, y, xt, yt, k, shape = _data(spec, n, 200 if quick else None)
+        for prec in PRECISIONS:
+            accs = []
+            for seed in b.seeds:
+                g = zoo.build(arch, k, shape, seed=seed)
+                r = train_fqt(g, prec, x, y, xt, yt, epochs=epochs, seed=seed, batch=b.batch)
+                accs.append(r["accuracy"])
+                curves.setdefault(spec, {}).setdefault(prec, []).append(
+                    [[h["loss"], h["test_accuracy"]] for h in r["history"]])
+                log(f"fqt-scratch {spec} {prec} seed {seed}: {r['accuracy']:.4f} ({r['seconds']:.0f} s)")
+            mean, std = _mean_std(accs)
+            rows.append({"dataset": spec, "arch": arch, "precision": prec, "accuracy": mean,
+                         "accuracy_std": std, "seeds": len(accs), "epochs": epochs})
+            bench.write_results(results, "fqt-scratch", rows, quick, complete=False, curves=curves)
+    bench.write_results(results, "fqt-scratch", rows, quick, complete=True, curves=curves,
+                        lr=LR, batch=b.batch)
+    if not quick:
+        bench.update_docs(docs, "fqt-scratch", bench.markdown_table(
+            rows, ["dataset", "arch", "precision", "accuracy", "accuracy_std", "seeds", "epochs"],
+            {"accuracy": ".4f", "accuracy_std": ".4f"}))
+        plot_curves(curves, docs / "fqt-curves.png")
+
+
+def plot_curves(curves: dict[str, Any], out: Path) -> None:
+    """Test accuracy and training loss per epoch, per precision (mean over seeds), one column per dataset."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    specs = list(curves)
+    fig, axes = plt.subplots(2, len(specs), figsize=(4.2 * len(specs), 6), squeeze=False)
+    for j, spec in enumerate(specs):
+        for prec, runs in curves[spec].items():
+            arr = np.asarray(runs, np.float64)          # (seeds, epochs, 2)
+            ep = np.arange(1, arr.shape[1] + 1)
+            axes[0, j].plot(ep, arr[:, :, 1].mean(0), marker="o", label=prec)
+            axes[1, j].plot(ep, arr[:, :, 0].mean(0), marker="o", label=prec)
+        axes[0, j].set_title(spec)
+        axes[0, j].set_ylabel("test accuracy")
+        axes[1, j].set_ylabel("training loss")
+        axes[1, j].set_xlabel("epoch")
+        axes[0, j].legend()
+    fig.tight_layout()
+    tmp = out.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    tmp.replace(out)
+
+
+# ---------------------------------------------------------------- pretrained backbones
+
+
+def pretrained(work: Path, spec: str, b: Budget, quick: bool) -> Graph:
+    """small-cnn trained in float32 on `spec` (cached in `work`)."""
+    from mcutrain.methods import float as float_method
+    name = spec.replace("[", "_").replace("]", "").replace(":", "_")
+    path = work / (f"fqt-pre-{name}{'-quick' if quick else ''}.npz")
+    if path.exists():
+        return io.load(path).graph
+    x, y, _, _, k, shape = _data(spec, b.pretrain_samples, 0)
+    g = zoo.build("small-cnn", k, shape, seed=0)
+    float_method.train(g, x, y, epochs=b.pretrain_epochs, batch=64, lr=2e-3, seed=0, progress=False)
+    io.save(path, g, {"provenance": {"pretrained_on": spec}})
+    return g
+
+
+def transfer_tasks(work: Path, b: Budget, quick: bool):
+    """(task, dataset spec, starting graph) for the transfer benchmarks."""
+    from mcutrain.commands.train import new_head
+    base5 = pretrained(work, "fashion-mnist[0-4]", b, quick)
+    tasks = [("classes 0-4 -> 5-9", "fashion-mnist[5-9]", new_head(base5, 5, 0))]
+    base10 = pretrained(work, "fashion-mnist", b, quick)
+    tasks += [("clean -> corrupted", f"fashion-mnist-c:{c}", base10) for c in b.corruptions]
+    return tasks
+
+
+def run_transfer(work: Path, results: Path, quick: bool = False, log=print,
+              docs: Path = Path("docs")) -> None:
+    """Float-pretrained small-cnn, last two layers fine-tuned in every precision."""
+    b = QUICK if quick else BUDGET
+    rows: list[dict[str, Any]] = []
+    for task, spec, g0 in transfer_tasks(work, b, quick):
+        x, y, xt, yt, _, _ = _data(spec, b.transfer_samples, 200 if quick else None)
+        for prec in PRECISIONS:
+            accs, before = [], []
+            for seed in b.seeds:
+                r = train_fqt(g0, prec, x, y, xt, yt, epochs=b.transfer_epochs, seed=seed, batch=b.batch,
+                              trainable="last:2")
+                accs.append(r["accuracy"])
+                before.append(r["accuracy_before"])
+                log(f"fqt-transfer {spec} {prec} seed {seed}: {r['accuracy_before']:.4f} -> "
+                    f"{r['accuracy']:.4f} ({r['seconds']:.0f} s)")
+            mean, std = _mean_std(accs)
+            rows.append({"task": task, "dataset": spec, "precision": prec,
+                         "accuracy_before": float(np.mean(before)), "accuracy": mean, "accuracy_std": std,
+                         "seeds": len(accs), "epochs": b.transfer_epochs, "train_samples": len(x)})
+            bench.write_results(results, "fqt-transfer", rows, quick, complete=False)
+    bench.write_results(results, "fqt-transfer", rows, quick, complete=True, trainable="last:2", lr=LR)
+    if not quick:
+        bench.update_docs(docs, "fqt-transfer", bench.markdown_table(
+            rows, ["task", "dataset", "precision", "accuracy_before", "accuracy", "accuracy_std", "seeds",
+                   "epochs", "train_samples"], {"accuracy": ".4f", "accuracy_std": ".4f",
+                                                "accuracy_before": ".4f"}))
+
+
+# ---------------------------------------------------------------- fqt-partial
+
+
+def run_partial(work: Path, results: Path, quick: bool = False, log=print,
+              docs: Path = Path("docs")) -> None:
+    """Dynamic partial updates (int8): accuracy and backward cost at lambda_min 1.0 / 0.5 / 0.1."""
+    b = QUICK if quick else BUDGET
+    spec0, arch0, epochs0, n0 = b.scratch[-1] if quick else ("fashion-mnist", "small-cnn", 1, 20000)
+    ds0 = _ds(spec0)
+    tasks = [("scratch", spec0, zoo.build(arch0, ds0.num_classes, ds0.shape, seed=0), "all", epochs0, n0)]
+    tasks += [(t, s, g, "last:2", b.transfer_epochs, b.transfer_samples)
+              for t, s, g in transfer_tasks(work, b, quick)[:2]]
+    rows: list[dict[str, Any]] = []
+    for kind, spec, g0, trainable, epochs, n in tasks:
+        x, y, xt, yt, _, _ = _data(spec, n, 200 if quick else None)
+        full = None
+        for lam in b.partial_lambdas:
+            runs = [train_fqt(g0, "int8", x, y, xt, yt, epochs=epochs, seed=s, batch=b.batch,
+                              trainable=trainable, lmin=lam) for s in b.partial_seeds]
+            r = {"accuracy": float(np.mean([q["accuracy"] for q in runs])),
+                 "backward_macs": sum(q["backward_macs"] for q in runs),
+                 "backward_seconds": sum(q["backward_seconds"] for q in runs)}
+            full = full or r
+            rows.append({"task": kind, "dataset": spec, "lambda_min": lam, "accuracy": r["accuracy"],
+                         "accuracy_loss": full["accuracy"] - r["accuracy"],
+                         "backward_macs_ratio": full["backward_macs"] / max(r["backward_macs"], 1),
+                         "backward_time_speedup": full["backward_seconds"]
+                         / max(r["backward_seconds"], 1e-9),
+                         "epochs": epochs, "seeds": len(runs)})
+            log(f"fqt-partial {spec} lambda_min {lam}: {rows[-1]}")
+            bench.write_results(results, "fqt-partial", rows, quick, complete=False)
+    bench.write_results(results, "fqt-partial", rows, quick, complete=True, precision="int8")
+    if not quick:
+        bench.update_docs(docs, "fqt-partial", bench.markdown_table(
+            rows, ["task", "dataset", "lambda_min", "accuracy", "accuracy_loss", "backward_macs_ratio",
+                   "backward_time_speedup", "epochs", "seeds"],
+            {"accuracy": ".4f", "accuracy_loss": "+.4f", "backward_macs_ratio": ".2f",
+             "backward_time_speedup": ".2f"}))
+
+
+# ---------------------------------------------------------------- sim-speed
+
+
+def torch_samples_per_s(graph: Graph, batch: int, steps: int) -> float:
+    """PyTorch float32 SGD training steps of the same graph (conv/linear/pool/flatten), same thread count."""
+    import torch
+    from torch import nn
+    torch.set_num_threads(1)
+    layers: list[nn.Module] = []
+    c = graph.input_shape[-1]
+    for n in graph.nodes:
+        a = n.attrs
+        if n.op.value == "conv2d":
+            pt, pb, pl, pr = a["padding"]
+            layers += [nn.ZeroPad2d((pl, pr, pt, pb)),
+                       nn.Conv2d(c, a["out_channels"], a["kernel"], a["stride"], groups=a["groups"])]
+            c = a["out_channels"]
+        elif n.op.value == "linear":
+            layers.append(nn.Linear(n.params["weight"].shape[1], a["out_features"]))
+        elif n.op.value == "maxpool":
+            layers.append(nn.MaxPool2d(a["kernel"], a["stride"]))
+        elif n.op.value == "flatten":
+            layers.append(nn.Flatten())
+        else:
+            raise ValueError(f"sim-speed: no torch twin for op {n.op.value}")
+        if a.get("act") == "relu":
+            layers.append(nn.ReLU())
+    model = nn.Sequential(*layers)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    h, w, ch = graph.input_shape
+    x = torch.rand(batch, ch, h, w)
+    y = torch.randint(0, graph.num_classes, (batch,))
+
+    def step():
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+    step()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    return batch * steps / (time.perf_counter() - t0)
+
+
+def run_speed(work: Path, results: Path, quick: bool = False, log=print,
+              docs: Path = Path("docs")) -> None:
+    """Training-step throughput of fqt per precision vs PyTorch float32 (small-cnn, batch 32)."""
+    b = QUICK if quick else BUDGET
+    g = zoo.build("small-cnn", seed=0)
+    rng = np.random.default_rng(0)
+    x = rng.random((b.batch, *g.input_shape), dtype=np.float32)
+    y = rng.integers(0, 10, b.batch)
+    rows = []
+    for prec in PRECISIONS:
+        m = FQT(g, FQTConfig(precision=prec), x)
+        m.step(x, y, 0.001)
+        t0 = time.perf_counter()
+        for _ in range(b.speed_steps):
+            m.step(x, y, 0.001)
+        fqt_sps = b.batch * b.speed_steps / (time.perf_counter() - t0)
+        torch_sps = torch_samples_per_s(g, b.batch, max(b.speed_steps, 10))
+        rows.append({"method": "fqt", "precision": prec, "arch": "small-cnn", "batch": b.batch,
+                     "samples_per_s": fqt_sps, "torch_float_samples_per_s": torch_sps,
+                     "ratio": fqt_sps / torch_sps})
+        log(f"sim-speed {prec}: {fqt_sps:.0f} samples/s vs torch {torch_sps:.0f} ({rows[-1]['ratio']:.3f}x)")
+        bench.write_results(results, "sim-speed", rows, quick, complete=False)
+    bench.write_results(results, "sim-speed", rows, quick, complete=True, threads=1)
+    if not quick:
+        bench.update_docs(docs, "sim-speed", bench.markdown_table(
+            rows, ["method", "precision", "arch", "batch", "samples_per_s", "torch_float_samples_per_s",
+                   "ratio"], {"samples_per_s": ".0f", "torch_float_samples_per_s": ".0f", "ratio": ".3f"}))
+
+
+BENCHMARKS = {"fqt-scratch": run_scratch, "fqt-transfer": run_transfer, "fqt-partial": run_partial,
+              "sim-speed": run_speed}
+
+
+def register(add) -> None:
+    """Hook for `mcutrain.bench`: add each benchmark by name."""
+    for name, func in BENCHMARKS.items():
+        add(name, func)
