@@ -1,9 +1,10 @@
 """Corruptions that lay something over the image: fog, spatter, stripe, zigzag, dotted line.
 
-Fog and spatter follow CIFAR-10-C (Hendrycks & Dietterich, ICLR 2019); stripe,
-zigzag and dotted line follow MNIST-C (Mu & Gilmer 2019, arXiv:1906.02337), where
-each had one fixed strength: our severities grow the band width or the number of
-lines, and MNIST-C's own setting sits at severity 5 (stripe) or 1 (lines).
+Fog and spatter are made in the manner of CIFAR-10-C (Hendrycks & Dietterich,
+ICLR 2019) with our own severity values; stripe, zigzag and dotted line are
+MNIST-C's (Mu & Gilmer 2019, arXiv:1906.02337), where each had one fixed strength:
+our severities grow the band width or the number of lines, and MNIST-C's setting
+sits at severity 5 (stripe: 7-pixel bands) or 1 (one line).
 Lengths are in pixels of a 28x28 image and scale with the image.
 """
 

@@ -2,10 +2,10 @@
 
 Each function takes a float32 NHWC batch in [0, 1], a severity 1..5 and a numpy
 Generator, and returns the corrupted batch (the caller clips to [0, 1]).
-Severity ladders for the noises follow MNIST-C (Mu & Gilmer, "MNIST-C: A
-Robustness Benchmark for Computer Vision", 2019, arXiv:1906.02337, its released
-`corruptions.py`); contrast, brightness and pixelate use the same values, which
-match the CIFAR-10-C style of Hendrycks & Dietterich (ICLR 2019).
+All severity ladders here are the values of MNIST-C's released `corruptions.py`
+(Mu & Gilmer, "MNIST-C: A Robustness Benchmark for Computer Vision", 2019,
+arXiv:1906.02337); the operations themselves are those of CIFAR-10-C
+(Hendrycks & Dietterich, ICLR 2019), written anew for whole batches.
 """
 
 from __future__ import annotations
