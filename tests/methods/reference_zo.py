@@ -24,7 +24,7 @@ def _losses(qm: QuantModel, x_q: np.ndarray, y: np.ndarray, override: dict | Non
         if override and node.name in override:
             t[node.name] = override[node.name]
         else:
-            t[node.name] = int_engine._run_node(qm, node, [t[s] for s in node.inputs])
+            t[node.name] = int_engine.run_node(qm, node, [t[s] for s in node.inputs])
     logits = t[qm.graph.output].reshape(len(x_q), -1)
     qp = qm.act_qparams[qm.graph.output]
     loss, _ = int_softmax_cross_entropy(logits, float(qp.scale), int(qp.zero_point), y)

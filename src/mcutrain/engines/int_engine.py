@@ -219,11 +219,12 @@ def run(qm: QuantModel, x_q: np.ndarray) -> dict[str, np.ndarray]:
                          f"got {x_q.dtype} {x_q.shape}; use quantize_input for float data")
     t: dict[str, np.ndarray] = {INPUT: x_q}
     for node in g.nodes:
-        t[node.name] = _run_node(qm, node, [t[s] for s in node.inputs])
+        t[node.name] = run_node(qm, node, [t[s] for s in node.inputs])
     return t
 
 
-def _run_node(qm: QuantModel, node, ins: list[np.ndarray]) -> np.ndarray:
+def run_node(qm: QuantModel, node, ins: list[np.ndarray]) -> np.ndarray:
+    """One node of the int8 forward pass on its input tensors (training methods re-run parts)."""
     a = node.attrs
     x = ins[0]
     if node.op in (Op.CONV2D, Op.LINEAR):

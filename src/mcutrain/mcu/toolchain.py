@@ -46,6 +46,9 @@ CORE_FLAGS: dict[str, tuple[str, ...]] = {
 """Code-generation flags per core when the target has an FPU (soft float otherwise)."""
 
 WARN_FLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror")
+SEMANTICS_FLAGS = ("-ffp-contract=off",)
+"""Flags the integer specification requires (docs/integer-semantics.md section 11): no fused
+multiply-add contraction, so every float32 operation rounds where the golden engine rounds."""
 LINK_FLAGS = ("--specs=rdimon.specs", "-nostartfiles", "-Wl,--gc-sections",
               "-ffunction-sections", "-fdata-sections")
 
@@ -195,7 +198,7 @@ def build(sources: Sequence[str | Path], target: str | Target, out: str | Path, 
         srcs.append(startup_dir() / "startup.c")
         include_dirs = [*include_dirs, startup_dir()]
     tmp = out.with_name(f".{out.name}.tmp")
-    cmd = [tools.gcc, *core_flags(target), opt, *WARN_FLAGS, *extra_cflags,
+    cmd = [tools.gcc, *core_flags(target), opt, *WARN_FLAGS, *SEMANTICS_FLAGS, *extra_cflags,
            *(f"-I{d}" for d in include_dirs), *(f"-D{d}" for d in defines),
            *map(str, srcs), f"-T{ld}", *LINK_FLAGS, "-o", str(tmp)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)

@@ -36,32 +36,11 @@ Producer = Callable[[np.ndarray], np.ndarray]
 
 
 def node_fwd(qm: QuantModel, node: Node, ins: list[np.ndarray]) -> np.ndarray:
-    """One node of the int8 forward pass through the engine's public kernels.
-
-    NOTE: the same dispatch as `int_engine.run`; kept here because the engine
-    exposes no per-node entry point (requested as `int_engine.run_node`).
-    """
-    a, x = node.attrs, ins[0]
+    """One node of the int8 forward pass; conv/linear go through the multi-weight kernel."""
     if node.op in (Op.CONV2D, Op.LINEAR):
-        return param_fwd_multi(qm, node, x[None], qm.weights[node.name][None],
+        return param_fwd_multi(qm, node, ins[0][None], qm.weights[node.name][None],
                                qm.biases[node.name][None])[0]
-    if node.op == Op.MAXPOOL:
-        return ie.maxpool_fwd_s8(x, a["kernel"], a["stride"])
-    if node.op == Op.AVGPOOL:
-        return ie.avgpool_fwd_s8(x, a["kernel"], a["stride"])
-    if node.op == Op.GLOBAL_AVGPOOL:
-        return ie.global_avgpool_fwd_s8(x)
-    if node.op == Op.FLATTEN:
-        return ie.flatten_fwd_s8(x)
-    if node.op in (Op.RELU, Op.RELU6):
-        lo, hi = qm.act_range(node)
-        return ie.relu_fwd_s8(x, lo, hi)
-    if node.op == Op.ADD:
-        ma, mb, n = qm.add_params(node)
-        lo, hi = qm.act_range(node)
-        return ie.add_fwd_s8(x, qm.zero_point(node.inputs[0]), ins[1], qm.zero_point(node.inputs[1]),
-                             ma, mb, n, qm.zero_point(node.name), lo, hi)
-    raise ValueError(f"node '{node.name}': op {node.op.value} has no int8 forward kernel")
+    return ie.run_node(qm, node, ins)
 
 
 def _l1_bound(x_zp: int, w: np.ndarray, b: np.ndarray, where: str) -> int:
