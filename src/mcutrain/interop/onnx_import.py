@@ -16,8 +16,9 @@ Example:
     >>> w = numpy_helper.from_array(np.ones((10, 64), np.float32), "w")
     >>> nodes = [helper.make_node("Flatten", ["x"], ["f"]),
     ...          helper.make_node("Gemm", ["f", "w"], ["y"], transB=1)]
-    >>> graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 8, 8])],
-    ...     [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])], [w])
+    >>> x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 8, 8])
+    >>> y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])
+    >>> graph = helper.make_graph(nodes, "mlp", [x], [y], [w])
     >>> g = from_onnx(helper.make_model(graph))
     >>> g.input_shape, g.shape(g.output)
     ((8, 8, 1), (10,))
@@ -304,6 +305,9 @@ def from_onnx(model, input_shape: tuple[int, ...] | None = None, name: str | Non
                                "export with the standard ONNX operators")
         if node.op_type == "Constant":
             c.consts[node.output[0]] = _constant(c, node)
+            continue
+        if node.op_type == "Identity" and node.input[0] in c.consts:  # torch exports these
+            c.consts[node.output[0]] = c.consts[node.input[0]]
             continue
         handler = HANDLERS.get(node.op_type)
         if handler is None:
