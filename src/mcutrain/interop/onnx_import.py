@@ -192,7 +192,7 @@ def _gemm(c: _Ctx, node) -> Value:
     w = (w if a.get("transB", 0) else w.T) * float(a.get("alpha", 1.0))
     bias = c.const(node, 2, False)
     if bias is not None:
-        bias = np.broadcast_to(bias.astype(np.float64) * float(a.get("beta", 1.0)), (w.shape[0],))
+        bias = (bias.astype(np.float64) * float(a.get("beta", 1.0))).reshape(-1)
     return c.b.linear(_name(node), c.x(node), w, bias, _where(node))
 
 
