@@ -37,11 +37,14 @@ class Value:
     `spatial`: a feature map, source (C, H, W) = IR (H, W, C). Otherwise flat;
     `pending` is then the (C, H, W) of the flatten that produced it when the
     IR's H, W, C order differs from the source's C, H, W order (H * W > 1).
+    `nhwc`: a feature map the source has transposed to (H, W, C) — only a
+    flatten may read it, and that flatten's order is the IR's own.
     """
 
     tensor: str
     spatial: bool
     pending: tuple[int, int, int] | None = None
+    nhwc: bool = False
 
 
 def f32(a) -> np.ndarray:
@@ -119,6 +122,9 @@ class GraphBuilder:
     def _need_spatial(self, x: Value, where: str) -> None:
         if not x.spatial:
             raise InteropError(f"{where} needs a (C, H, W) feature map, but its input is flat")
+        if x.nhwc:
+            raise InteropError(f"{where} reads a feature map transposed to (H, W, C); only a "
+                               "flatten may follow such a transpose")
 
     # -- ops
     def conv(self, name: str, x: Value, weight_oihw: np.ndarray, bias: np.ndarray | None,
@@ -168,7 +174,7 @@ class GraphBuilder:
 
     def activation(self, name: str, x: Value, act: str) -> Value:
         make = G.relu if act == "relu" else G.relu6
-        return Value(self._emit(make(self.unique(name), x.tensor)), x.spatial, x.pending)
+        return Value(self._emit(make(self.unique(name), x.tensor)), x.spatial, x.pending, x.nhwc)
 
     def pool(self, kind: str, name: str, x: Value, kernel: tuple[int, int], stride: tuple[int, int],
              where: str, ceil_mode: bool = False) -> Value:
@@ -204,18 +210,24 @@ class GraphBuilder:
         return Value(self._emit(G.global_avgpool(self.unique(name), x.tensor)), True)
 
     def flatten(self, name: str, x: Value) -> Value:
-        """(C, H, W) -> flat; the IR's order is H, W, C, so the permutation stays pending."""
+        """(C, H, W) -> flat; the IR's order is H, W, C, so the permutation stays pending
+        (unless the source transposed to (H, W, C) first: then the orders agree)."""
         if not x.spatial:
             return x
         h, w, c = self.shape(x)
         node = G.flatten(self.unique(name), x.tensor)
-        return Value(self._emit(node), False, (c, h, w) if h * w > 1 else None)
+        return Value(self._emit(node), False, (c, h, w) if h * w > 1 and not x.nhwc else None)
+
+    def to_nhwc(self, x: Value, where: str) -> Value:
+        """A transpose (N, C, H, W) -> (N, H, W, C): no IR node, the flatten after it keeps HWC order."""
+        self._need_spatial(x, where)
+        return Value(x.tensor, True, None, nhwc=True)
 
     def add(self, name: str, a: Value, b: Value, where: str) -> Value:
-        if (a.spatial, a.pending) != (b.spatial, b.pending):
+        if (a.spatial, a.pending, a.nhwc) != (b.spatial, b.pending, b.nhwc):
             raise InteropError(f"{where}: adds tensors of different layouts (a feature map and a "
                                "flattened one); both operands must have the same shape")
-        return Value(self._emit(G.add(self.unique(name), a.tensor, b.tensor)), a.spatial, a.pending)
+        return Value(self._emit(G.add(self.unique(name), a.tensor, b.tensor)), a.spatial, a.pending, a.nhwc)
 
     def producer(self, v: Value) -> Node | None:
         for n in self.nodes:
@@ -240,7 +252,7 @@ class GraphBuilder:
         try:
             g = Graph(self.input_shape, nodes, self.name)
             shape = g.shape(out.tensor)
-            if (out.spatial and shape[0] * shape[1] > 1) or out.pending is not None:
+            if (out.spatial and shape[0] * shape[1] > 1) or out.pending is not None or out.nhwc:
                 raise InteropError(f"the model's output is a feature map of shape {shape} (NHWC); "
                                    "mcutrain models end in logits (N, K): end with a Linear or a "
                                    "global average pool")

@@ -3,10 +3,10 @@
 The op set is the IR's: Conv (group), BatchNormalization (folded), Relu,
 Clip(0, 6) as relu6, MaxPool, AveragePool, GlobalAveragePool, Flatten (and a
 Reshape to (batch, -1)), Gemm, MatMul followed by Add of a constant (a
-linear layer with bias), Add of two tensors (residuals), Identity and
-Dropout. Weights must be initializers or Constant nodes. Layout handling is
-that of `builder` (NCHW -> NHWC; the first linear after a flatten gets its
-columns permuted).
+linear layer with bias), Add of two tensors (residuals), a Transpose to NHWC
+right before a Flatten, Identity and Dropout. Weights must be initializers
+or Constant nodes. Layout handling is that of `builder` (NCHW -> NHWC; the
+first linear after a flatten gets its columns permuted).
 
 onnx is imported only when `from_onnx` is called.
 
@@ -228,6 +228,14 @@ def _fold_bias(c: _Ctx, node, x: Value, const: np.ndarray) -> Value:
     return x
 
 
+def _transpose(c: _Ctx, node) -> Value:
+    perm = list(c.attrs(node).get("perm", []))
+    if perm != [0, 2, 3, 1]:
+        raise InteropError(f"{_where(node)}: only the NCHW -> NHWC transpose (perm [0, 2, 3, 1]) before "
+                           f"a Flatten is supported, got perm {perm}")
+    return c.b.to_nhwc(c.x(node), _where(node))
+
+
 def _alias(c: _Ctx, node) -> Value:
     if node.op_type == "Dropout" and any(c.uses[o] for o in node.output[1:] if o):
         raise InteropError(f"{_where(node)}: the Dropout mask output is not supported")
@@ -247,6 +255,7 @@ HANDLERS: dict[str, Callable[[_Ctx, Any], Value]] = {
     "Gemm": _gemm,
     "MatMul": _matmul,
     "Add": _add,
+    "Transpose": _transpose,
     "Identity": _alias,
     "Dropout": _alias,
 }
