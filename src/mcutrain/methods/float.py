@@ -73,6 +73,10 @@ class FloatMethod(TrainingMethod):
     def predict(self, x: np.ndarray) -> np.ndarray:
         return fe.forward(self.graph, x).argmax(1)
 
+    def to_graph(self) -> Graph:
+        """A copy of the model as trained so far (what `mcutrain train -o` saves)."""
+        return self.graph.copy()
+
     def state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         meta, opt_arrays = self.optimizer.state()
         arrays = {f"param/{k}": v.copy() for k, v in self.params.items()}
