@@ -1,0 +1,67 @@
+/*
+ * Conv2d weight gradient of BP-QAS, float32 (ste_kernels.conv2d_bwd_w_s8_f32 computes the same
+ * terms). Order, per weight: positions (n, oy, ox) in C order, product rounded then added to a
+ * running sum from 0; padding positions are skipped (they contribute +-0).
+ */
+#include "mt_train.h"
+
+mt_status mt_conv2d_bwd_w_s8_f32(const mt_conv_params *params,
+                                 const mt_dims *input_dims,
+                                 const int8_t *input,
+                                 const mt_dims *output_dims,
+                                 const float *e_acc,
+                                 const mt_dims *filter_dims,
+                                 float *grad_w)
+{
+    int32_t o;
+    int32_t ky;
+    int32_t kx;
+    int32_t i;
+    int32_t cg;
+    int32_t og;
+    if (params == NULL || input_dims == NULL || input == NULL || output_dims == NULL || e_acc == NULL ||
+        filter_dims == NULL || grad_w == NULL || params->groups < 1 || params->stride_h < 1 ||
+        params->stride_w < 1 || input_dims->c % params->groups != 0 || filter_dims->n % params->groups != 0 ||
+        filter_dims->c != input_dims->c / params->groups || output_dims->c != filter_dims->n ||
+        output_dims->n != input_dims->n) {
+        return MT_ERR_ARG;
+    }
+    cg = filter_dims->c;
+    og = filter_dims->n / params->groups;
+    for (o = 0; o < filter_dims->n; ++o) {
+        const int32_t cin = (o / og) * cg;
+        for (ky = 0; ky < filter_dims->h; ++ky) {
+            for (kx = 0; kx < filter_dims->w; ++kx) {
+                for (i = 0; i < cg; ++i) {
+                    float acc = 0.0f;
+                    int32_t n;
+                    for (n = 0; n < output_dims->n; ++n) {
+                        int32_t oy;
+                        for (oy = 0; oy < output_dims->h; ++oy) {
+                            const int32_t y = oy * params->stride_h - params->pad_top + ky;
+                            int32_t ox;
+                            if (y < 0 || y >= input_dims->h) {
+                                continue;
+                            }
+                            for (ox = 0; ox < output_dims->w; ++ox) {
+                                const int32_t x = ox * params->stride_w - params->pad_left + kx;
+                                int32_t xv;
+                                float p;
+                                if (x < 0 || x >= input_dims->w) {
+                                    continue;
+                                }
+                                xv = input[(((int64_t)n * input_dims->h + y) * input_dims->w + x) * input_dims->c +
+                                           cin + i] - params->input_zero_point;
+                                p = (float)xv * e_acc[(((int64_t)n * output_dims->h + oy) * output_dims->w + ox) *
+                                                          output_dims->c + o];
+                                acc = acc + p;
+                            }
+                        }
+                    }
+                    grad_w[(((int64_t)o * filter_dims->h + ky) * filter_dims->w + kx) * cg + i] = acc;
+                }
+            }
+        }
+    }
+    return MT_OK;
+}
