@@ -78,7 +78,7 @@ def test_random_lifetimes_never_overlap_and_greedy_beats_linear():
 def test_overlap_check_names_both_buffers():
     a = Buffer(16, 0, 2, "x", offset=0)
     b = Buffer(16, 2, 3, "y", offset=8)
-    with pytest.raises(PlanError, match="'x'.*'y'.*steps 2..2"):
+    with pytest.raises(PlanError, match=r"'x'.*'y'.*steps 2\.\.2"):
         check_no_overlap([a, b])
     check_no_overlap([a, Buffer(16, 3, 4, "z", offset=0)])  # not alive together: fine
 

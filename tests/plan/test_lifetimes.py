@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from mcutrain import graph as G
@@ -65,7 +67,7 @@ def test_linear_plan_keeps_every_tensor_apart():
     g = residual_graph()
     p = plan_inference_arena(g, kernels="dsp", planner="linear")
     spans = sorted((off, off + int(np.prod(g.shape(t)))) for t, off in p.offsets.items() if t != "flat")
-    assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:]))
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in itertools.pairwise(spans))
     greedy = plan_inference_arena(g, kernels="dsp")
     assert greedy.arena_bytes < p.arena_bytes
 

@@ -31,11 +31,19 @@ C_STD_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror"]
 """Warning flags every build of the library uses (host, cross, Makefile, CMake)."""
 
 
-def runtime_files() -> dict[str, str]:
-    """The runtime's C sources and headers shipped in the package: file name -> text."""
+INFERENCE_RUNTIME = (
+    "mt_types.h", "mt_arch.h", "mt_fixedpoint.h", "mt_nn.h", "mt_support.h",
+    "mt_mat_mult_s8_s16.c", "mt_conv2d_fwd_s8.c", "mt_depthwise_conv2d_fwd_s8.c", "mt_linear_fwd_s8.c",
+    "mt_maxpool_fwd_s8.c", "mt_avgpool_fwd_s8.c", "mt_global_avgpool_fwd_s8.c", "mt_add_fwd_s8.c",
+    "mt_relu_fwd_s8.c",
+)
+"""The runtime files an inference library needs (training kernels ship beside them, unused here)."""
+
+
+def runtime_files(names: tuple[str, ...] = INFERENCE_RUNTIME) -> dict[str, str]:
+    """Runtime C sources and headers shipped in the package: file name -> text."""
     root = resources.files("mcutrain.codegen").joinpath("runtime")
-    return {p.name: p.read_text() for p in sorted(root.iterdir(), key=lambda p: p.name)
-            if p.name.endswith((".c", ".h"))}
+    return {n: root.joinpath(n).read_text() for n in names}
 
 
 @dataclass

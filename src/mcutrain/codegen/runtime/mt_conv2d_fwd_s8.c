@@ -39,10 +39,6 @@ static mt_status check_args(const mt_conv_params *p,
         out_d->c != f_d->n || out_d->n != in_d->n || out_d->h < 1 || out_d->w < 1) {
         return MT_ERR_ARG;
     }
-    /* the last window must start inside the padded input */
-    if ((out_d->h - 1) * p->stride_h - p->pad_top >= in_d->h || (out_d->w - 1) * p->stride_w - p->pad_left >= in_d->w) {
-        return MT_ERR_ARG;
-    }
     return MT_OK;
 }
 
