@@ -121,6 +121,15 @@ def _relu6_bwd(c: Ctx) -> BackwardResult:
     return [act_backward("relu6", c.y, c.gy)], {}
 
 
+def _sum_rows(g: np.ndarray) -> np.ndarray:
+    """Column sums of a (rows, cols) gradient: the bias gradient.
+
+    NOTE: a GEMV with a ones vector; numpy's sum over axis 0 of a tall, narrow
+    float32 matrix is several times slower (1.8 ms vs 0.3 ms for 50176 x 16).
+    """
+    return np.ones(g.shape[0], g.dtype) @ g
+
+
 # ---------------------------------------------------------------- conv2d
 
 
@@ -165,13 +174,13 @@ def _conv_bwd(c: Ctx) -> BackwardResult:
     grads: dict[str, np.ndarray] = {}
     if groups == 1:
         if c.need_params:
-            grads = {"weight": (g.T @ cols).reshape(w.shape), "bias": g.sum(0)}
+            grads = {"weight": (g.T @ cols).reshape(w.shape), "bias": _sum_rows(g)}
         return [_conv_input_grad(c.gy, w, x.shape, a["stride"], a["padding"]) if c.need_x[0] else None], \
             grads
     gcols, gw = _group_split(cols, w, groups)
     gg = g.reshape(-1, groups, o // groups).transpose(1, 0, 2)      # (G, N*P, O/G)
     if c.need_params:
-        grads = {"weight": np.matmul(gg.transpose(0, 2, 1), gcols).reshape(w.shape), "bias": g.sum(0)}
+        grads = {"weight": np.matmul(gg.transpose(0, 2, 1), gcols).reshape(w.shape), "bias": _sum_rows(g)}
     dx = None
     if c.need_x[0]:
         kk = a["kernel"][0] * a["kernel"][1]
@@ -236,7 +245,7 @@ def _depthwise_bwd(c: Ctx, w: np.ndarray) -> BackwardResult:
         dw = np.empty_like(w)
         for i, j, view in tap_views(xp, a["kernel"], a["stride"], (ho, wo)):
             dw[:, i, j, 0] = np.einsum("nhwc,nhwc->c", view, gy)
-        grads = {"weight": dw, "bias": gy.sum((0, 1, 2))}
+        grads = {"weight": dw, "bias": _sum_rows(gy.reshape(-1, o))}
     dx = None
     if c.need_x[0]:
         pt, pb, pl, pr = a["padding"]
@@ -260,7 +269,7 @@ def _linear_fwd(node, xs, saved, dtype):
 
 
 def _linear_bwd(c: Ctx) -> BackwardResult:
-    grads = {"weight": c.gy.T @ c.xs[0], "bias": c.gy.sum(0)} if c.need_params else {}
+    grads = {"weight": c.gy.T @ c.xs[0], "bias": _sum_rows(c.gy)} if c.need_params else {}
     return [c.gy @ c.param("weight") if c.need_x[0] else None], grads
 
 
@@ -289,13 +298,21 @@ def _maxpool_bwd(c: Ctx) -> BackwardResult:
     The argmax is recomputed here rather than tracked in the forward pass:
     a running argmax needs masked copies and costs about 20x the max itself.
     """
+    (kh, kw), (sh, sw) = c.node.attrs["kernel"], c.node.attrs["stride"]
+    disjoint = sh >= kh and sw >= kw          # windows do not overlap: each dx element has one writer
     dx = np.zeros_like(c.xs[0])
     taken = np.zeros(c.y.shape, bool)
-    for (_, _, xv), (_, _, dv) in zip(_pool_views(c.node, c.xs[0]), _pool_views(c.node, dx)):
-        hit = xv == c.y
-        hit &= ~taken
-        taken |= hit
-        dv += c.gy * hit
+    hit = np.empty(c.y.shape, bool)
+    taps = list(zip(_pool_views(c.node, c.xs[0]), _pool_views(c.node, dx)))
+    for t, ((_, _, xv), (_, _, dv)) in enumerate(taps):
+        np.equal(xv, c.y, out=hit)
+        np.greater(hit, taken, out=hit)       # hit and not yet taken by an earlier tap
+        if t + 1 < len(taps):
+            taken |= hit
+        if disjoint:
+            np.multiply(c.gy, hit, out=dv)
+        else:
+            dv += c.gy * hit
     return [dx], {}
 
 
