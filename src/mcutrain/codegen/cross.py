@@ -1,0 +1,59 @@
+"""Build a generated library for a Cortex-M target and run it in QEMU with exact instruction counts.
+
+The harness (`harness/main.c`) is compiled with `MT_BOARD`, so each `model_predict` sits between
+the board's `mt_mark_begin()`/`mt_mark_end()` markers: the instruction counts of the region are
+inference only, never semihosting file I/O or startup. Inputs and logits travel as raw int8
+files through semihosting, in a work directory that is the guest's current directory.
+
+Example:
+    >>> b = build_mcu(lib_dir, "cortex-m4", work / "model.elf")                  # doctest: +SKIP
+    >>> logits, prof = run_mcu(b.elf, "cortex-m4", x_q, num_classes=10, workdir=work)  # doctest: +SKIP
+    >>> prof.region.total / len(x_q)                                              # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from mcutrain.codegen.library import INFERENCE_RUNTIME
+from mcutrain.mcu import BuildResult, Profile, build, count_instructions, get_target
+from mcutrain.mcu.targets import Target
+
+
+def build_mcu(lib_dir: str | Path, target: str | Target, elf: str | Path, kernels: str = "dsp",
+              opt: str = "-O2") -> BuildResult:
+    """Cross-compile model + runtime + harness for `target`, linked with the target's RAM/Flash.
+
+    kernels: 'dsp' uses the DSP loops where the core has them (the architecture header decides
+    from `__ARM_FEATURE_DSP`); 'ref' forces the portable loops (`MT_KERNELS_REF`).
+    """
+    lib = Path(lib_dir)
+    srcs = [lib / "model.c", *(lib / "runtime" / n for n in INFERENCE_RUNTIME if n.endswith(".c")),
+            lib / "harness" / "main.c"]
+    defines = ["MT_BOARD"] + (["MT_KERNELS_REF"] if kernels == "ref" else [])
+    return build(srcs, get_target(target), elf, include_dirs=[lib, lib / "runtime"], defines=defines, opt=opt)
+
+
+def run_mcu(elf: str | Path, target: str | Target, x_q: np.ndarray, num_classes: int,
+            workdir: str | Path, timeout: float = 600.0) -> tuple[np.ndarray, Profile]:
+    """Run the harness ELF on `x_q` (N samples) in QEMU; returns logits (N, K) and the profile.
+
+    Raises RuntimeError naming the exit code when the guest fails.
+    """
+    work = Path(workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    x_q = np.ascontiguousarray(x_q, dtype=np.int8)
+    (work / "inputs.bin").write_bytes(x_q.tobytes())
+    out = work / "logits.bin"
+    if out.exists():
+        out.unlink()
+    prof = count_instructions(elf, target, ["inputs.bin", "logits.bin"], cwd=work, timeout=timeout)
+    if prof.exit_code != 0 or not out.exists():
+        raise RuntimeError(f"the model harness failed on {get_target(target).name} with exit code "
+                           f"{prof.exit_code}: {prof.stdout.strip()}")
+    logits = np.frombuffer(out.read_bytes(), np.int8)
+    if logits.size != len(x_q) * num_classes:
+        raise RuntimeError(f"the harness wrote {logits.size} logits, expected {len(x_q)} x {num_classes}")
+    return logits.reshape(len(x_q), num_classes), prof
