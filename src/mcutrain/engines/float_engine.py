@@ -205,8 +205,10 @@ def _conv_input_grad(gy: np.ndarray, w: np.ndarray, x_shape: tuple[int, ...],
         return (g @ w.reshape(o, cin)).reshape(x_shape)
     pt, pb, pl, pr = padding
     dxp = np.zeros((n, h + pt + pb, wd + pl + pr, cin), gy.dtype)
+    tap = np.empty((g.shape[0], cin), gy.dtype)                # one GEMM result buffer for all taps
     for i, j, view in tap_views(dxp, (kh, kw), stride, (ho, wo)):
-        view += (g @ w[:, i, j, :]).reshape(n, ho, wo, cin)
+        np.matmul(g, w[:, i, j, :], out=tap)
+        view += tap.reshape(n, ho, wo, cin)
     return dxp[:, pt:pt + h, pl:pl + wd, :]
 
 
@@ -250,8 +252,10 @@ def _depthwise_bwd(c: Ctx, w: np.ndarray) -> BackwardResult:
     if c.need_x[0]:
         pt, pb, pl, pr = a["padding"]
         dxp = np.zeros((n, h + pt + pb, wd + pl + pr, o), gy.dtype)
+        tmp = np.empty_like(gy)
         for i, j, view in tap_views(dxp, a["kernel"], a["stride"], (ho, wo)):
-            view += gy * w[:, i, j, 0]
+            np.multiply(gy, w[:, i, j, 0], out=tmp)
+            view += tmp
         dx = dxp[:, pt:pt + h, pl:pl + wd, :]
         if m > 1:
             dx = dx.reshape(n, h, wd, cin, m).sum(-1)
