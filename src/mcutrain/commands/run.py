@@ -1,0 +1,131 @@
+"""`mcutrain run`: cross-build the C library for a Cortex-M core, run it in QEMU, compare with the simulator.
+
+N test samples of the dataset go to the emulated MCU as a file (semihosting); the int8 logits
+it writes back must equal the golden engine's bit for bit. Instructions are counted exactly,
+inside the inference calls only (never file I/O), and turned into an estimated cycle count at
+the target's clock with the instruction-mix model of `mcutrain.mcu.cycles` (an estimate).
+
+Examples:
+    mcutrain run --arch digits-cnn --init random --seed 0 --dataset digits --method none \\
+        --steps 8 --target cortex-m4 --dump out --json
+    mcutrain run model.npz --dataset digits --steps 16 --target cortex-m0plus
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mcutrain.cli import UserError, print_json
+from mcutrain.commands.export import add_model_args, resolve_target_and_kernels
+
+JSON_KEYS = ("target", "core", "bit_exact", "steps", "instructions_per_step", "macs_per_step",
+             "instructions_per_mac", "est_cycles_per_step", "est_ms_per_step", "ram_bytes", "flash_bytes",
+             "per_function")
+"""The exact keys of `--json` (in this order)."""
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "run", help="build for a Cortex-M core, run in QEMU, compare with the simulator",
+        description=__doc__.split("\n\n")[0], epilog="examples:\n" + __doc__.split("Examples:\n")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_model_args(p)
+    p.add_argument("--dataset", required=True, help="dataset spec; the first --steps test samples are used")
+    p.add_argument("--steps", type=int, default=8, help="samples to run (default 8)")
+    p.add_argument("--dump", metavar="DIR", help="write sim.npz and mcu.npz (key 'logits') and the build here")
+    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    p.set_defaults(func=run)
+
+
+def _save_npz(path: Path, **arrays: np.ndarray) -> None:
+    from mcutrain.io import atomic_write_bytes
+    atomic_write_bytes(path, lambda f: np.savez(f, **arrays))
+
+
+def run_on_mcu(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    """Do the whole run in `work`; returns the JSON result plus 'logits_sim'/'logits_mcu'."""
+    from mcutrain.codegen.cross import build_mcu, run_mcu
+    from mcutrain.codegen.emit import ExportError
+    from mcutrain.codegen.library import export_library
+    from mcutrain.codegen.model_source import ModelSourceError, resolve_model
+    from mcutrain.data import load_dataset
+    from mcutrain.engines import int_engine
+    from mcutrain.mcu import BuildError, QemuError, ToolchainMissingError, estimate_cycles
+
+    target, kernels = resolve_target_and_kernels(args)
+    if args.steps < 1:
+        raise UserError(f"--steps must be at least 1, got {args.steps}")
+    try:
+        ds = load_dataset(args.dataset, seed=args.seed)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    if args.steps > len(ds.y_test):
+        raise UserError(f"--steps {args.steps} exceeds the {len(ds.y_test)} test samples of '{args.dataset}'")
+    try:
+        qm, prov = resolve_model(args.model, args.arch, args.init, args.seed, ds.num_classes,
+                                 tuple(ds.x_test.shape[1:]), calib_x=ds.x_train)
+    except ModelSourceError as e:
+        raise UserError(str(e)) from None
+    x = ds.x_test[:args.steps]
+    if tuple(x.shape[1:]) != qm.graph.input_shape:
+        raise UserError(f"the model takes inputs {qm.graph.input_shape} but '{args.dataset}' has samples "
+                        f"{tuple(x.shape[1:])}; pick a matching dataset")
+    x_q = int_engine.quantize_input(qm, x)
+    sim = int_engine.forward(qm, x_q)
+    try:
+        export_library(qm, work / "lib", kernels=kernels, provenance=prov, target=target.name)
+        b = build_mcu(work / "lib", target, work / "model.elf", kernels=kernels)
+        mcu, prof = run_mcu(b.elf, target, x_q, qm.graph.num_classes, work / "run")
+    except (ExportError, BuildError, ToolchainMissingError, QemuError, RuntimeError) as e:
+        raise UserError(str(e)) from None
+    region = prof.region
+    if region is None:
+        raise UserError("the instruction counter saw no inference region (markers missing)")
+    est = estimate_cycles(region, target, prof.elf)
+    steps, macs = args.steps, qm.graph.total_macs()
+    per_step = region.total / steps
+    per_function = {k: round(v / steps, 1) for k, v in sorted(region.per_function.items(), key=lambda kv: -kv[1])}
+    result = {
+        "target": target.name, "core": target.core, "bit_exact": bool(np.array_equal(sim, mcu)),
+        "steps": steps, "instructions_per_step": round(per_step, 1), "macs_per_step": macs,
+        "instructions_per_mac": round(per_step / macs, 4) if macs else None,
+        "est_cycles_per_step": round(est.est_cycles / steps, 1),
+        "est_ms_per_step": round(est.est_ms / steps, 4),
+        "ram_bytes": b.sizes.ram_bytes, "flash_bytes": b.sizes.flash_bytes, "per_function": per_function,
+    }
+    assert tuple(result) == JSON_KEYS
+    return {**result, "kernels": kernels, "provenance": prov, "logits_sim": sim, "logits_mcu": mcu}
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.dump:
+        work = Path(args.dump)
+        work.mkdir(parents=True, exist_ok=True)
+        r = run_on_mcu(args, work / "build")
+        _save_npz(work / "sim.npz", logits=r["logits_sim"])
+        _save_npz(work / "mcu.npz", logits=r["logits_mcu"])
+    else:
+        with tempfile.TemporaryDirectory(prefix="mcutrain-run-") as tmp:
+            r = run_on_mcu(args, Path(tmp))
+    if args.json:
+        print_json({k: r[k] for k in JSON_KEYS})
+    else:
+        top = ", ".join(f"{k} {v:,.0f}" for k, v in list(r["per_function"].items())[:5])
+        print(f"{r['target']} ({r['core']}, {r['kernels']} kernels), {r['steps']} samples: "
+              f"{'bit-exact' if r['bit_exact'] else 'MISMATCH'} with the simulator\n"
+              f"per inference: {r['instructions_per_step']:,.0f} instructions, {r['macs_per_step']:,} MACs "
+              f"({r['instructions_per_mac']} instructions/MAC), est. {r['est_cycles_per_step']:,.0f} cycles = "
+              f"{r['est_ms_per_step']:.3f} ms (estimate)\nimage: RAM {r['ram_bytes']:,} bytes, "
+              f"Flash {r['flash_bytes']:,} bytes\ntop functions: {top}\nmodel: {r['provenance']}")
+    if not r["bit_exact"]:
+        bad = np.argwhere(r["logits_sim"] != r["logits_mcu"])
+        print(f"mcutrain run: the MCU's logits differ from the simulator's in {len(bad)} places, first at "
+              f"sample {bad[0][0]}, class {bad[0][1]}", file=sys.stderr)
+        return 1
+    return 0
