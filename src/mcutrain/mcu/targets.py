@@ -2,13 +2,16 @@
 
 A `Target` names what "it fits" means (the chip's RAM and Flash, checked by the linker) and
 where it runs (the MPS2 board QEMU emulates for that core). The generic targets here are
-deliberately large so anything the board can hold links; real boards (rp2040, nrf52840, ...)
-come from the planner's `plan/targets.toml` and use the same dataclass (`Target.from_dict`).
+deliberately large so anything the board can hold links; real boards (rp2040, nrf52840,
+stm32f746, imxrt1062, stm32h743) come from the planner's `plan/targets.toml` (`BOARD_TARGETS`)
+and use the same dataclass (`Target.from_dict`); `get_target` finds both.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
+from importlib import resources
 from typing import Any
 
 KB = 1024
@@ -131,11 +134,69 @@ TARGETS: dict[str, Target] = {
 """Generic targets, one per core: memories as large as the QEMU board, so anything runnable links."""
 
 
+def parse_targets_toml(text: str) -> dict[str, dict[str, Any]]:
+    """The `[targets.NAME]` tables of a targets file, as {NAME: {key: value}}.
+
+    Python 3.11's `tomllib` reads it; on 3.10 a small reader takes the subset the file uses
+    (`[targets.NAME]` headers, `key = integer | true | false | "string"`, `#` comments), so the
+    package needs no TOML dependency. Anything else in the file is refused with its line number.
+    """
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+        return _parse_subset(text)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise TargetError(f"targets file: {e}") from None
+    return dict(doc.get("targets", {}))
+
+
+_HEADER = re.compile(r"\[targets\.([A-Za-z0-9_-]+)\]$")
+_ITEM = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(".*"|true|false|[0-9_]+)$')
+
+
+def _parse_subset(text: str) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    table: dict[str, Any] | None = None
+    for no, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip() if '"' not in raw else raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if m := _HEADER.match(line):
+            table = out.setdefault(m.group(1), {})
+        elif (m := _ITEM.match(line)) and table is not None:
+            v = m.group(2)
+            table[m.group(1)] = v[1:-1] if v.startswith('"') else v == "true" if v in ("true", "false") \
+                else int(v.replace("_", ""))
+        else:
+            raise TargetError(f"targets file line {no}: cannot read {raw.strip()!r}; use [targets.NAME] "
+                              "headers and key = integer | true | false | \"string\"")
+    return out
+
+
+def load_targets(text: str | None = None) -> dict[str, Target]:
+    """Boards from a targets file's text (default: the package's `plan/targets.toml`)."""
+    if text is None:
+        text = resources.files("mcutrain").joinpath("plan/targets.toml").read_text()
+    return {name: Target.from_dict(name, d) for name, d in parse_targets_toml(text).items()}
+
+
+BOARD_TARGETS: dict[str, Target] = load_targets()
+"""Real boards (rp2040, nrf52840, stm32f746, imxrt1062, stm32h743) from `plan/targets.toml`."""
+
+
+def all_targets() -> dict[str, Target]:
+    """Generic targets first, then the boards."""
+    return {**TARGETS, **BOARD_TARGETS}
+
+
 def get_target(target: str | Target) -> Target:
     """The target called `target` (a `Target` passes through unchanged)."""
     if isinstance(target, Target):
         return target
+    known = all_targets()
     try:
-        return TARGETS[target]
+        return known[target]
     except KeyError:
-        raise TargetError(f"unknown target {target!r}; known targets: {', '.join(TARGETS)}") from None
+        raise TargetError(f"unknown target {target!r}; known targets: {', '.join(known)}") from None
