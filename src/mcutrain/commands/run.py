@@ -38,7 +38,8 @@ def register(subparsers) -> None:
     add_model_args(p)
     p.add_argument("--dataset", required=True, help="dataset spec; the first --steps test samples are used")
     p.add_argument("--steps", type=int, default=8, help="samples to run (default 8)")
-    p.add_argument("--dump", metavar="DIR", help="write sim.npz and mcu.npz (key 'logits') and the build here")
+    p.add_argument("--dump", metavar="DIR",
+                   help="write sim.npz and mcu.npz (key 'logits') and keep the build here")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.set_defaults(func=run)
 
@@ -90,7 +91,8 @@ def run_on_mcu(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     est = estimate_cycles(region, target, prof.elf)
     steps, macs = args.steps, qm.graph.total_macs()
     per_step = region.total / steps
-    per_function = {k: round(v / steps, 1) for k, v in sorted(region.per_function.items(), key=lambda kv: -kv[1])}
+    by_count = sorted(region.per_function.items(), key=lambda kv: -kv[1])
+    per_function = {k: round(v / steps, 1) for k, v in by_count}
     result = {
         "target": target.name, "core": target.core, "bit_exact": bool(np.array_equal(sim, mcu)),
         "steps": steps, "instructions_per_step": round(per_step, 1), "macs_per_step": macs,
@@ -120,8 +122,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"{r['target']} ({r['core']}, {r['kernels']} kernels), {r['steps']} samples: "
               f"{'bit-exact' if r['bit_exact'] else 'MISMATCH'} with the simulator\n"
               f"per inference: {r['instructions_per_step']:,.0f} instructions, {r['macs_per_step']:,} MACs "
-              f"({r['instructions_per_mac']} instructions/MAC), est. {r['est_cycles_per_step']:,.0f} cycles = "
-              f"{r['est_ms_per_step']:.3f} ms (estimate)\nimage: RAM {r['ram_bytes']:,} bytes, "
+              f"({r['instructions_per_mac']} instructions/MAC), "
+              f"est. {r['est_cycles_per_step']:,.0f} cycles = {r['est_ms_per_step']:.3f} ms (estimate)\n"
+              f"image: RAM {r['ram_bytes']:,} bytes, "
               f"Flash {r['flash_bytes']:,} bytes\ntop functions: {top}\nmodel: {r['provenance']}")
     if not r["bit_exact"]:
         bad = np.argwhere(r["logits_sim"] != r["logits_mcu"])

@@ -1,0 +1,77 @@
+"""`mcutrain export`: a library that builds warning-free; bad input gets clear errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from mcutrain import zoo
+from mcutrain.cli import main
+from mcutrain.engines import ptq
+
+
+def test_export_random_arch_json(tmp_path, capsys):
+    out = tmp_path / "lib"
+    rc = main(["export", "--arch", "digits-cnn", "--init", "random", "--seed", "3", "--target", "cortex-m4",
+               "-o", str(out), "--json"])
+    assert rc == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["kernels"] == "dsp" and r["target"] == "cortex-m4"
+    assert "He init (seed 3)" in r["provenance"] and "random" in r["provenance"]
+    assert "model.c" in r["files"] and (out / "model.c").is_file()
+    assert f"#define MODEL_ARENA_BYTES {r['arena_bytes']}" in (out / "model.h").read_text()
+    assert "He init (seed 3)" in (out / "README.md").read_text()
+
+
+@pytest.mark.skipif(shutil.which("make") is None or shutil.which("gcc") is None,
+                    reason="needs make and gcc: apt-get install -y make gcc")
+def test_exported_makefile_builds_warning_free_on_the_host(tmp_path):
+    out = tmp_path / "lib"
+    assert main(["export", "--arch", "mnist1d-cnn", "--init", "random", "--target", "cortex-m0plus",
+                 "-o", str(out)]) == 0
+    r = subprocess.run(["make", "-s", "-C", str(out), "harness", "OPT=-O1", "CFLAGS_ARCH=-pedantic"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""   # -Wall -Wextra -Werror -pedantic: not even a warning
+    assert (out / "model_harness").is_file()
+
+
+def test_export_int8_model_file(tmp_path, capsys):
+    g = zoo.build("digits-cnn", seed=1)
+    qm = ptq.quantize_model(g, np.random.default_rng(1).random((16, 8, 8, 1), dtype=np.float32))
+    path = qm.save(tmp_path / "m.npz", {"arch": "digits-cnn", "dataset": "digits"})
+    assert main(["export", str(path), "--target", "cortex-m7", "--kernels", "ref", "-o", str(tmp_path / "o"),
+                 "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["kernels"] == "ref" and "int8 model file m.npz" in r["provenance"]
+    assert "-DMT_KERNELS_REF" in (tmp_path / "o" / "Makefile").read_text()
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--arch", "digits-cnn", "--init", "random", "--target", "cortex-m4", "--method", "fqt"],
+     "not implemented yet for C (method fqt)"),
+    (["--arch", "digits-cnn", "--init", "random", "--target", "cortex-m0plus", "--kernels", "dsp"],
+     "no DSP extension"),
+    (["--arch", "digits-cnn", "--init", "random", "--target", "pdp-11"], "unknown target 'pdp-11'"),
+    (["--arch", "digits-cnn", "--target", "cortex-m4"], "--arch needs --init random"),
+    (["--arch", "resnet", "--init", "random", "--target", "cortex-m4"], "unknown architecture 'resnet'"),
+    (["--target", "cortex-m4"], "either a MODEL file or --arch"),
+    (["missing.npz", "--target", "cortex-m4"], "does not exist"),
+])
+def test_export_errors(tmp_path, capsys, argv, message):
+    assert main(["export", *argv, "-o", str(tmp_path / "o")]) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_float_model_file_needs_a_dataset(tmp_path, capsys):
+    from mcutrain import io
+    path = io.save(tmp_path / "f.npz", zoo.build("digits-cnn"))
+    assert main(["export", str(path), "--target", "cortex-m4", "-o", str(tmp_path / "o")]) == 1
+    assert "pass --dataset" in capsys.readouterr().err
+    assert main(["export", str(path), "--target", "cortex-m4", "--dataset", "digits", "-o",
+                 str(tmp_path / "o"), "--json"]) == 0
+    assert "PTQ on 256 training samples" in json.loads(capsys.readouterr().out)["provenance"]
