@@ -15,8 +15,10 @@ import sys
 
 from mcutrain import __version__
 
-COMMANDS = ["demo", "datasets", "pretrain", "train", "plan", "export", "run", "bench", "report"]
+COMMANDS = ["demo", "datasets", "import", "pretrain", "train", "plan", "export", "run", "bench", "report"]
 """Every subcommand, in the order of the user's path (DESIGN section 9)."""
+MODULE_NAMES = {"import": "import_model"}
+"""Commands whose module name differs (`import` is a Python keyword)."""
 
 
 class UserError(Exception):
@@ -39,9 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         try:
-            module = importlib.import_module(f"mcutrain.commands.{name}")
+            module_name = f"mcutrain.commands.{MODULE_NAMES.get(name, name)}"
+            module = importlib.import_module(module_name)
         except ModuleNotFoundError as e:
-            if e.name != f"mcutrain.commands.{name}":
+            if e.name != module_name:
                 raise
             p = sub.add_parser(name, help="(not implemented yet)")
             p.add_argument("rest", nargs=argparse.REMAINDER)

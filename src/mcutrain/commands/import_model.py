@@ -1,0 +1,106 @@
+"""`mcutrain import`: bring a float model from ONNX or PyTorch into an mcutrain model file.
+
+Examples:
+    mcutrain import model.onnx -o model.npz
+    mcutrain import model.onnx --input-shape 28,28,1 -o model.npz
+    mcutrain import --torch mypkg.models:make_net --input-shape 28,28,1 -o model.npz
+    mcutrain import model.onnx -o model.npz --calibrate fashion-mnist     also quantize to int8
+
+`--torch MODULE:FUNCTION` calls a Python function that returns an `nn.Module`
+(no `.pt` files: they are pickles, which mcutrain never loads). Input shapes
+are per sample in NHWC order (H,W,C), or F for a flat input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from pathlib import Path
+
+from mcutrain.cli import UserError, print_json
+
+CALIBRATION_SAMPLES = 512
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("import", help="import a float model from ONNX or PyTorch",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("onnx", nargs="?", metavar="MODEL.onnx", help="a float ONNX model")
+    p.add_argument("--torch", metavar="MODULE:FUNCTION", help="a function returning an nn.Module")
+    p.add_argument("--input-shape", metavar="H,W,C", help="per-sample NHWC input shape")
+    p.add_argument("--name", help="model name stored in the file")
+    p.add_argument("--calibrate", metavar="SPEC",
+                   help=f"also quantize to int8 with {CALIBRATION_SAMPLES} training samples of SPEC")
+    p.add_argument("-o", "--output", required=True, metavar="MODEL.npz", help="the model file to write")
+    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    p.set_defaults(func=run)
+
+
+def _shape(text: str | None) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    try:
+        shape = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise UserError(f"--input-shape takes whole numbers separated by commas (e.g. 28,28,1), "
+                        f"got '{text}'") from None
+    if len(shape) not in (1, 3) or min(shape) < 1:
+        raise UserError(f"--input-shape is H,W,C or F with positive sizes, got '{text}'")
+    return shape
+
+
+def _torch_module(spec: str):
+    mod_name, _, fn_name = spec.partition(":")
+    if not mod_name or not fn_name:
+        raise UserError(f"--torch takes MODULE:FUNCTION (e.g. mypkg.models:make_net), got '{spec}'")
+    try:
+        fn = getattr(importlib.import_module(mod_name), fn_name)
+    except (ImportError, AttributeError) as e:
+        raise UserError(f"cannot load '{spec}': {e}") from None
+    return fn()
+
+
+def run(args: argparse.Namespace) -> int:
+    from mcutrain import io
+    from mcutrain.interop import InteropError, from_onnx, from_torch
+
+    if (args.onnx is None) == (args.torch is None):
+        raise UserError("give exactly one source: an ONNX file, or --torch MODULE:FUNCTION")
+    shape = _shape(args.input_shape)
+    try:
+        if args.onnx:
+            if not Path(args.onnx).exists():
+                raise UserError(f"ONNX file '{args.onnx}' does not exist")
+            graph = from_onnx(args.onnx, input_shape=shape, name=args.name)
+            source = {"onnx": Path(args.onnx).name}
+        else:
+            if shape is None:
+                raise UserError("--torch needs --input-shape H,W,C (per sample, NHWC)")
+            graph = from_torch(_torch_module(args.torch), shape, name=args.name)
+            source = {"torch": args.torch}
+    except InteropError as e:
+        raise UserError(str(e)) from None
+    provenance = {"imported_from": source}
+    result = {"path": args.output, "params": graph.num_params(), "macs": graph.total_macs(),
+              "input_shape": list(graph.input_shape), "classes": graph.num_classes, "quantized": False}
+    if args.calibrate:
+        from mcutrain.data import DatasetError, SpecError, load_dataset
+        from mcutrain.engines import ptq
+        try:
+            ds = load_dataset(args.calibrate)
+        except (DatasetError, SpecError) as e:
+            raise UserError(str(e)) from None
+        if ds.x_train.shape[1:] != graph.input_shape:
+            raise UserError(f"dataset '{args.calibrate}' has samples of shape {ds.x_train.shape[1:]}, "
+                            f"the model takes {graph.input_shape}")
+        qm = ptq.quantize_model(graph, ds.x_train[:CALIBRATION_SAMPLES])
+        qm.save(args.output, {**provenance, "calibration": args.calibrate})
+        result["quantized"] = True
+    else:
+        io.save(args.output, graph, {"provenance": provenance})
+    if args.json:
+        print_json(result)
+    else:
+        print(graph.summary())
+        print(f"wrote {args.output}" + (" (float + int8)" if result["quantized"] else " (float)"))
+    return 0
