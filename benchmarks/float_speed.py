@@ -9,7 +9,9 @@ side and the median of the per-round ratios against PyTorch with
 `torch.set_num_threads(2)` (NCHW, its native layout). PyTorch with one thread
 and the numpy engine with its BLAS limited to 1 and to 2 threads (via
 threadpoolctl) are further sides: on a loaded machine, spinning worker
-threads can make 2 threads far slower than 1.
+threads can make 2 threads far slower than 1. Unless `--default-malloc`,
+the process first calls `mcutrain.engines.keep_freed_memory()` (as
+`mcutrain pretrain` does), which applies to both sides alike.
 
 Usage:
     python benchmarks/float_speed.py [--arch small-cnn] [--batch 64] [--rounds 7] [--steps 5]
@@ -33,6 +35,7 @@ import torch.nn.functional as F
 from threadpoolctl import threadpool_limits
 
 from mcutrain import __version__, zoo
+from mcutrain.engines import keep_freed_memory
 from mcutrain.graph import INPUT, Graph, Op
 from mcutrain.io import atomic_write_bytes
 from mcutrain.methods.float import FloatMethod
@@ -61,9 +64,12 @@ class TorchTwin(torch.nn.Module):
             key = n.name.replace(".", "_")
             if n.op == Op.CONV2D:
                 pt, pb, pl, pr = a["padding"]
-                xin = F.pad(src[0], (pl, pr, pt, pb)) if any(a["padding"]) else src[0]
+                if pt == pb and pl == pr:   # torch's own (symmetric) padding: no extra copy
+                    xin, pad = src[0], (pt, pl)
+                else:
+                    xin, pad = F.pad(src[0], (pl, pr, pt, pb)), (0, 0)
                 y = F.conv2d(xin, self.weights[key + "_w"], self.weights[key + "_b"], stride=a["stride"],
-                             groups=a["groups"])
+                             padding=pad, groups=a["groups"])
             elif n.op == Op.LINEAR:
                 y = F.linear(src[0], self.weights[key + "_w"], self.weights[key + "_b"])
             elif n.op == Op.RELU:
@@ -113,16 +119,21 @@ def make_sides(arch: str, batch: int, lr: float):
     return graph, ours, theirs
 
 
-def timed(step, steps: int, blas_threads: int | None = None, torch_threads: int | None = None) -> float:
-    """Seconds per step over `steps` steps (after one warm-up step), with the given thread counts."""
+def timed(step, steps: int, blas_threads: int | None = None,
+          torch_threads: int | None = None) -> tuple[float, float]:
+    """(wall, CPU) seconds per step over `steps` steps after one warm-up step.
+
+    CPU time sums all threads; for a one-thread side it is what the step costs
+    when the machine is shared, whatever the wall clock says.
+    """
     if torch_threads is not None:
         torch.set_num_threads(torch_threads)
     with threadpool_limits(blas_threads, "blas"):
         step()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(steps):
             step()
-        return (time.perf_counter() - t0) / steps
+        return (time.perf_counter() - t0) / steps, (time.process_time() - c0) / steps
 
 
 def main() -> None:
@@ -133,16 +144,22 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("-o", "--output", type=Path, default=RESULTS)
+    p.add_argument("--default-malloc", action="store_true",
+                   help="leave glibc's malloc settings alone (see mcutrain.engines.keep_freed_memory)")
     args = p.parse_args()
+    malloc_tuned = False if args.default_malloc else keep_freed_memory()
     graph, ours, theirs = make_sides(args.arch, args.batch, args.lr)
     sides = {"mcutrain float engine, BLAS 1 thread": lambda: timed(ours, args.steps, blas_threads=1),
              "mcutrain float engine, BLAS 2 threads": lambda: timed(ours, args.steps, blas_threads=2),
              "pytorch 2 threads": lambda: timed(theirs, args.steps, torch_threads=2),
              "pytorch 1 thread": lambda: timed(theirs, args.steps, torch_threads=1)}
     secs: dict[str, list[float]] = {k: [] for k in sides}
+    cpu: dict[str, list[float]] = {k: [] for k in sides}
     for r in range(args.rounds):
         for name, run in sides.items():
-            secs[name].append(run())
+            wall, used = run()
+            secs[name].append(wall)
+            cpu[name].append(used)
         print(f"round {r + 1}/{args.rounds}: " + ", ".join(
             f"{k}: {args.batch / v[-1]:.0f}/s" for k, v in secs.items()), flush=True)
     ref = "pytorch 2 threads"
@@ -152,17 +169,20 @@ def main() -> None:
         rows.append({"engine": name, "arch": args.arch, "batch": args.batch,
                      "samples_per_s": round(args.batch / statistics.median(s), 1),
                      "ms_per_step": round(1e3 * statistics.median(s), 2),
+                     "cpu_ms_per_step": round(1e3 * statistics.median(cpu[name]), 2),
                      "speed_vs_pytorch": round(statistics.median(ratios), 3),
                      "rounds": args.rounds, "steps_per_round": args.steps})
     doc = {"benchmark": "float-speed", "rows": rows,
            "step": "forward + softmax cross-entropy + backward + Adam update",
            "macs_per_sample": graph.total_macs(), "mcutrain": __version__, "torch": torch.__version__,
-           "numpy": np.__version__, "machine": platform.machine(), "cpus": os.cpu_count(),
+           "numpy": np.__version__, "malloc_keeps_freed_memory": malloc_tuned,
+           "machine": platform.machine(), "cpus": os.cpu_count(),
            "load_average_1min": round(os.getloadavg()[0], 2)}
     atomic_write_bytes(args.output, lambda f: f.write((json.dumps(doc, indent=2) + "\n").encode()))
-    print(f"{'engine':<40} {'samples/s':>10} {'ms/step':>9} {'vs torch':>9}")
+    print(f"{'engine':<40} {'samples/s':>10} {'ms/step':>9} {'CPU ms':>8} {'vs torch 2T':>11}")
     for r in rows:
-        print(f"{r['engine']:<40} {r['samples_per_s']:>10} {r['ms_per_step']:>9} {r['speed_vs_pytorch']:>9}")
+        print(f"{r['engine']:<40} {r['samples_per_s']:>10} {r['ms_per_step']:>9} {r['cpu_ms_per_step']:>8} "
+              f"{r['speed_vs_pytorch']:>11}")
     print(f"wrote {args.output}")
 
 

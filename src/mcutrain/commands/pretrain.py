@@ -91,6 +91,8 @@ def pretrain(args: argparse.Namespace, progress: bool) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from mcutrain.engines import keep_freed_memory
+    keep_freed_memory()
     result = pretrain(args, progress=not args.json and sys.stderr.isatty())
     if args.json:
         print_json(result)
