@@ -51,25 +51,22 @@ MT_INLINE int8_t mt_requantize(int32_t acc,
     const int32_t n = 31 - shift;
     const uint32_t mag = acc < 0 ? (uint32_t)0 - (uint32_t)acc : (uint32_t)acc;
     const uint64_t p = (uint64_t)mag * (uint32_t)multiplier; /* |p| < 2^62 */
-    int64_t y;
+    uint32_t r;                                             /* |rounded result|, saturated */
+    int32_t y;
     if (n > 32) {
         /* NOTE: 2^(n-1) is a multiple of 2^32 here, so adding it changes only the high word and
-           (p + 2^(n-1)) >> n == ((p >> 32) + 2^(n-33)) >> (n-32): exact, in 32-bit arithmetic. */
-        const uint32_t hi = (uint32_t)(p >> 32);
-        y = (int64_t)((hi + ((uint32_t)1 << (n - 33))) >> (n - 32));
+           (p + 2^(n-1)) >> n == ((p >> 32) + 2^(n-33)) >> (n-32): exact, in 32-bit arithmetic,
+           and the result is below 2^30. */
+        r = ((uint32_t)(p >> 32) + ((uint32_t)1 << (n - 33))) >> (n - 32);
     } else {
-        y = (int64_t)((p + ((uint64_t)1 << (n - 1))) >> n);
+        const uint64_t r64 = (p + ((uint64_t)1 << (n - 1))) >> n;
+        /* NOTE: any magnitude >= 2^16 clamps to act_min / act_max below exactly as the exact
+           value would (|zero_point| <= 128), so saturating it keeps the arithmetic in 32 bits. */
+        r = r64 > 0xFFFFu ? 0xFFFFu : (uint32_t)r64;
     }
-    if (acc < 0) {
-        y = -y;
-    }
-    y += zero_point;
-    if (y < act_min) {
-        y = act_min;
-    }
-    if (y > act_max) {
-        y = act_max;
-    }
+    y = (acc < 0 ? -(int32_t)r : (int32_t)r) + zero_point;
+    y = y < act_min ? act_min : y;
+    y = y > act_max ? act_max : y;
     return (int8_t)y;
 }
 
