@@ -434,8 +434,7 @@ class Ref:
                                         for r in range(o)])
                 continue
             qp = m.wqp[name]
-            sws = np.broadcast_to(qp.scale, (o,))
-            lrs = [F(lr * F(F(127) * F(sws[r]))) if p.relative_update else lr for r in range(o)]
+            lrs = [F(lr * m.step_scale[name][r]) if p.relative_update else lr for r in range(o)]
             new = np.zeros((o, kk), F)
             for r in range(o):
                 for k in range(kk):
@@ -446,7 +445,8 @@ class Ref:
             if p.weights == "u8":
                 lo, hi = ema((F(wr.lo), F(wr.hi)), (F(new.min()), F(new.max())), m.cfg.alpha_w)
                 qn = qparams_from_range(lo, hi, "uint8")
-                q = np.array([[min(max(fl(F(new[r, k] / qn.scale)) + int(qn.zero_point), 0), 255)
+                rnd = fl if p.weight_rounding == "floor" else rha
+                q = np.array([[min(max(int(rnd(F(new[r, k] / qn.scale))) + int(qn.zero_point), 0), 255)
                                for k in range(kk)] for r in range(o)])
             else:
                 lo, hi = wr.lo.copy(), wr.hi.copy()
@@ -460,8 +460,11 @@ class Ref:
                     if not upd[r]:
                         continue
                     for k in range(kk):
-                        u = F(rng_state.next_u32() >> 8) * F(2.0**-24)
                         v = F(new[r, k] / F(qn.scale[r]))
+                        if p.weight_rounding == "nearest":
+                            q[r, k] = min(max(int(rha(v)), -127), 127)
+                            continue
+                        u = F(rng_state.next_u32() >> 8) * F(2.0**-24)
                         q[r, k] = min(max(fl(F(v + u)), -127), 127)
             w_out[name] = q
             qp_out[name] = qn
@@ -476,7 +479,9 @@ class Ref:
                 if new_scale[r] != old[r] or upd[r]:
                     real = F(F(F(int(m.b[name][r])) * old[r]) - step)
                     qv = rha(F(real / new_scale[r]))
-                    bo.append(int(min(max(qv, -(2**31)), 2**31 - 1)))
+                    zq = int(qn.zero_point) if qn.zero_point.ndim == 0 else int(qn.zero_point[r])
+                    room = max(2**31 - 1 - 255 * sum(abs(int(v) - zq) for v in q[r]), 0)
+                    bo.append(int(min(max(qv, -room), room)))
                 else:
                     bo.append(int(m.b[name][r]))
             b_out[name] = np.array(bo)

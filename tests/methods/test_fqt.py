@@ -21,16 +21,18 @@ def _data(n: int = 6, seed: int = 0):
     return x, y
 
 
-def _method(prec: str, lmin: float = 1.0, seed: int = 0) -> FQT:
+def _method(prec: str, lmin: float = 1.0, seed: int = 0, **kw) -> FQT:
     x, _ = _data(8, seed=5)
-    cfg = FQTConfig(precision=prec, lambda_min=lmin, exact_float_order=True, seed=seed, alpha_w=0.5)
+    cfg = FQTConfig(precision=prec, lambda_min=lmin, exact_float_order=True, seed=seed, alpha_w=0.5, **kw)
     return FQT(tiny_graph(seed), cfg, x)
 
 
-@pytest.mark.parametrize("prec,lmin", [(p, 1.0) for p in PRECISIONS] + [("int8", 0.4), ("uint8", 0.4),
-                                                                        ("float32", 0.4)])
-def test_step_equals_reference(prec, lmin):
-    m = _method(prec, lmin)
+@pytest.mark.parametrize("prec,lmin,kw", [(p, 1.0, {}) for p in PRECISIONS] + [
+    ("int8", 0.4, {}), ("uint8", 0.4, {}), ("float32", 0.4, {}),
+    ("int8", 1.0, {"relative_update": True, "weight_rounding": "nearest"}),
+    ("uint8", 1.0, {"weight_rounding": "nearest"})])
+def test_step_equals_reference(prec, lmin, kw):
+    m = _method(prec, lmin, **kw)
     x, y = _data()
     m.step(x, y, 0.05)                 # first step initializes the error and gradient ranges
     x2, y2 = _data(seed=1)

@@ -58,7 +58,7 @@ from mcutrain.quant.fixedpoint import (
 from mcutrain.quant.loss import LOSS_FRAC_BITS, PROB_FRAC_BITS, int_softmax_cross_entropy
 from mcutrain.quant.qparams import EmaRange, QParams, qparams_from_range, quantize_bias
 from mcutrain.quant.rng import XorShift32
-from mcutrain.quant.rounding import round_half_away, round_stochastic
+from mcutrain.quant.rounding import round_half_away, round_mode
 
 F32 = np.float32
 SHARES_QPARAMS = frozenset({Op.MAXPOOL, Op.AVGPOOL, Op.GLOBAL_AVGPOOL, Op.FLATTEN, Op.RELU, Op.RELU6})
@@ -139,7 +139,7 @@ class FQT(TrainingMethod):
 
     def __init__(self, graph: Graph, config: FQTConfig, calib_x: np.ndarray) -> None:
         self.cfg = config
-        self.prec: Precision = precision(config.precision)
+        self.prec: Precision = precision(config.precision, config.weight_rounding, config.relative_update)
         self.graph = fuse_activations(fold_batchnorm(graph))
         g = self.graph
         self.trainable = resolve_trainable(g, config.trainable)
@@ -168,6 +168,7 @@ class FQT(TrainingMethod):
         self.b: dict[str, np.ndarray] = {}
         self.b_acc_scale: dict[str, np.ndarray] = {}
         self.norm: dict[str, dict[str, np.ndarray]] = {}
+        self.step_scale: dict[str, np.ndarray] = {}
         self.loss_max = 0
         self.steps = 0
         self._qp_cache: dict[str, tuple] = {}
@@ -209,6 +210,7 @@ class FQT(TrainingMethod):
             qp = ema.qparams("int8", symmetric=True)
             self.w[n.name] = np.clip(qp.quantize(w, "nearest"), -127, 127).astype(np.int8)
         self.w_ema[n.name], self.wqp[n.name] = ema, qp
+        self.step_scale[n.name] = np.full(o, F32(127) * F32(np.max(qp.scale)), F32)
         self.b[n.name] = n.params["bias"].astype(F32).copy()   # quantized once s_x is known
 
     def act_qparams(self, t: str) -> QParams | None:
@@ -345,8 +347,10 @@ class FQT(TrainingMethod):
             return K.act_f32(acc, n.act)
         if self.b[n.name].dtype != np.int32:      # first pass: s_x is known now
             self.b_acc_scale[n.name] = self._acc_scale(n.name, src)
-            self.b[n.name] = quantize_bias(self.b[n.name], self.act_qparams(src).scale,
-                                           np.broadcast_to(self._w_scale(n.name), (wc.shape[0],)))
+            bq = quantize_bias(self.b[n.name], self.act_qparams(src).scale,
+                               np.broadcast_to(self._w_scale(n.name), (wc.shape[0],)))
+            room = self._bias_room(n.name)
+            self.b[n.name] = np.clip(bq.astype(np.float64), -room, room).astype(np.int32)
         acc = acc + self.b[n.name]
         sx = F32(self.act_qparams(src).scale)
         if self.prec.acts == "u8":
@@ -673,7 +677,7 @@ class FQT(TrainingMethod):
         if self.prec.weights == "u8":
             ema.update(new.min(), new.max())
             qn = ema.qparams("uint8")
-            self.w[name] = qn.quantize(new, "floor")
+            self.w[name] = qn.quantize(new, self.prec.weight_rounding, self.rng)
             self.wqp[name] = qn
             return
         amax = np.abs(new.reshape(o, -1)).max(1)
@@ -683,18 +687,35 @@ class FQT(TrainingMethod):
         qn = ema.qparams("int8", symmetric=True)
         rows = np.flatnonzero(upd)
         v = new.reshape(o, -1)[rows] / qn.scale[rows][:, None]
-        q = np.clip(round_stochastic(v, self.rng), -127, 127).astype(np.int8)
+        r = round_mode(v, self.prec.weight_rounding, self.rng)
+        q = np.clip(r, -127, 127).astype(np.int8)
         w2 = w.reshape(o, -1).copy()
         w2[rows] = q
         self.w[name] = w2.reshape(w.shape)
         self.wqp[name] = qn
 
+    def _bias_room(self, name: str) -> np.ndarray:
+        """Largest |bias| per channel that keeps the int32 accumulator safe (as in PTQ).
+
+        NOTE: |acc| <= |b| + 255 * sum_k |w[c, k] - z_w|, so |b| <= 2^31 - 1 - 255 * L1(c)
+        makes every partial sum fit int32 whatever the weights did (a diverging run
+        saturates its biases instead of overflowing the C accumulator).
+        """
+        wc = self._wc(name)
+        l1 = np.abs(wc.reshape(wc.shape[0], -1).astype(np.float64)).sum(1)
+        return np.maximum(float(2**31 - 1) - X_MAX * l1, 0.0)
+
     def _layer_lr(self, name: str, lr: F32) -> np.ndarray:
-        """Per-filter step size (O,): lr, or lr * float32(127 * s_w[c]) with relative updates."""
+        """Per-filter step size (O,): lr, or lr * the layer's initial max|w| with relative updates.
+
+        NOTE: the reference is the range at the start of training, not the current
+        one: a step proportional to the current range would let the range grow
+        geometrically under the random walk of the updates.
+        """
         o = self.w[name].shape[0]
         if not self.prec.relative_update:
             return np.full(o, lr, F32)
-        return (lr * (F32(127) * np.broadcast_to(self._w_scale(name), (o,)))).astype(F32)
+        return (lr * self.step_scale[name]).astype(F32)
 
     def _rescale_bias(self, n: Node, old_scale: np.ndarray, grads: tuple | None, lr: F32) -> None:
         """Move the int32 bias to the new accumulator scale s_x * s_w, applying its update if trained.
@@ -716,7 +737,8 @@ class FQT(TrainingMethod):
             return
         real = (self.b[name].astype(F32) * old_scale - step).astype(F32)
         q = round_half_away((real / new_scale).astype(F32)).astype(np.float64)
-        q = np.clip(q, -(2**31), 2**31 - 1).astype(np.int32)
+        room = self._bias_room(name)
+        q = np.clip(q, -room, room).astype(np.int32)
         self.b[name] = np.where(changed, q, self.b[name]).astype(np.int32)
         self.b_acc_scale[name] = new_scale
 
@@ -760,6 +782,8 @@ class FQT(TrainingMethod):
             arrays[f"b/{name}"] = self.b[name].copy()
             if name in self.b_acc_scale:
                 arrays[f"bscale/{name}"] = self.b_acc_scale[name].copy()
+            if name in self.step_scale:
+                arrays[f"stepscale/{name}"] = self.step_scale[name].copy()
             if self.wqp[name] is not None:
                 meta["wqp"][name] = self.wqp[name].to_dict()
                 meta["wrange"][name] = self.w_ema[name].to_dict()
@@ -777,6 +801,8 @@ class FQT(TrainingMethod):
             self.b[name] = arrays[f"b/{name}"].copy()
             if f"bscale/{name}" in arrays:
                 self.b_acc_scale[name] = arrays[f"bscale/{name}"].copy()
+            if f"stepscale/{name}" in arrays:
+                self.step_scale[name] = arrays[f"stepscale/{name}"].copy()
             if name in meta["wqp"]:
                 self.wqp[name] = QParams.from_dict(meta["wqp"][name])
                 self.w_ema[name] = EmaRange.from_dict(meta["wrange"][name])

@@ -15,13 +15,14 @@ A precision names a number format for each tensor family:
 | float32 | f32 | f32 | f32 | float32                | —     |
 | int8    | s8  | s8  | s8  | exact integer          | stochastic (xorshift32) |
 
-int8 also scales each filter's standardized step by the filter's range
-(`lr * 127 * s_w[c]`), so one learning rate suits layers of any weight magnitude.
+`relative_update` (an ablation, off by default) scales each layer's
+standardized step by the layer's weight range at the start of training
+(`lr * 127 * max_c s_w[c]`); measured worse on Fashion-MNIST (docs/methods.md).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 PRECISIONS = ("uint8", "mixed", "float32", "int8")
@@ -38,7 +39,7 @@ class Precision:
     weight_rounding: str
     quantize_sample_grads: bool
     relative_update: bool = False
-    """Scale each filter's standardized step by its weight range max|w_c| = 127 s_w[c] (LARS-like)."""
+    """Scale each layer's standardized step by the layer's max|w| at the start of training."""
 
     @property
     def quantized_acts(self) -> bool:
@@ -49,15 +50,25 @@ _TABLE = {
     "uint8": Precision("uint8", "u8", "u8", "u8", "floor", True),
     "mixed": Precision("mixed", "u8", "u8", "f32", "floor", False),
     "float32": Precision("float32", "f32", "f32", "f32", "nearest", False),
-    "int8": Precision("int8", "s8", "s8", "s8", "stochastic", False, True),
+    "int8": Precision("int8", "s8", "s8", "s8", "stochastic", False),
 }
 
 
-def precision(name: str) -> Precision:
+def precision(name: str, weight_rounding: str | None = None, relative_update: bool | None = None) -> Precision:
+    """The precision's formats, with optional ablation overrides."""
     try:
-        return _TABLE[name]
+        p = _TABLE[name]
     except KeyError:
         raise ValueError(f"unknown FQT precision {name!r}; use one of {', '.join(PRECISIONS)}") from None
+    if weight_rounding is not None:
+        if p.weights == "f32" or weight_rounding not in ("stochastic", "nearest", "floor"):
+            raise ValueError("weight_rounding (stochastic | nearest | floor) needs quantized weights")
+        p = replace(p, weight_rounding=weight_rounding)
+    if relative_update is not None:
+        p = replace(p, relative_update=relative_update)
+    if p.relative_update and p.weights == "f32":
+        raise ValueError("relative steps need quantized weights (their scale)")
+    return p
 
 
 @dataclass(frozen=True)
@@ -82,6 +93,10 @@ class FQTConfig:
     lambda_max: float = 1.0
     seed: int = 0
     exact_float_order: bool = False
+    weight_rounding: str | None = None
+    """Override of the precision's weight rounding (stochastic | nearest | floor), for ablations."""
+    relative_update: bool | None = None
+    """Override of the precision's relative step sizes, for ablations."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
