@@ -54,7 +54,8 @@ _TABLE = {
 }
 
 
-def precision(name: str, weight_rounding: str | None = None, relative_update: bool | None = None) -> Precision:
+def precision(name: str, weight_rounding: str | None = None,
+              relative_update: bool | None = None) -> Precision:
     """The precision's formats, with optional ablation overrides."""
     try:
         p = _TABLE[name]
