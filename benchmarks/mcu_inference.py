@@ -1,0 +1,112 @@
+"""Int8 inference on emulated Cortex-M cores: exact instructions per MAC, reference vs DSP kernels.
+
+For each architecture (default: `small-cnn`, He init, PTQ on seeded random inputs), the
+generated C library is cross-compiled for Cortex-M0+, M4 and M7 with the portable reference
+kernels and, where the core has the DSP extension, the DSP kernels; QEMU runs a few samples and
+the instruction-count plugin counts every executed instruction inside `model_predict` (file I/O
+excluded). Instruction counts are exact and deterministic (not timings, so a loaded machine
+does not disturb them); cycles and milliseconds come from the instruction-mix model of
+`mcutrain.mcu.cycles` and are estimates. Every row also checks the logits against the golden
+engine (bit_exact).
+
+Usage:
+    python benchmarks/mcu_inference.py [--arch small-cnn ...] [--samples 2]
+
+Writes benchmarks/results/mcu-inference.json and docs/benchmarks-mcu-inference.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from mcutrain import __version__
+from mcutrain.codegen.cross import build_mcu, run_mcu
+from mcutrain.codegen.library import export_library
+from mcutrain.codegen.model_source import resolve_model
+from mcutrain.engines import int_engine
+from mcutrain.io import atomic_write_bytes
+from mcutrain.mcu import estimate_cycles, get_target
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results" / "mcu-inference.json"
+TABLE = ROOT / "docs" / "benchmarks-mcu-inference.md"
+RUNS = [("cortex-m0plus", "ref"), ("cortex-m4", "ref"), ("cortex-m4", "dsp"), ("cortex-m7", "ref"),
+        ("cortex-m7", "dsp")]
+
+
+def measure(arch: str, samples: int, seed: int) -> list[dict]:
+    qm, prov = resolve_model(arch=arch, init="random", seed=seed)
+    x = np.random.default_rng(seed + 1).random((samples, *qm.graph.input_shape), dtype=np.float32)
+    x_q = int_engine.quantize_input(qm, x)
+    sim = int_engine.forward(qm, x_q)
+    macs = qm.graph.total_macs()
+    rows = []
+    for target_name, kernels in RUNS:
+        target = get_target(target_name)
+        with tempfile.TemporaryDirectory(prefix="mt-bench-") as tmp:
+            lib = export_library(qm, Path(tmp) / "lib", kernels=kernels, provenance=prov, target=target.name)
+            b = build_mcu(Path(tmp) / "lib", target, Path(tmp) / "m.elf", kernels=kernels)
+            logits, prof = run_mcu(b.elf, target, x_q, qm.graph.num_classes, Path(tmp) / "run")
+            est = estimate_cycles(prof.region, target, prof.elf)
+        per = prof.region.total / samples
+        top = sorted(prof.region.per_function.items(), key=lambda kv: -kv[1])[:6]
+        rows.append({
+            "arch": arch, "target": target.name, "core": target.core, "kernels": kernels,
+            "bit_exact": bool(np.array_equal(logits, sim)), "samples": samples, "macs": macs,
+            "instructions": round(per, 1), "instructions_per_mac": round(per / macs, 3),
+            "est_cycles": round(est.est_cycles / samples),
+            "est_cycles_per_mac": round(est.est_cycles / samples / macs, 3),
+            "est_ms": round(est.est_ms / samples, 3), "clock_mhz": target.clock_hz / 1e6,
+            "arena_bytes": lib.arena_bytes, "const_bytes": lib.const_bytes,
+            "ram_bytes": b.sizes.ram_bytes, "flash_bytes": b.sizes.flash_bytes,
+            "top_functions": {k: round(v / samples) for k, v in top},
+        })
+        print(f"{arch:12s} {target.name:14s} {kernels:4s} {per / macs:7.3f} insn/MAC  "
+              f"bit_exact={rows[-1]['bit_exact']}", flush=True)
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["# Benchmark: int8 inference on emulated Cortex-M cores", "",
+             "Whole forward pass of one sample, instructions counted exactly in QEMU inside `model_predict`",
+             "(file I/O excluded), weights He-initialized and quantized with PTQ on random inputs.",
+             "Cycles and ms are estimates from the instruction-mix model (`mcutrain.mcu.cycles`), not",
+             "measurements. Regenerate: `python benchmarks/mcu_inference.py`.", "",
+             "| model | core | kernels | MACs | instructions | instr/MAC | est. cycles/MAC | est. ms | "
+             "arena B | Flash B | bit-exact |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        lines.append(f"| {r['arch']} | {r['core']} | {r['kernels']} | {r['macs']:,} | "
+                     f"{r['instructions']:,.0f} | "
+                     f"{r['instructions_per_mac']:.3f} | {r['est_cycles_per_mac']:.3f} | {r['est_ms']:.2f} "
+                     f"(@{r['clock_mhz']:.0f} MHz) | {r['arena_bytes']:,} | {r['flash_bytes']:,} | "
+                     f"{'yes' if r['bit_exact'] else 'NO'} |")
+    lines += ["", "Where the instructions go (per inference, top functions):", ""]
+    for r in rows:
+        fns = ", ".join(f"`{k}` {v:,}" for k, v in r["top_functions"].items())
+        lines.append(f"- {r['arch']} {r['core']} {r['kernels']}: {fns}")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--arch", nargs="+", default=["small-cnn"])
+    ap.add_argument("--samples", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    rows = [r for arch in args.arch for r in measure(arch, args.samples, args.seed)]
+    doc = {"benchmark": "mcu-inference", "rows": rows,
+           "meta": {"mcutrain": __version__, "python": platform.python_version(), "seed": args.seed}}
+    atomic_write_bytes(RESULTS, lambda f: f.write((json.dumps(doc, indent=2) + "\n").encode()))
+    atomic_write_bytes(TABLE, lambda f: f.write(table(rows).encode()))
+    print(f"wrote {RESULTS.relative_to(ROOT)} and {TABLE.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
