@@ -6,7 +6,7 @@ weights and see the same batch. The sides run alternately, several rounds,
 so that drift in the load of a shared machine hits both alike; each round
 times a few steps per side, and the table reports the median samples/s per
 side and the median of the per-round ratios against PyTorch with
-`torch.set_num_threads(2)` (NCHW, its native layout). PyTorch with one thread
+`torch.set_num_threads(2)` (NCHW, its native layout) and with one thread. PyTorch with one thread
 and the numpy engine with its BLAS limited to 1 and to 2 threads (via
 threadpoolctl) are further sides: on a loaded machine, spinning worker
 threads can make 2 threads far slower than 1. Unless `--default-malloc`,
@@ -36,6 +36,7 @@ from threadpoolctl import threadpool_limits
 
 from mcutrain import __version__, zoo
 from mcutrain.engines import keep_freed_memory
+from mcutrain.engines.float_engine import forward
 from mcutrain.graph import INPUT, Graph, Op
 from mcutrain.io import atomic_write_bytes
 from mcutrain.methods.float import FloatMethod
@@ -106,6 +107,10 @@ def make_sides(arch: str, batch: int, lr: float):
     twin = TorchTwin(graph)
     opt = torch.optim.Adam(twin.parameters(), lr=lr)
     tx, ty = torch.tensor(x.transpose(0, 3, 1, 2).copy()), torch.tensor(y)
+    with torch.no_grad():   # the same model on both sides, checked before anything is timed
+        gap = np.abs(twin(tx).numpy() - forward(graph, x)).max()
+    if gap > 1e-4:
+        raise AssertionError(f"torch twin and float engine disagree: max |logit difference| {gap}")
 
     def ours() -> None:
         method.step(x, y, lr)
@@ -166,11 +171,13 @@ def main() -> None:
     rows = []
     for name, s in secs.items():
         ratios = [b / a for a, b in zip(s, secs[ref])]   # >1: faster than torch
+        ratios_1t = [b / a for a, b in zip(s, secs["pytorch 1 thread"])]
         rows.append({"engine": name, "arch": args.arch, "batch": args.batch,
                      "samples_per_s": round(args.batch / statistics.median(s), 1),
                      "ms_per_step": round(1e3 * statistics.median(s), 2),
                      "cpu_ms_per_step": round(1e3 * statistics.median(cpu[name]), 2),
                      "speed_vs_pytorch": round(statistics.median(ratios), 3),
+                     "speed_vs_pytorch_1_thread": round(statistics.median(ratios_1t), 3),
                      "rounds": args.rounds, "steps_per_round": args.steps})
     doc = {"benchmark": "float-speed", "rows": rows,
            "step": "forward + softmax cross-entropy + backward + Adam update",
@@ -179,10 +186,11 @@ def main() -> None:
            "machine": platform.machine(), "cpus": os.cpu_count(),
            "load_average_1min": round(os.getloadavg()[0], 2)}
     atomic_write_bytes(args.output, lambda f: f.write((json.dumps(doc, indent=2) + "\n").encode()))
-    print(f"{'engine':<40} {'samples/s':>10} {'ms/step':>9} {'CPU ms':>8} {'vs torch 2T':>11}")
+    print(f"{'engine':<40} {'samples/s':>10} {'ms/step':>9} {'CPU ms':>8} {'vs torch 2T':>11} "
+          f"{'vs torch 1T':>11}")
     for r in rows:
         print(f"{r['engine']:<40} {r['samples_per_s']:>10} {r['ms_per_step']:>9} {r['cpu_ms_per_step']:>8} "
-              f"{r['speed_vs_pytorch']:>11}")
+              f"{r['speed_vs_pytorch']:>11} {r['speed_vs_pytorch_1_thread']:>11}")
     print(f"wrote {args.output}")
 
 

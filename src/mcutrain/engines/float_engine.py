@@ -379,7 +379,12 @@ RULES: dict[Op, Rule] = {
     Op.FLATTEN: Rule(_flatten_fwd, _flatten_bwd),
     Op.ADD: Rule(_add_fwd, _add_bwd),
 }
-"""One forward and one backward per op. BatchNorm is folded at import; the loss is below."""
+"""One forward and one backward per op. BatchNorm is folded at import; the loss is below.
+
+Backward rules return new gradient arrays (or their input gradient `gy` itself
+where the op is the identity for it); they never add into a buffer. `backward`
+sums the gradients of a tensor that several nodes read.
+"""
 
 
 # ---------------------------------------------------------------- graph passes
