@@ -81,7 +81,8 @@ def write_step_file(path: Path, qm: QuantModel, cfg: StepConfig, batches: list[t
     bsz = len(batches[0][1])
     out_qp = qm.act_qparams[g.output]
     words: list[np.ndarray] = [np.array([
-        MAGIC, METHODS[cfg.method], bsz, len(batches), g.num_classes, int(np.prod(g.input_shape)), len(names)],
+        MAGIC, METHODS[cfg.method], bsz, len(batches), g.num_classes, int(np.prod(g.input_shape)),
+        len(names)],
         np.int32), _f32_bits([out_qp.scale, cfg.lr, cfg.momentum]),
         np.array([cfg.queries, cfg.sigma_w, cfg.sigma_b, cfg.sigma_node, int(cfg.gns), int(cfg.qas),
                   np.uint32(cfg.rng_state).view(np.int32)], np.int32)]
@@ -96,7 +97,8 @@ def write_step_file(path: Path, qm: QuantModel, cfg: StepConfig, batches: list[t
         lo, hi = qm.act_range(n) if n.op in (Op.CONV2D, Op.LINEAR, Op.RELU, Op.RELU6) else (-128, 127)
         zx = qm.zero_point(src)
         zy = qm.zero_point(n.name)
-        rec = [OPS[n.op], -1 if src == INPUT else names.index(src), *_hwc(g.shape(src)), *_hwc(g.shape(n.name)),
+        rec = [OPS[n.op], -1 if src == INPUT else names.index(src), *_hwc(g.shape(src)),
+               *_hwc(g.shape(n.name)),
                kh, kw, sh, sw, pad[0], pad[2], a.get("groups", 1), zx, zy, lo, hi,
                TRAIN[cfg.train.get(n.name, "none")]]
         words.append(np.array(rec, np.int32))
@@ -121,7 +123,8 @@ class StepResult:
     rng_state: int
 
 
-def read_step_results(path: Path, qm: QuantModel, trained: list[str], bsz: int, steps: int) -> list[StepResult]:
+def read_step_results(path: Path, qm: QuantModel, trained: list[str], bsz: int,
+                      steps: int) -> list[StepResult]:
     """Per step: losses (B int32), per trained layer in graph order int8 w then int32 b, rng state."""
     raw = path.read_bytes()
     off = 0

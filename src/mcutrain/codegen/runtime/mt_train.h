@@ -110,6 +110,7 @@ mt_status mt_zo_perturb_wp_s8(uint32_t *state,
  * Node perturbation of a layer's int8 output with the STE mask, out of place; draws `size`
  * values (masked elements consume theirs too):
  *   y_out[e] = clamp(y[e] + sigma * u * m, act_min, act_max),  m = [act_min < y[e] < act_max]
+ * (y produced by a layer with this clamp is already inside it; others are clamped too)
  *   size  in: B * d_out;  y in: [size] int8;  y_out out: [size] int8
  */
 mt_status mt_zo_perturb_np_s8(uint32_t *state,

@@ -21,8 +21,8 @@ mt_status mt_zo_perturb_np_s8(uint32_t *state,
         int32_t v = y[i];
         if (v > act_min && v < act_max) {
             v += sigma * u;
-            v = v < act_min ? act_min : (v > act_max ? act_max : v);
         }
+        v = v < act_min ? act_min : (v > act_max ? act_max : v); /* every element, as the Python clip */
         y_out[i] = (int8_t)v;
     }
     return MT_OK;
