@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcutrain.engines.im2col import col2im, im2col, out_size, pad_nhwc, tap_views
-from mcutrain.engines.int_gemm import exact_matmul
+from mcutrain.engines.int_gemm import exact_matmul, gemm_dtype
 
 MODES = ("int", "f32", "f32seq")
 """GEMM modes: exact integers, float32 BLAS, float32 in the defined sequential order."""
@@ -83,6 +83,9 @@ def matmul(a: np.ndarray, b: np.ndarray, mode: str, a_max: int | None = None,
     """a @ b in `mode`: int64 exactly ("int"), float32 BLAS ("f32"), float32 ordered ("f32seq")."""
     if mode == "int":
         return exact_matmul(a, b, _bound(a, b, a_max, b_max))
+    if mode == "int-float":     # exact integers left in the float dtype int_gemm picked
+        dt = gemm_dtype(_bound(a, b, a_max, b_max))
+        return np.matmul(a.astype(dt, copy=False), b.astype(dt, copy=False))
     if mode == "f32":
         return np.matmul(a.astype(np.float32, copy=False), b.astype(np.float32, copy=False))
     if mode == "f32seq":
@@ -115,7 +118,8 @@ def requant_f32_floor(acc: np.ndarray, m: np.float32, zero_point: int, lo: int, 
     `float32(acc)` is the IEEE conversion (round to nearest even; exact below 2^24).
     Returns int32 values in [lo, hi]; the caller stores them as uint8.
     """
-    v = np.floor(acc.astype(np.float32) * np.float32(m))
+    with np.errstate(over="ignore"):          # inf saturates in the clamp below, as in C
+        v = np.floor(acc.astype(np.float32) * np.float32(m))
     return np.clip(v + np.float32(zero_point), lo, hi).astype(np.int32)
 
 
@@ -193,14 +197,18 @@ def conv2d_bwd_in_acc(ec: np.ndarray, wc: np.ndarray, in_shape: tuple[int, int, 
             dx = seq_sum(dx.reshape(n, h, w, c, m), 4) if mode != "int" else dx.reshape(n, h, w, c, m).sum(-1)
         return np.ascontiguousarray(dx)
     e2 = ec.reshape(-1, o)
+    gm = "int-float" if mode == "int" else mode
     if groups == 1:
-        dcols = matmul(e2, wc.reshape(o, -1), mode, e_max)
+        dcols = matmul(e2, wc.reshape(o, -1), gm, e_max)
     else:
         opg = o // groups
         eg = e2.reshape(-1, groups, opg).transpose(1, 0, 2)
         wg = wc.reshape(groups, opg, kh * kw * cig)
-        dg = matmul(eg, wg, mode, e_max)
+        dg = matmul(eg, wg, gm, e_max)
         dcols = dg.reshape(groups, -1, kh * kw, cig).transpose(1, 2, 0, 3).reshape(e2.shape[0], -1)
+    if mode == "int":   # NOTE: exact: |dcols| * kh * kw < 2^53 for every int32-bounded accumulator
+        dx = col2im(dcols.astype(np.float64, copy=False), in_shape, (kh, kw), stride, padding)
+        return dx.astype(np.int64)
     return col2im(dcols.astype(dt, copy=False), in_shape, (kh, kw), stride, padding)
 
 
@@ -283,11 +291,22 @@ def bias_grad_acc(ec: np.ndarray, mode: str, per_sample: bool = False) -> np.nda
 # ---------------------------------------------------------------- pooling (any number format)
 
 
+def _tiled(kernel: tuple[int, int], stride: tuple[int, int], h: int, w: int) -> bool:
+    """Windows that tile the input without overlap (stride == kernel): reshapes replace tap loops."""
+    return tuple(kernel) == tuple(stride) and h >= kernel[0] and w >= kernel[1]
+
+
 def maxpool_fwd(x: np.ndarray, kernel: tuple[int, int], stride: tuple[int, int]
                 ) -> tuple[np.ndarray, np.ndarray]:
     """Window max and the tap index (uint8) of its first maximum in (i, j) order (kept for backward)."""
-    _n, h, w, _c = x.shape
+    n, h, w, c = x.shape
     ho, wo = out_size(h, kernel[0], stride[0], 0), out_size(w, kernel[1], stride[1], 0)
+    if _tiled(kernel, stride, h, w):           # non-overlapping windows: one argmax over a reshape
+        kh, kw = kernel
+        win = x[:, :ho * kh, :wo * kw].reshape(n, ho, kh, wo, kw, c).transpose(0, 1, 3, 2, 4, 5)
+        win = win.reshape(n, ho, wo, kh * kw, c)
+        arg = win.argmax(axis=3).astype(np.uint8)          # first maximum in (i, j) order
+        return np.take_along_axis(win, arg[:, :, :, None, :], axis=3)[:, :, :, 0], arg
     y = arg = None
     for t, (_, _, view) in enumerate(tap_views(x, kernel, stride, (ho, wo))):
         if y is None:
@@ -303,7 +322,14 @@ def maxpool_bwd(ec: np.ndarray, arg: np.ndarray, in_shape: tuple[int, ...], kern
                 stride: tuple[int, int]) -> np.ndarray:
     """Route each centred window error to its argmax; other inputs get 0 (overlaps add)."""
     dx = np.zeros(in_shape, ec.dtype)
-    ho, wo = ec.shape[1:3]
+    n, ho, wo, c = ec.shape
+    if _tiled(kernel, stride, in_shape[1], in_shape[2]):
+        kh, kw = kernel
+        win = np.zeros((n, ho, wo, kh * kw, c), ec.dtype)
+        np.put_along_axis(win, arg[:, :, :, None, :].astype(np.intp), ec[:, :, :, None, :], axis=3)
+        win = win.reshape(n, ho, wo, kh, kw, c).transpose(0, 1, 3, 2, 4, 5).reshape(n, ho * kh, wo * kw, c)
+        dx[:, :ho * kh, :wo * kw] = win
+        return dx
     for t, (_, _, view) in enumerate(tap_views(dx, kernel, stride, (ho, wo))):
         view += np.where(arg == t, ec, 0).astype(ec.dtype)
     return dx

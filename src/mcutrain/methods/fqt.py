@@ -736,7 +736,8 @@ class FQT(TrainingMethod):
         if not changed.any():
             return
         real = (self.b[name].astype(F32) * old_scale - step).astype(F32)
-        q = round_half_away((real / new_scale).astype(F32)).astype(np.float64)
+        with np.errstate(over="ignore"):      # a diverged run saturates (room clamp below)
+            q = round_half_away((real / new_scale).astype(F32)).astype(np.float64)
         room = self._bias_room(name)
         q = np.clip(q, -room, room).astype(np.int32)
         self.b[name] = np.where(changed, q, self.b[name]).astype(np.int32)
