@@ -89,7 +89,12 @@ class Tensor:
 
 @dataclass
 class Kernel:
-    """One kernel call: reads and writes named tensors; `macs` counts one call (times `repeat`)."""
+    """One kernel call: reads and writes named tensors; `macs` counts one call (times `repeat`).
+
+    MACs are the multiply-accumulates of GEMMs and convolutions (forward, error propagation,
+    weight gradient), one per element for updates, ZO accumulations and the loss; pooling,
+    masks and copies count none.
+    """
 
     name: str
     op: str

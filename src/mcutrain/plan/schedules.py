@@ -268,7 +268,7 @@ def _backprop_schedule(g: Graph, method: str, cfg: _Backprop, kernels: str) -> S
             # STE through the requantization: error at the accumulator, masked by the clamp
             e2 = s.tensor(f"err_acc:{n.name}", shape, fmt.error, Role.ERROR)
             s.kernel(f"{n.name}.requant_bwd", "requant_bwd", "error", n.name, [e, name_of[n.name]], [e2],
-                     _elems(shape), in_place=[(e2, e)], **kw)
+                     in_place=[(e2, e)], **kw)
             e = e2
         elif act != "none" and not (method == "bp-qas" and n.op == Op.ADD):
             e2 = s.tensor(f"errm:{n.name}", shape, fmt.error, Role.ERROR)
@@ -289,8 +289,7 @@ def _backprop_schedule(g: Graph, method: str, cfg: _Backprop, kernels: str) -> S
             if cfg.partial and n.name in cfg.weight_layers:
                 sel = s.tensor(f"{n.name}.topk", (o * 5,), "u8", Role.SCRATCH,
                                "per structure: float32 magnitude + keep flag")
-                s.kernel(f"{n.name}.topk", "partial_topk", "error", n.name, [e], [sel, e],
-                         _elems(shape), **kw)
+                s.kernel(f"{n.name}.topk", "partial_topk", "error", n.name, [e], [sel, e], **kw)
             if needs[src]:
                 reads = [e, *b.params(n)]
                 real = cfg.combine_real and n_consumers[src] > 1
@@ -321,7 +320,7 @@ def _backprop_schedule(g: Graph, method: str, cfg: _Backprop, kernels: str) -> S
             # STE through the add's requantization: one scaled, masked error per input
             outs = [contrib(src) for src in srcs if needs[src]]
             s.kernel(f"{n.name}.bwd", "add_bwd", "error", n.name, [e, name_of[n.name]], outs,
-                     2 * _elems(shape), in_place=[(outs[0], e)] if outs else [], **kw)
+                     in_place=[(outs[0], e)] if outs else [], **kw)
             for src, c in zip([x for x in srcs if needs[x]], outs):
                 pending.setdefault(src, []).append(c)
         elif n.op == Op.ADD:
@@ -339,8 +338,7 @@ def _backprop_schedule(g: Graph, method: str, cfg: _Backprop, kernels: str) -> S
                 if n.op == Op.MAXPOOL:
                     reads += [name_of[srcs[0]], name_of[n.name]] if cfg.kept_output_for == "all" \
                         else [f"{n.name}.argmax"]
-                s.kernel(f"{n.name}.bwd", f"{n.op.value}_bwd", "error", n.name, reads, [c],
-                         _elems(shape), **kw)
+                s.kernel(f"{n.name}.bwd", f"{n.op.value}_bwd", "error", n.name, reads, [c], **kw)
                 pending.setdefault(srcs[0], []).append(c)
     for layer in deferred:
         _update(s, g.node(layer), grads[layer], method)
