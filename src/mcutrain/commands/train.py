@@ -65,7 +65,7 @@ def _fqt_args(g: argparse._ArgumentGroup) -> None:
                    help="fqt partial updates: lambda_max (default 1.0)")
     g.add_argument("--alpha-a", type=float, default=0.1, help="fqt EMA rate of activation ranges")
     g.add_argument("--alpha-e", type=float, default=0.1, help="fqt EMA rate of error ranges")
-    g.add_argument("--alpha-w", type=float, default=1.0, help="fqt EMA rate of weight ranges")
+    g.add_argument("--alpha-w", type=float, default=0.001, help="fqt EMA rate of weight ranges")
     g.add_argument("--alpha-norm", type=float, default=0.1,
                    help="fqt EMA rate of the gradient standardization statistics")
 

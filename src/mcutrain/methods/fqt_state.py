@@ -77,7 +77,7 @@ class FQTConfig:
     """Hyper-parameters of FQT (defaults: the seed's follow-up rates where it gives them).
 
     alpha_a / alpha_e: EMA rates of activation and error ranges (seed: 0.1);
-    alpha_w: EMA rate of weight ranges after each update; alpha_norm: EMA rate
+    alpha_w: EMA rate of weight ranges after each update (the follow-up paper: 0.001); alpha_norm: EMA rate
     of the per-filter gradient mean and standard deviation; lambda_min /
     lambda_max: partial updates (1.0 = off); exact_float_order: float32 sums of
     the mixed and float32 precisions in the defined sequential order (slow;
@@ -88,7 +88,7 @@ class FQTConfig:
     trainable: str = "all"
     alpha_a: float = 0.1
     alpha_e: float = 0.1
-    alpha_w: float = 1.0
+    alpha_w: float = 0.001
     alpha_norm: float = 0.1
     lambda_min: float = 1.0
     lambda_max: float = 1.0
