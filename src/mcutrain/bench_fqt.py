@@ -46,8 +46,8 @@ class Budget:
     pretrain_epochs: int = 3
     pretrain_samples: int | None = None
     transfer_epochs: int = 2
-    transfer_samples: int | None = 10000
-    corruptions: tuple[str, ...] = ("gaussian_noise:4", "fog:3", "zigzag:3")
+    transfer_samples: int | None = 8000
+    corruptions: tuple[str, ...] = ("gaussian_noise:4", "fog:3")
     partial_lambdas: tuple[float, ...] = (1.0, 0.5, 0.1)
     partial_seeds: tuple[int, ...] = (0,)
     speed_steps: int = 30
@@ -229,7 +229,7 @@ def run_partial(work: Path, results: Path, quick: bool = False, log=print,
               docs: Path = Path("docs")) -> None:
     """Dynamic partial updates (int8): accuracy and backward cost at lambda_min 1.0 / 0.5 / 0.1."""
     b = QUICK if quick else BUDGET
-    spec0, arch0, epochs0, n0, _ = b.scratch[-1] if quick else ("fashion-mnist", "small-cnn", 1, 20000, LR)
+    spec0, arch0, epochs0, n0, _ = b.scratch[-1] if quick else ("fashion-mnist", "small-cnn", 1, 12000, LR)
     ds0 = _ds(spec0)
     tasks = [("scratch", spec0, zoo.build(arch0, ds0.num_classes, ds0.shape, seed=0), "all", epochs0, n0)]
     tasks += [(t, s, g, "last:2", b.transfer_epochs, b.transfer_samples)
