@@ -17,7 +17,7 @@ Example:
     >>> from mcutrain.plan.schedules import build_schedule
     >>> r = account(build_schedule(zoo.build("digits-cnn"), "fqt", trainable="last:1"), "cortex-m4")
     >>> r.fits, r.breakdown["ram"]["arena"]
-    (True, 2112)
+    (True, 5700)
 """
 
 from __future__ import annotations

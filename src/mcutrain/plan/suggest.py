@@ -10,7 +10,7 @@ The best is the fitting candidate that trains the most parameters, preferring th
 Example:
     >>> from mcutrain import zoo
     >>> g = zoo.build("small-cnn")
-    >>> pick_trainable(g, "fqt", "cortex-m0plus", budget=20_000, precision="uint8")
+    >>> pick_trainable(g, "fqt", "cortex-m0plus", budget=100_000, precision="uint8")
     'last:1'
 """
 

@@ -18,9 +18,9 @@ Micro's planner). The result is data the code generator uses verbatim.
 Example:
     >>> from mcutrain import zoo
     >>> from mcutrain.plan.schedules import build_schedule
-    >>> p = plan_training(build_schedule(zoo.build("digits-cnn"), "none"), kernels_alignment=4)
+    >>> p = plan_training(build_schedule(zoo.build("digits-cnn"), "none"))
     >>> p.arena_bytes
-    1728
+    2112
 """
 
 from __future__ import annotations
