@@ -1,0 +1,97 @@
+"""`mcutrain plan`: the JSON contract, the table, suggestions, auto, pictures and refusals."""
+
+import json
+
+import pytest
+
+from mcutrain import cli, io, zoo
+
+KEYS = ["target", "ram_bytes", "flash_bytes", "ram_limit", "flash_limit", "fits", "breakdown",
+        "macs_per_step", "suggestion"]
+
+
+def run_json(capsys, *argv):
+    assert cli.main(["plan", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_json_contract_mcunet_fqt(capsys):
+    doc = run_json(capsys, "--arch", "mcunet-5fps", "--classes", "10", "--method", "fqt", "--precision",
+                   "uint8", "--trainable", "last:7", "--target", "imxrt1062")
+    assert list(doc) == KEYS
+    assert doc["target"] == "imxrt1062" and doc["ram_limit"] == 1024 * 1024
+    assert doc["fits"] is True and doc["suggestion"] is None
+    ram = doc["breakdown"]["ram"]
+    assert doc["ram_bytes"] == sum(ram.values())
+    assert doc["breakdown"]["trainable"][-1] == "head" and len(doc["breakdown"]["trainable"]) == 7
+    assert doc["breakdown"]["samples_per_pass"] == 1
+    macs = doc["macs_per_step"]
+    assert macs["forward"] == zoo.build("mcunet-5fps").total_macs()
+    phases = ("forward", "loss", "error", "weight_grad", "update", "query")
+    assert macs["total"] == sum(macs[k] for k in phases)
+
+
+def test_zo_sparse_and_dense(capsys):
+    sparse = run_json(capsys, "--arch", "mcunet-5fps", "--method", "zo", "--trainable",
+                      "layers:blocks.4-7.pw1", "--target", "stm32f746")
+    assert sparse["fits"] and sparse["ram_bytes"] < 200 * 1024
+    assert sparse["breakdown"]["options"]["base"] == "cache"
+    assert sparse["macs_per_step"]["query"] > 0
+
+
+def test_text_table_and_suggestion(capsys):
+    assert cli.main(["plan", "--arch", "small-cnn", "--method", "fqt", "--precision", "int8",
+                     "--trainable", "all", "--target", "nrf52840"]) == 0
+    out = capsys.readouterr().out
+    assert "does NOT fit nrf52840" in out
+    assert "best that fits: --method fqt --precision int8 --trainable last:1" in out
+
+
+def test_suggestion_in_json(capsys):
+    doc = run_json(capsys, "--arch", "small-cnn", "--method", "fqt", "--precision", "int8",
+                   "--trainable", "all", "--target", "nrf52840")
+    assert doc["fits"] is False
+    best = doc["suggestion"]["best"]
+    assert best["fits"] and best["ram_bytes"] <= doc["ram_limit"]
+
+
+def test_trainable_auto_and_budget(capsys):
+    doc = run_json(capsys, "--arch", "small-cnn", "--method", "fqt", "--trainable", "auto",
+                   "--target", "rp2040")
+    assert doc["fits"] and doc["breakdown"]["trainable"] == ["conv1", "conv2", "fc1", "fc2"]
+    doc = run_json(capsys, "--arch", "small-cnn", "--method", "fqt", "--trainable", "auto:100000",
+                   "--target", "rp2040")
+    assert doc["breakdown"]["trainable"] == ["fc2"] and doc["ram_bytes"] <= 100000
+
+
+def test_model_file_input_size_and_picture(tmp_path, capsys):
+    path = io.save(tmp_path / "m.npz", zoo.build("digits-cnn"))
+    pic = tmp_path / "life.png"
+    assert cli.main(["plan", str(path), "--method", "bp-qas", "--trainable", "last:1", "--batch", "4",
+                     "--target", "cortex-m0plus", "--picture", str(pic)]) == 0
+    out = capsys.readouterr().out
+    assert "4 sample(s) per pass" in out and f"lifetime picture: {pic}" in out
+    assert pic.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    doc = run_json(capsys, "--arch", "mcunet-5fps", "--input-size", "64", "--method", "none",
+                   "--target", "cortex-m7")
+    assert doc["macs_per_step"]["forward"] == zoo.build("mcunet-5fps", 10, (64, 64, 3)).total_macs()
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["--arch", "small-cnn", "--method", "fqt", "--target", "esp32"],
+     "unknown target 'esp32'; known targets"),
+    (["--method", "fqt", "--target", "rp2040"], "either a MODEL file or --arch"),
+    (["--arch", "vgg", "--method", "fqt", "--target", "rp2040"], "unknown architecture 'vgg'"),
+    (["--arch", "small-cnn", "--method", "fqt", "--trainable", "last:9", "--target", "rp2040"],
+     "has 4 layers with weights"),
+    (["--arch", "small-cnn", "--method", "fqt", "--precision", "int4", "--target", "rp2040"],
+     "unknown FQT precision"),
+    (["--arch", "small-cnn", "--method", "zo", "--sparse", "score:9", "--target", "rp2040"],
+     "K must be in 1..4"),
+    (["--arch", "small-cnn", "--method", "fqt", "--trainable", "auto:lots", "--target", "rp2040"],
+     "use auto or auto:BYTES"),
+    (["--arch", "small-cnn", "--method", "fqt", "--batch", "0", "--target", "rp2040"], "--batch must be"),
+])
+def test_refusals(capsys, argv, msg):
+    assert cli.main(["plan", *argv]) == 1
+    assert msg in capsys.readouterr().err
