@@ -1,0 +1,133 @@
+"""FQT kernels: hand-checked cases, the three GEMM modes, pooling paths and the sequential order."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mcutrain.engines import fqt_kernels as K
+
+
+def _conv_loops(x, w, stride, pad):
+    """Plain loops: conv over NHWC x and OHWI w, zero padding, int64."""
+    n, h, wd, _ = x.shape
+    o, kh, kw, _ = w.shape
+    pt, pb, pl, pr = pad
+    ho, wo = (h + pt + pb - kh) // stride + 1, (wd + pl + pr - kw) // stride + 1
+    out = np.zeros((n, ho, wo, o), np.int64)
+    for b in range(n):
+        for i in range(ho):
+            for j in range(wo):
+                for oc in range(o):
+                    s = 0
+                    for a in range(kh):
+                        for bb in range(kw):
+                            hh, ww = i * stride + a - pt, j * stride + bb - pl
+                            if 0 <= hh < h and 0 <= ww < wd:
+                                s += int(np.dot(x[b, hh, ww].astype(np.int64), w[oc, a, bb].astype(np.int64)))
+                    out[b, i, j, oc] = s
+    return out
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    x = rng.integers(-255, 256, (2, 5, 5, 3)).astype(np.int32)
+    w = rng.integers(-255, 256, (4, 3, 3, 3)).astype(np.int32)
+    return x, w
+
+
+def test_conv_forward_matches_loops(data):
+    x, w = data
+    want = _conv_loops(x, w, 2, (1, 1, 1, 1))
+    got = K.conv2d_fwd_acc(x, w, (2, 2), (1, 1, 1, 1), 1, "int")
+    assert got.dtype == np.int64 and np.array_equal(got, want)
+    # float32 operands, exact integer values, same result
+    assert np.array_equal(K.conv2d_fwd_acc(x.astype(np.float32), w.astype(np.float32), (2, 2),
+                                           (1, 1, 1, 1), 1, "int", 255), want)
+
+
+def test_conv_backward_is_the_adjoint(data):
+    """<conv(x), e> == <x, bwd_in(e)> == <w, bwd_w(x, e)> exactly, in integers."""
+    x, w = data
+    y = K.conv2d_fwd_acc(x, w, (2, 2), (1, 1, 1, 1), 1, "int")
+    e = np.random.default_rng(1).integers(-127, 128, y.shape).astype(np.int32)
+    dx = K.conv2d_bwd_in_acc(e, w, x.shape, (2, 2), (1, 1, 1, 1), 1, "int")
+    dw = K.conv2d_bwd_w_acc(x, e, w.shape, (2, 2), (1, 1, 1, 1), 1, "int")
+    ref = int((y * e).sum())
+    assert int((x.astype(np.int64) * dx).sum()) == ref
+    assert int((w.astype(np.int64) * dw).sum()) == ref
+    per = K.conv2d_bwd_w_acc(x, e, w.shape, (2, 2), (1, 1, 1, 1), 1, "int", per_sample=True)
+    assert per.shape == (2, *w.shape) and np.array_equal(per.sum(0), dw)
+
+
+def test_depthwise_and_grouped_adjoint():
+    rng = np.random.default_rng(2)
+    x = rng.integers(-50, 50, (2, 4, 4, 4)).astype(np.int32)
+    for w, groups in ((rng.integers(-9, 9, (8, 3, 3, 1)), 4), (rng.integers(-9, 9, (4, 3, 3, 2)), 2)):
+        w = w.astype(np.int32)
+        y = K.conv2d_fwd_acc(x, w, (1, 1), (1, 1, 1, 1), groups, "int")
+        e = rng.integers(-9, 9, y.shape).astype(np.int32)
+        dx = K.conv2d_bwd_in_acc(e, w, x.shape, (1, 1), (1, 1, 1, 1), groups, "int")
+        dw = K.conv2d_bwd_w_acc(x, e, w.shape, (1, 1), (1, 1, 1, 1), groups, "int")
+        ref = int((y * e).sum())
+        assert int((x.astype(np.int64) * dx).sum()) == ref
+        assert int((w.astype(np.int64) * dw).sum()) == ref
+
+
+def test_linear_hand_checked():
+    x = np.array([[1, 2, 3]], np.int32)
+    w = np.array([[1, 0, -1], [2, 2, 2]], np.int32)
+    e = np.array([[3, -1]], np.int32)
+    assert K.linear_fwd_acc(x, w, "int").tolist() == [[-2, 12]]
+    assert K.linear_bwd_in_acc(e, w, "int").tolist() == [[1, -2, -5]]
+    assert K.linear_bwd_w_acc(x, e, "int").tolist() == [[3, 6, 9], [-1, -2, -3]]
+    assert K.bias_grad_acc(e, "int").tolist() == [3, -1]
+
+
+def test_sequential_float_order():
+    a = np.array([[1e8, 1.0, -1e8, 1.0]], np.float32)
+    b = np.ones((4, 1), np.float32)
+    # ((0 + 1e8) + 1) - 1e8 + 1 in float32: the 1 is lost in the first sum, kept in the last
+    assert K.matmul_seq(a, b)[0, 0] == np.float32(1.0)
+    assert K.seq_sum(a, 1)[0] == np.float32(1.0)
+    neg = np.full((1, 3), -0.0, np.float32)
+    assert np.signbit(K.seq_sum(neg, 1)[0]) == np.False_     # a C loop from +0.0 ends at +0.0
+
+
+def test_requant_f32_floor():
+    got = K.requant_f32_floor(np.array([10, -10, 3]), np.float32(0.25), 5, 0, 255)
+    assert got.tolist() == [7, 2, 5]     # floor(2.5) + 5, floor(-2.5) + 5, floor(0.75) + 5
+    assert K.f32_multiplier(np.float32(0.5), np.float32(0.25), np.float32(0.5)) == np.float32(0.25)
+
+
+@pytest.mark.parametrize("shape,kernel,stride", [((2, 4, 6, 3), (2, 2), (2, 2)),
+                                                 ((2, 5, 5, 3), (3, 3), (2, 2)),
+                                                 ((1, 5, 4, 2), (2, 2), (2, 2))])
+def test_maxpool_first_max_and_routing(shape, kernel, stride):
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 4, shape).astype(np.uint8)       # many ties: the first maximum must win
+    y, arg = K.maxpool_fwd(x, kernel, stride)
+    n, c = shape[0], shape[3]
+    ho, wo = y.shape[1:3]
+    for b in range(n):
+        for i in range(ho):
+            for j in range(wo):
+                for ch in range(c):
+                    win = [x[b, i * stride[0] + a, j * stride[1] + bb, ch]
+                           for a in range(kernel[0]) for bb in range(kernel[1])]
+                    assert y[b, i, j, ch] == max(win) and arg[b, i, j, ch] == int(np.argmax(win))
+    e = rng.integers(-5, 6, y.shape).astype(np.int32)
+    dx = K.maxpool_bwd(e, arg, shape, kernel, stride)
+    assert int(dx.sum()) == int(e.sum()) and dx.dtype == np.int32
+
+
+def test_modes_agree_on_small_integers(data):
+    x, w = data
+    xs, ws = (x % 7).astype(np.float32), (w % 5).astype(np.float32)
+    a = K.conv2d_fwd_acc(xs, ws, (1, 1), (1, 1, 1, 1), 1, "int")
+    b = K.conv2d_fwd_acc(xs, ws, (1, 1), (1, 1, 1, 1), 1, "f32seq")
+    c = K.conv2d_fwd_acc(xs, ws, (1, 1), (1, 1, 1, 1), 1, "f32")
+    assert np.array_equal(a, b) and np.array_equal(a, c)
+    with pytest.raises(ValueError, match="unknown GEMM mode"):
+        K.matmul(xs[0, 0], ws[0, 0], "f16")
