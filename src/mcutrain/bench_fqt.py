@@ -45,7 +45,7 @@ class Budget:
     """(dataset, arch, epochs, training samples or None for all, learning rate)."""
     pretrain_epochs: int = 3
     pretrain_samples: int | None = None
-    transfer_epochs: int = 2
+    transfer_epochs: int = 1
     transfer_samples: int | None = 8000
     corruptions: tuple[str, ...] = ("gaussian_noise:4", "fog:3")
     partial_lambdas: tuple[float, ...] = (1.0, 0.5, 0.1)
