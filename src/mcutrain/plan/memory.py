@@ -43,6 +43,9 @@ KERNEL_CODE_BYTES: dict[str, int] = {
     "add_bwd": 92, "requant_bwd": 136 + 84, "qas_update": 580 + 536 + 60 + 38 + 326,
     "zo_perturb_wp": 198 + 100, "zo_perturb_np": 100 + 100, "zo_accumulate_wp": 94 + 248 + 468,
     "zo_accumulate_np": 156 + 46, "zero": 0,
+    "conv2d_bwd_w_qas_update": 610 + 580 + 536 + 60 + 38 + 326,
+    "linear_bwd_w_qas_update": 210 + 580 + 536 + 60 + 38 + 326,
+    "conv2d_bwd_w_sgd_update": 536 + 44, "linear_bwd_w_sgd_update": 140 + 44,
 }
 """Measured .text bytes per kernel op of the schedules (sums where an op calls several C functions)."""
 

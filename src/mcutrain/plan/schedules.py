@@ -12,8 +12,10 @@
   across it, updated after the last sample. Partial updates are planned at their worst case
   (every structure kept), plus the ranking scratch;
 - `bp-qas` and `float`: the whole batch in one pass, as the simulators do; errors float32
-  (the STE kernels), each layer updated right after its gradient (Lin et al., NeurIPS 2022,
-  apply the update during the backward pass to free gradient memory);
+  (the STE kernels). Their update is elementwise (QAS-scaled or plain SGD), so each output
+  channel's weight gradient is applied as soon as it is complete: one row of gradient at a
+  time instead of a layer-sized buffer (Lin et al., NeurIPS 2022, likewise apply updates
+  during the backward pass to free gradient memory);
 - `zo`: the batch in one pass, as the simulator does. A base pass gives the losses; each
   perturbation unit then runs its queries one at a time (the simulator stacks them; the
   numbers are the same), each re-running only the tail of the network from the unit's cached
@@ -192,6 +194,7 @@ class _Backprop:
     prescale: bool = False       # int8 FQT: int16 copy of the error before propagation
     partial: bool = False        # FQT partial updates: ranking scratch (planned at full size)
     sample_grad_ranges: bool = False   # uint8 FQT: each per-sample gradient has its own EMA range
+    fused_update: bool = False   # elementwise update: gradient row by row, applied at once (bp-qas, float)
     momentum: bool = False       # bp-qas: SGD momentum (a float32 velocity per trained value)
 
 
@@ -305,6 +308,13 @@ def _backprop_schedule(g: Graph, method: str, cfg: _Backprop, kernels: str) -> S
                 reads = [e] + ([name_of[src]] if n.name in cfg.weight_layers else [])
                 ts = grads[n.name]
                 macs = spl * g.macs(n) if n.name in cfg.weight_layers else 0
+                if cfg.fused_update:
+                    params = b.params(n)
+                    state = [t for t in (f"state:{n.name}.velocity",) if t in s.tensors]
+                    op = f"{n.op.value}_bwd_w_{_UPDATE_OP[method]}"
+                    s.kernel(f"{n.name}.bwd_w_update", op, "weight_grad", n.name,
+                             [*reads, *params, *state], [*ts, *params, *state], macs, **kw)
+                    continue
                 s.kernel(f"{n.name}.bwd_w", f"{n.op.value}_bwd_w", "weight_grad", n.name,
                          reads + (ts if loop else []), ts, macs, **kw)
                 if loop:
@@ -355,7 +365,11 @@ def _declare_grads(s: Schedule, g: Graph, cfg: _Backprop, fmt: Formats) -> dict[
     out: dict[str, list[str]] = {}
     for n in g.parametric():
         ts = []
-        if n.name in cfg.weight_layers:
+        if n.name in cfg.weight_layers and cfg.fused_update:
+            k = int(n.params["weight"][0].size)
+            ts.append(s.tensor(f"grad:{n.name}.row", (k,), fmt.grad, Role.GRADIENT,
+                               "one output channel's weight gradient, applied as soon as it is complete"))
+        elif n.name in cfg.weight_layers:
             ts.append(s.tensor(f"grad:{n.name}.weight", n.params["weight"].shape, fmt.grad, Role.GRADIENT))
         if n.name in cfg.weight_layers or n.name in cfg.bias_layers:
             gb = fmt.grad if fmt.grad in ("f32", "s32") else "s32"
@@ -365,11 +379,14 @@ def _declare_grads(s: Schedule, g: Graph, cfg: _Backprop, fmt: Formats) -> dict[
     return out
 
 
+_UPDATE_OP = {"fqt": "fqt_update", "bp-qas": "qas_update", "float": "sgd_update"}
+
+
 def _update(s: Schedule, n: Node, grads: list[str], method: str) -> None:
     params = [t for t in (f"{n.name}.weight", f"{n.name}.bias") if t in s.tensors]
     state = [t for t in (f"state:{n.name}.wqp", f"state:{n.name}.norm", f"state:{n.name}.step_scale",
                          f"state:{n.name}.velocity", f"state:{n.name}.bias_scale") if t in s.tensors]
-    op = {"fqt": "fqt_update", "bp-qas": "qas_update", "float": "sgd_update"}[method]
+    op = _UPDATE_OP[method]
     elements = sum(s.tensors[t].elements for t in grads)
     s.kernel(f"{n.name}.update", op, "update", n.name, [*grads, *params, *state], [*params, *state],
              elements)
@@ -439,7 +456,7 @@ def bp_qas_schedule(g: Graph, trainable: str = "all", batch: int = 1, bias_last:
         raise ValueError(f"bias_last must be in [0, {len(layers)}]")
     biases = set(layers[len(layers) - bias_last:]) if bias_last else set()
     cfg = _Backprop(INT8, batch, 1, weights, weights | biases, "all", combine_real=False,
-                    momentum=momentum > 0)
+                    momentum=momentum > 0, fused_update=True)
     s = _with_options(_backprop_schedule(g, "bp-qas", cfg, kernels), momentum=momentum, bias_last=bias_last)
     s.trainable = [n for n in layers if n in weights | biases]
     return s
@@ -454,7 +471,7 @@ def float_schedule(g: Graph, trainable: str = "all", batch: int = 1, kernels: st
     """float32 back-propagation with plain SGD, the whole batch per pass."""
     g = prepare(g)
     layers = set(resolve_trainable(g, trainable))
-    cfg = _Backprop(FLOAT, batch, 1, layers, set(), "act", combine_real=False)
+    cfg = _Backprop(FLOAT, batch, 1, layers, set(), "act", combine_real=False, fused_update=True)
     s = _backprop_schedule(g, "float", cfg, kernels)
     s.trainable = [n.name for n in g.parametric() if n.name in layers]
     s.options["precision"] = "float32"
