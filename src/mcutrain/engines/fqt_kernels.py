@@ -142,11 +142,13 @@ def act_f32(z: np.ndarray, act: str) -> np.ndarray:
 
 def conv2d_fwd_acc(xc: np.ndarray, wc: np.ndarray, stride: tuple[int, int],
                    padding: tuple[int, int, int, int], groups: int, mode: str,
-                   x_max: int | None = None) -> np.ndarray:
+                   x_max: int | None = None, keep: dict | None = None) -> np.ndarray:
     """Accumulators (N, Ho, Wo, O) of a conv over centred NHWC input and centred OHWI weights.
 
     Dense and grouped convs are im2col + GEMM over k = (i, j, c); depthwise
-    convs (one input channel per group) sum the taps in (i, j) order.
+    convs (one input channel per group) sum the taps in (i, j) order. With
+    `keep`, the im2col matrix is left in `keep["cols"]` for the weight gradient
+    (a host-side cache of a function of the kept input, not a tensor of the schedule).
     """
     n, h, w, c = xc.shape
     o, kh, kw, cig = wc.shape
@@ -162,6 +164,8 @@ def conv2d_fwd_acc(xc: np.ndarray, wc: np.ndarray, stride: tuple[int, int],
             acc += view.astype(dt) * wt[:, i, j, 0]
         return acc
     cols = im2col(xc, (kh, kw), stride, padding, 0)
+    if keep is not None:
+        keep["cols"] = cols
     if groups == 1:
         acc = matmul(cols, wc.reshape(o, -1).T, mode, x_max)
     else:
@@ -215,7 +219,7 @@ def conv2d_bwd_in_acc(ec: np.ndarray, wc: np.ndarray, in_shape: tuple[int, int, 
 def conv2d_bwd_w_acc(xc: np.ndarray, ec: np.ndarray, w_shape: tuple[int, ...],
                      stride: tuple[int, int], padding: tuple[int, int, int, int], groups: int,
                      mode: str, per_sample: bool = False, x_max: int | None = None,
-                     e_max: int | None = None) -> np.ndarray:
+                     e_max: int | None = None, cols: np.ndarray | None = None) -> np.ndarray:
     """Weight-gradient accumulators from stored centred inputs and centred output errors.
 
     Returns (O, kh, kw, cig), or (N, O, kh, kw, cig) with `per_sample`. In
@@ -236,7 +240,8 @@ def conv2d_bwd_w_acc(xc: np.ndarray, ec: np.ndarray, w_shape: tuple[int, ...],
             prod = (view.astype(dt) * e).reshape(n, p, o)
             out[:, :, i, j, 0] = seq_sum(prod, 1) if mode == "f32seq" else prod.sum(1)
         return out if per_sample else _batch_sum(out, mode)
-    cols = im2col(xc, (kh, kw), stride, padding, 0)          # (N*P, K)
+    if cols is None:
+        cols = im2col(xc, (kh, kw), stride, padding, 0)      # (N*P, K)
     k = cols.shape[1]
     if groups == 1:
         e3 = ec.reshape(n, p, o).transpose(0, 2, 1)            # (N, O, P)

@@ -339,7 +339,10 @@ class FQT(TrainingMethod):
         wc = self._wc(n.name)
         mode = self._fwd_mode()
         if n.op == Op.CONV2D:
-            acc = K.conv2d_fwd_acc(xc, wc, a["stride"], a["padding"], a["groups"], mode, X_MAX)
+            keep = {} if rec is not None and n.name in self.trainable else None
+            acc = K.conv2d_fwd_acc(xc, wc, a["stride"], a["padding"], a["groups"], mode, X_MAX, keep)
+            if keep:
+                rec.kept[f"{n.name}/cols"] = keep["cols"]
         else:
             acc = K.linear_fwd_acc(xc, wc, mode, X_MAX)
         if not self.prec.quantized_acts:
@@ -587,7 +590,8 @@ class FQT(TrainingMethod):
             xc = xc.astype(F32)
         if n.op == Op.CONV2D:
             gacc = K.conv2d_bwd_w_acc(xc, ec, self.w[name].shape, a["stride"], a["padding"], a["groups"],
-                                      mode, per_sample, X_MAX, self._e_max(ec))
+                                      mode, per_sample, X_MAX, self._e_max(ec),
+                                      cols=rec.kept.get(f"{name}/cols"))
         else:
             gacc = K.linear_bwd_w_acc(xc, ec, mode, per_sample, X_MAX, self._e_max(ec))
         gb = K.bias_grad_acc(ec, mode)
