@@ -77,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    from mcutrain.engines import keep_freed_memory
+    keep_freed_memory()  # training steps reuse the same large buffers: keep them mapped
     try:
         return int(args.func(args) or 0)
     except UserError as e:

@@ -17,8 +17,9 @@ def test_digits_cnn_reaches_95_percent_and_writes_a_model(tmp_path, capsys):
     captured = capsys.readouterr()
     result = json.loads(captured.out)            # stdout holds exactly one JSON document
     assert captured.err == ""                    # no progress bar with --json
-    assert set(result) == {"float_accuracy", "params", "macs", "path"}
+    assert set(result) == {"float_accuracy", "int8_accuracy", "params", "macs", "path"}
     assert result["float_accuracy"] >= 0.95
+    assert abs(result["int8_accuracy"] - result["float_accuracy"]) <= 0.01  # PTQ costs under a point
     assert result["params"] == 9930 and result["macs"] == 88064
     model = io.load(result["path"])
     prov = model.meta["provenance"]
@@ -30,6 +31,12 @@ def test_digits_cnn_reaches_95_percent_and_writes_a_model(tmp_path, capsys):
     from mcutrain.data import load_dataset
     ds = load_dataset("digits", seed=0)
     assert evaluate(model.graph, ds.x_test, ds.y_test) == result["float_accuracy"]
+    # ... and the int8 model beside them reproduces the int8 accuracy.
+    from mcutrain import qmodel
+    from mcutrain.engines import int_engine
+    qm = qmodel.load(result["path"])
+    assert np.mean(int_engine.predict(qm, ds.x_test) == ds.y_test) == result["int8_accuracy"]
+    assert prov["int8_accuracy"] == result["int8_accuracy"]
 
 
 def test_same_seed_same_model_and_text_output(tmp_path, capsys):
