@@ -130,6 +130,8 @@ def test_arena_invariants_small_models(arch, method, kw):
     ("fqt", {"precision": "int8", "trainable": "last:3", "batch": 2}),
     ("zo", {"trainable": "layers:blocks.4-7.pw1", "queries": 2}),
     ("bp-qas", {"trainable": "layers:blocks.12.pw1,blocks.13.pw1", "bias_last": 10}),
+    ("float", {"trainable": "last:4", "batch": 2}),
+    ("zo", {"trainable": "all", "queries": 2, "zo_base": "recompute"}),
 ])
 def test_arena_invariants_mcunet(method, kw):
     g = zoo.build("mcunet-5fps", 10, (64, 64, 3))
