@@ -3,7 +3,7 @@
  *
  * Reference path: one accumulator per output element, padding skipped (it holds z_x, so it adds
  * (z_x - z_x) * w = 0). DSP path: im2col of two output pixels at a time into int16 columns
- * (centred, SMLAD order), then the 2x2-blocked GEMM of mt_mat_mult_s8_s16.c. Both compute the
+ * (centred, SMLAD order, interleaved), then the 2x2-blocked GEMM of mt_mat_mult_s8_s16.c. Both compute the
  * same exact integer sums, so the outputs are identical.
  */
 #include "mt_fixedpoint.h"
@@ -94,7 +94,10 @@ static void conv_ref(const mt_conv_params *p,
 
 #if MT_DSP
 
-/* The centred int16 column (SMLAD order) of output pixel (n, oy, ox), channels of group g. */
+/*
+ * The centred int16 column (SMLAD order) of output pixel (n, oy, ox), channels of group g, into
+ * slot 0 (A) or 1 (B) of the interleaved two-column buffer (mt_support.h). Padding: zeros.
+ */
 static void im2col_s16(const mt_conv_params *p,
                        const mt_dims *in_d,
                        const int8_t *input,
@@ -103,41 +106,42 @@ static void im2col_s16(const mt_conv_params *p,
                        int32_t oy,
                        int32_t ox,
                        int32_t g,
-                       int16_t *col)
+                       int16_t *cols,
+                       int32_t slot)
 {
     const int32_t cg = f_d->c;
     const int32_t zx = p->input_zero_point;
-    const int32_t k = f_d->h * f_d->w * cg;
+    const int32_t k4 = (f_d->h * f_d->w * cg) & ~3;
     /* -z_x in both halves; SXTAB16 adds it to two sign-extended bytes at once */
     const int32_t off2 = (int32_t)(((uint32_t)(-zx) & 0xFFFFu) | ((uint32_t)(-zx) << 16));
-    int16_t *dst = col;
+    int32_t e = 0; /* element index of the tap's first channel in the plain column */
     int32_t ky, kx, i;
     for (ky = 0; ky < f_d->h; ky++) {
         const int32_t iy = oy * p->stride_h - p->pad_top + ky;
         for (kx = 0; kx < f_d->w; kx++) {
             const int32_t ix = ox * p->stride_w - p->pad_left + kx;
-            if (iy < 0 || iy >= in_d->h || ix < 0 || ix >= in_d->w) {
-                memset(dst, 0, (size_t)cg * sizeof(int16_t));
-            } else {
-                const int8_t *x = input + ((n * in_d->h + iy) * in_d->w + ix) * in_d->c + g * cg;
-                if ((cg & 3) == 0) {
-                    /* groups of four stay inside one tap: write them directly in SMLAD order */
-                    for (i = 0; i < cg; i += 4) {
+            const int pad = iy < 0 || iy >= in_d->h || ix < 0 || ix >= in_d->w;
+            const int8_t *x = pad ? input : input + ((n * in_d->h + iy) * in_d->w + ix) * in_d->c + g * cg;
+            if ((cg & 3) == 0) {
+                /* groups of four stay inside one tap: write them directly in SMLAD order */
+                for (i = 0; i < cg; i += 4) {
+                    int16_t *d = cols + 8 * ((e + i) >> 2) + 4 * slot;
+                    if (pad) {
+                        mt_write_s16x2(d, 0);
+                        mt_write_s16x2(d + 2, 0);
+                    } else {
                         const int32_t v = mt_read_s8x4(x + i);
-                        mt_write_s16x2(dst + i, mt_sxtab16(off2, v));
-                        mt_write_s16x2(dst + i + 2, mt_sxtab16_ror8(off2, v));
-                    }
-                } else {
-                    for (i = 0; i < cg; i++) {
-                        dst[i] = (int16_t)((int32_t)x[i] - zx);
+                        mt_write_s16x2(d, mt_sxtab16(off2, v));
+                        mt_write_s16x2(d + 2, mt_sxtab16_ror8(off2, v));
                     }
                 }
+            } else {
+                for (i = 0; i < cg; i++) {
+                    cols[MT_COL2_INDEX(e + i, slot, k4)] = (int16_t)(pad ? 0 : (int32_t)x[i] - zx);
+                }
             }
-            dst += cg;
+            e += cg;
         }
-    }
-    if ((cg & 3) != 0) {
-        mt_reorder_s16(col, k);
     }
 }
 
@@ -155,8 +159,6 @@ static void conv_dsp(const mt_conv_params *p,
     const int32_t k = f_d->h * f_d->w * f_d->c;
     const int32_t opg = f_d->n / p->groups;
     const int32_t pixels = out_d->h * out_d->w;
-    int16_t *col0 = cols;
-    int16_t *col1 = cols + k;
     int32_t n, g, px;
     for (n = 0; n < in_d->n; n++) {
         for (g = 0; g < p->groups; g++) {
@@ -169,14 +171,13 @@ static void conv_dsp(const mt_conv_params *p,
             qo.act_min = p->act_min;
             qo.act_max = p->act_max;
             for (px = 0; px < pixels; px += 2) {
+                /* an odd last pixel fills both slots and writes its outputs twice, identically */
+                const int32_t pb = px + 1 < pixels ? px + 1 : px;
                 int8_t *y0 = output + (n * pixels + px) * out_d->c + g * opg;
-                im2col_s16(p, in_d, input, f_d, n, px / out_d->w, px % out_d->w, g, col0);
-                if (px + 1 < pixels) {
-                    im2col_s16(p, in_d, input, f_d, n, (px + 1) / out_d->w, (px + 1) % out_d->w, g, col1);
-                    mt_mat_mult_s8_s16_2col(w, col0, col1, opg, k, &qo, y0, y0 + out_d->c);
-                } else {
-                    mt_mat_mult_s8_s16_1col(w, col0, opg, k, &qo, y0);
-                }
+                int8_t *y1 = output + (n * pixels + pb) * out_d->c + g * opg;
+                im2col_s16(p, in_d, input, f_d, n, px / out_d->w, px % out_d->w, g, cols, 0);
+                im2col_s16(p, in_d, input, f_d, n, pb / out_d->w, pb % out_d->w, g, cols, 1);
+                mt_mat_mult_s8_s16_2col(w, cols, opg, k, &qo, y0, y1);
             }
         }
     }

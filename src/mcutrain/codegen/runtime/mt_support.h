@@ -6,6 +6,11 @@
  * four int8 weights yields (w0, w2) and SXTB16 ROR #8 yields (w1, w3), so one SMLAD per half
  * multiplies matching pairs without any repacking of the weights. Elements past the last full
  * group of four stay in plain order.
+ *
+ * Two columns A and B (two output pixels) are interleaved group by group, so that one pointer
+ * walks both: [A0 A2 A1 A3][B0 B2 B1 B3][A4 A6 A5 A7][B4 ...] ... then the tail pairs
+ * [At Bt] for t >= k4 = k & ~3. MT_COL2_INDEX(e, slot, k4) is where element e of column `slot`
+ * (0 = A, 1 = B) goes.
  */
 #ifndef MT_SUPPORT_H
 #define MT_SUPPORT_H
@@ -14,6 +19,9 @@
 
 #include "mt_arch.h"
 #include "mt_types.h"
+
+#define MT_COL2_INDEX(e, slot, k4)                                                                     \
+    ((e) < (k4) ? 8 * ((e) >> 2) + 4 * (slot) + ((((e) & 1) << 1) | (((e) >> 1) & 1)) : 2 * (e) + (slot))
 
 /* Requantization constants of one output row block; shared by the GEMM helpers. */
 typedef struct {
@@ -31,19 +39,19 @@ typedef struct {
 void mt_reorder_s16(int16_t *col, int32_t k);
 
 /*
- * Two columns times `rows` weight rows: out0[r] = requant(bias[r] + w[r] . col0),
- * out1[r] likewise with col1. w: [rows, k] int8 row-major; col0/col1: [k] int16 reordered.
+ * Two columns times `rows` weight rows: out0[r] = requant(bias[r] + w[r] . A),
+ * out1[r] = requant(bias[r] + w[r] . B). w: [rows, k] int8 row-major; cols: [2 k] int16 in the
+ * interleaved layout above, 4-byte aligned. out1 may equal out0 when A and B are the same.
  */
 void mt_mat_mult_s8_s16_2col(const int8_t *w,
-                             const int16_t *col0,
-                             const int16_t *col1,
+                             const int16_t *cols,
                              int32_t rows,
                              int32_t k,
                              const mt_gemm_out *q,
                              int8_t *out0,
                              int8_t *out1);
 
-/* One column: out[r] = requant(bias[r] + w[r] . col) (matrix times vector). */
+/* One column: out[r] = requant(bias[r] + w[r] . col) (matrix times vector); col plain-reordered. */
 void mt_mat_mult_s8_s16_1col(const int8_t *w,
                              const int16_t *col,
                              int32_t rows,
