@@ -144,3 +144,25 @@ def test_float32_fqt_keeps_float_weights_in_ram_and_flash():
     s = build_schedule(g, "fqt", precision="float32", trainable="last:1")
     assert s.tensors["b.weight"].nbytes == 4 * 8 and s.tensors["b.weight"].role == Role.WEIGHT
     assert s.frozen_bytes == {"a.weight": 4 * 12, "a.bias": 4 * 4}
+
+
+def test_schedule_for_a_built_method_equals_the_builder():
+    from mcutrain.methods.float import FloatMethod
+    from mcutrain.plan.schedules import schedule_for
+    g = zoo.build("digits-cnn", seed=0)
+    qm, x, _ = _int8(g)
+    built = [
+        (FQT(g, FQTConfig(precision="uint8", trainable="last:2"), x[:2]),
+         build_schedule(g, "fqt", precision="uint8", trainable="last:2", batch=4)),
+        (ZOMethod(qm, ZOConfig(trainable="last:2", queries=3, perturb="np")),
+         build_schedule(g, "zo", trainable="last:2", queries=3, perturb="np", batch=4)),
+        (BPQASMethod(qm, BPQASConfig(trainable="last:1", bias_last=2)),
+         build_schedule(g, "bp-qas", trainable="last:1", bias_last=2, batch=4)),
+        (FloatMethod(g.copy(), "sgd", trainable=["fc"]),
+         build_schedule(g, "float", trainable="last:1", batch=4)),
+    ]
+    for m, want in built:
+        got = schedule_for(m, batch=4)
+        assert [k.name for k in got.kernels] == [k.name for k in want.kernels], m.name
+    with pytest.raises(ValueError, match="no schedule for method"):
+        schedule_for(object())

@@ -668,3 +668,25 @@ def build_schedule(graph: Graph, method: str, trainable: str = "all", batch: int
     if method == "float":
         return float_schedule(graph, trainable, batch, kernels)
     raise ValueError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
+
+
+def schedule_for(method, batch: int = 1, kernels: str = "dsp") -> Schedule:
+    """The schedule of a built training method (`FQT`, `ZOMethod`, `BPQASMethod`, `FloatMethod`).
+
+    What the code generator calls with the method a user trained: the step is derived from the
+    method's own configuration and graph, so it cannot drift from what the simulator ran.
+    """
+    name = getattr(method, "name", "")
+    if name == "fqt":
+        c = method.cfg
+        return fqt_schedule(method.graph, c.precision, c.trainable, batch, c.lambda_min < 1.0, kernels)
+    if name == "zo":
+        c = method.cfg
+        return zo_schedule(method.qm.graph, "layers:" + ",".join(method.layers), batch, c.perturb, c.queries,
+                           c.mask, kernels)
+    if name == "bp-qas":
+        c = method.cfg
+        return bp_qas_schedule(method.qm.graph, c.trainable, batch, c.bias_last, c.momentum, kernels)
+    if name == "float":
+        return float_schedule(method.graph, "layers:" + ",".join(method.trainable), batch, kernels)
+    raise ValueError(f"no schedule for method {name!r}; known: fqt, zo, bp-qas, float")
