@@ -399,23 +399,23 @@ class Ref:
             o = w.shape[0]
             kk = int(np.prod(w.shape[1:]))
             keys = sorted(g)
-            rows = [[g[k] for k in keys if k[0] == r] for r in range(o)]
+            rows = [[g[k] for k in keys if k[0] == r] + [gb[r]] for r in range(o)]   # bias last
             st = m.norm.get(name, {"mu": np.zeros(o, F), "sd": np.zeros(o, F), "init": np.zeros(o, bool)})
             an = F(m.cfg.alpha_norm)
             keepn = F(F(1) - an)
             mu, sd = st["mu"].copy(), st["sd"].copy()
-            ghat = np.zeros((o, kk), F)
+            ghat = np.zeros((o, kk + 1), F)
             den = np.zeros(o, F)
             for r in range(o):
                 s = F(0)
                 for v in rows[r]:
                     s = F(s + v)
-                mu_b = F(s / F(kk))
+                mu_b = F(s / F(kk + 1))
                 s = F(0)
                 for v in rows[r]:
                     d = F(v - mu_b)
                     s = F(s + F(d * d))
-                sd_b = F(np.sqrt(F(s / F(kk))))
+                sd_b = F(np.sqrt(F(s / F(kk + 1))))
                 if upd[r]:
                     if st["init"][r]:
                         mu[r] = F(F(keepn * mu[r]) + F(an * mu_b))
@@ -423,15 +423,14 @@ class Ref:
                     else:
                         mu[r], sd[r] = mu_b, sd_b
                 den[r] = F(sd[r] + F(1e-12))
-                for k in range(kk):
+                for k in range(kk + 1):
                     ghat[r, k] = F(F(rows[r][k] - mu[r]) / den[r]) if upd[r] and sd[r] != 0 else F(0)
             res[f"norm/{name}"] = (mu, sd)
             w2 = w.reshape(o, kk)
             if p.weights == "f32":
                 w_out[name] = np.array([[F(w2[r, k] - F(lr * ghat[r, k])) for k in range(kk)]
                                         for r in range(o)])
-                b_out[name] = np.array([F(m.b[name][r] - F(lr * (F(gb[r] / den[r]) if upd[r] else F(0))))
-                                        for r in range(o)])
+                b_out[name] = np.array([F(m.b[name][r] - F(lr * ghat[r, kk])) for r in range(o)])
                 continue
             qp = m.wqp[name]
             lrs = [F(lr * m.step_scale[name][r]) if p.relative_update else lr for r in range(o)]
@@ -475,7 +474,7 @@ class Ref:
             old = m.b_acc_scale[name]
             bo = []
             for r in range(o):
-                step = F(lrs[r] * F(gb[r] / den[r])) if (upd[r] and sd[r] > 0) else F(0)
+                step = F(lrs[r] * ghat[r, kk])
                 if new_scale[r] != old[r] or upd[r]:
                     real = F(F(F(int(m.b[name][r])) * old[r]) - step)
                     qv = rha(F(real / new_scale[r]))

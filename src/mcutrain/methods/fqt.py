@@ -173,6 +173,7 @@ class FQT(TrainingMethod):
         self.steps = 0
         self._qp_cache: dict[str, tuple] = {}
         self._bias_lr: dict[str, np.ndarray] = {}
+        self._bias_ghat: dict[str, np.ndarray] = {}
         self.backward_seconds = 0.0
         """Wall time of all backward passes so far (error propagation + weight gradients); not state."""
         for n in g.parametric():
@@ -639,10 +640,17 @@ class FQT(TrainingMethod):
             if self.prec.quantized_acts:
                 self._rescale_bias(n, old_acc_scale[name], rec.grads.get(name), lr32)
 
-    def _standardize(self, name: str, g: np.ndarray, upd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(g - mu) / sd per filter with EMA mu, sd (alpha_norm); returns (g_hat, sd) (see the docs)."""
+    def _standardize(self, name: str, g: np.ndarray, gb: np.ndarray,
+                     upd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(g - mu) / sd per filter with EMA mu, sd (alpha_norm); returns (g_hat, g_hat of the bias).
+
+        A filter's gradient is its K weights and its bias (K + 1 values, bias last).
+        NOTE: the bias belongs to the filter's statistics: dividing a bias gradient by
+        the sd of its weights alone blows up where the weights see (nearly) zero
+        inputs and the bias does not (a dead channel below).
+        """
         o = g.shape[0]
-        g2 = g.reshape(o, -1)
+        g2 = np.concatenate([g.reshape(o, -1), gb.reshape(o, 1)], axis=1).astype(F32)
         kk = F32(g2.shape[1])
         mu_b = K.seq_sum(g2, 1) / kk
         var_b = K.seq_sum((g2 - mu_b[:, None]) * (g2 - mu_b[:, None]), 1) / kk
@@ -659,19 +667,19 @@ class FQT(TrainingMethod):
         den = st["sd"] + NORM_EPS
         ghat = ((g2 - st["mu"][:, None]) / den[:, None]).astype(F32)
         ghat[~upd | (st["sd"] == 0)] = 0
-        return ghat.reshape(g.shape), den
+        return ghat[:, :-1].reshape(g.shape), np.ascontiguousarray(ghat[:, -1])
 
     def _update_layer(self, n: Node, grads: tuple, lr: F32) -> None:
         name = n.name
         g, gb, upd = grads
-        ghat, den = self._standardize(name, g, upd)
+        ghat, ghat_b = self._standardize(name, g, gb, upd)
         w = self.w[name]
         o = w.shape[0]
         if self.prec.weights == "f32":
             self.w[name] = (w - lr * ghat).astype(F32)
-            bh = np.where(upd, gb / den, 0).astype(F32)
-            self.b[name] = (self.b[name] - lr * bh).astype(F32)
+            self.b[name] = (self.b[name] - lr * ghat_b).astype(F32)
             return
+        self._bias_ghat[name] = ghat_b
         qp = self.wqp[name]
         self._bias_lr[name] = self._layer_lr(name, lr)
         real = qp.dequantize(w)                           # float32(w - z) * s
@@ -724,7 +732,7 @@ class FQT(TrainingMethod):
     def _rescale_bias(self, n: Node, old_scale: np.ndarray, grads: tuple | None, lr: F32) -> None:
         """Move the int32 bias to the new accumulator scale s_x * s_w, applying its update if trained.
 
-        b_real = float32(b) * s_old - lr * g_b / sd; b = sat32(round_half_away(b_real / s_new)).
+        b_real = float32(b) * s_old - lr * g_hat_b; b = sat(round_half_away(b_real / s_new)).
         Channels with no update and an unchanged scale keep their integer bias.
         """
         name = n.name
@@ -733,9 +741,8 @@ class FQT(TrainingMethod):
         changed = new_scale != old_scale
         if grads is not None:
             lr = self._bias_lr.pop(name)
-            _, gb, upd = grads
-            den = self.norm[name]["sd"] + NORM_EPS
-            step = np.where(upd & (self.norm[name]["sd"] > 0), lr * (gb / den), 0).astype(F32)
+            upd = grads[2]
+            step = (lr * self._bias_ghat.pop(name)).astype(F32)    # 0 where not updated
             changed |= upd
         if not changed.any():
             return
