@@ -1,0 +1,324 @@
+"""Schedules of the back-propagating methods: FQT (one sample at a time), BP-QAS and float."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mcutrain.graph import INPUT, PARAMETRIC, Graph, Node, Op
+from mcutrain.methods.fqt_state import PRECISIONS, precision
+from mcutrain.methods.trainable import resolve_trainable
+from mcutrain.plan.schedule import Role, Schedule
+from mcutrain.plan.schedule_builder import (
+    FLOAT,
+    INT8,
+    RANGE_BYTES,
+    Formats,
+    _Builder,
+    _depthwise,
+    _fqt_formats,
+    _needs,
+    prepare,
+)
+
+
+@dataclass(frozen=True)
+class _Backprop:
+    """How a back-propagation method runs its step."""
+
+    fmt: Formats
+    samples: int                 # samples per forward/backward pass (FQT: 1)
+    loop: int                    # FQT batch loop count (1: no loop)
+    weight_layers: set[str]
+    bias_layers: set[str]
+    kept_output_for: str         # "act": activated outputs (masks); "all": every output (STE)
+    combine_real: bool           # quantized errors summed as float32 reals at a fork (FQT)
+    prescale: bool = False       # int8 FQT: int16 copy of the error before propagation
+    partial: bool = False        # FQT partial updates: ranking scratch (planned at full size)
+    sample_grad_ranges: bool = False   # uint8 FQT: each per-sample gradient has its own EMA range
+    fused_update: bool = False   # elementwise update: gradient row by row, applied at once (bp-qas, float)
+    momentum: bool = False       # bp-qas: SGD momentum (a float32 velocity per trained value)
+
+
+def _backprop_schedule(g: Graph, method: str, cfg: _Backprop, kernels: str) -> Schedule:
+    fmt, spl = cfg.fmt, cfg.samples
+    wanted = cfg.weight_layers | cfg.bias_layers
+    needs = _needs(g, wanted)
+    dynamic = needs  # quantized FQT: ranges change from the first trained layer on
+    ram_biases = set(cfg.bias_layers)
+    if method == "fqt" and fmt.act != "f32":
+        ram_biases |= {n.name for n in g.parametric() if dynamic[n.name]}   # rescaled every step
+    b = _Builder(g, method, cfg.samples * cfg.loop, fmt, cfg.weight_layers, ram_biases, kernels)
+    s = b.s
+    loop = "sample" if cfg.loop > 1 else None
+    rep = cfg.loop
+
+    # what the backward pass reads from the forward pass
+    kept: set[str] = set()
+    for n in g.nodes:
+        if not needs[n.name]:
+            continue
+        if n.op in PARAMETRIC:
+            if n.name in cfg.weight_layers:
+                kept.add(n.inputs[0])
+            if cfg.kept_output_for == "all" or n.act != "none":
+                kept.add(n.name)
+        elif n.op in (Op.RELU, Op.RELU6) or (n.op == Op.ADD and cfg.kept_output_for == "all") \
+                or (n.op == Op.ADD and n.act != "none"):
+            kept.add(n.name)
+        elif n.op == Op.MAXPOOL:
+            if cfg.kept_output_for == "all":
+                kept |= {n.name, n.inputs[0]}
+            else:
+                kept.add(f"{n.name}/argmax")
+
+    def role(t: str) -> Role:
+        if t == g.output:
+            return Role.LOGITS
+        return Role.KEPT if t in kept else Role.ACTIVATION
+
+    _state_backprop(s, g, method, fmt, cfg, needs)
+    grads = _declare_grads(s, g, cfg, fmt)
+    if loop:   # gradient buffers accumulate over the samples of the batch
+        for layer, ts in grads.items():
+            s.kernel(f"{layer}.grad_zero", "zero", "weight_grad", layer, [], ts)
+
+    s.tensor(INPUT, (spl, *g.input_shape), fmt.act, Role.INPUT)
+    name_of = {INPUT: INPUT}
+    b.forward(g.nodes, name_of, spl, "", role, loop=loop, repeat=rep)
+    k = g.num_classes
+    loss = s.tensor("loss", (spl,), "s32", Role.LOGITS)
+    err_out = s.tensor(f"err:{g.output}", (spl, *g.shape(g.output)), fmt.error, Role.ERROR)
+    state_loss = ["state:counters"] if "state:counters" in s.tensors else []
+    s.kernel("loss", "softmax_ce", "loss", g.output, [name_of[g.output], *state_loss],
+             [loss, err_out, *state_loss], spl * k, loop=loop, repeat=rep)
+
+    n_consumers = {t: len(g.consumers(t)) for t in name_of}
+    pending: dict[str, list[str]] = {g.output: [err_out]}
+    deferred: list[str] = []
+    for n in reversed(g.nodes):
+        parts = pending.pop(n.name, None)
+        if parts is None or not needs[n.name]:
+            continue
+        kw = {"loop": loop, "repeat": rep}
+        shape = (spl, *g.shape(n.name))
+        if len(parts) > 1:
+            e = s.tensor(f"err:{n.name}", shape, fmt.error, Role.ERROR)
+            s.kernel(f"{n.name}.err_sum", "error_sum", "error", n.name, parts, [e],
+                     in_place=[(e, p) for p in parts], **kw)
+        else:
+            e = parts[0]
+        act = n.op.value if n.op in (Op.RELU, Op.RELU6) else n.act
+        if n.op in PARAMETRIC and method in ("bp-qas",):
+            # STE through the requantization: error at the accumulator, masked by the clamp
+            e2 = s.tensor(f"err_acc:{n.name}", shape, fmt.error, Role.ERROR)
+            s.kernel(f"{n.name}.requant_bwd", "requant_bwd", "error", n.name, [e, name_of[n.name]], [e2],
+                     in_place=[(e2, e)], **kw)
+            e = e2
+        elif act != "none" and not (method == "bp-qas" and n.op == Op.ADD):
+            e2 = s.tensor(f"errm:{n.name}", shape, fmt.error, Role.ERROR)
+            s.kernel(f"{n.name}.{act}_bwd", f"{act}_bwd", "error", n.name, [e, name_of[n.name]], [e2],
+                     in_place=[(e2, e)], **kw)
+            e = e2
+        srcs = n.inputs
+
+        def contrib(src: str, real: bool = False, node: str = n.name) -> str:
+            dt = "f32" if real else fmt.error
+            name = f"err:{src}" if n_consumers[src] == 1 else f"err:{src}<-{node}"
+            return s.tensor(name, (spl, *g.shape(src)), dt, Role.ERROR)
+
+        if n.op in PARAMETRIC:
+            src = srcs[0]
+            o = n.params["weight"].shape[0]
+            per_out = g.macs(n) // o
+            if cfg.partial and n.name in cfg.weight_layers:
+                sel = s.tensor(f"{n.name}.topk", (o * 5,), "u8", Role.SCRATCH,
+                               "per structure: float32 magnitude + keep flag")
+                s.kernel(f"{n.name}.topk", "partial_topk", "error", n.name, [e], [sel, e], **kw)
+            if needs[src]:
+                reads = [e, *b.params(n)]
+                real = cfg.combine_real and n_consumers[src] > 1
+                c = contrib(src, real)
+                writes = [c]
+                if cfg.prescale:
+                    writes.append(s.tensor(f"{n.name}.prescale", shape, "s16", Role.SCRATCH))
+                op = "depthwise_conv2d" if _depthwise(g, n) else n.op.value
+                s.kernel(f"{n.name}.bwd_in", f"{op}_bwd_in", "error", n.name, reads, writes,
+                         spl * per_out * o, **kw)
+                pending.setdefault(src, []).append(c)
+            if n.name in grads:
+                reads = [e] + ([name_of[src]] if n.name in cfg.weight_layers else [])
+                ts = grads[n.name]
+                macs = spl * g.macs(n) if n.name in cfg.weight_layers else 0
+                if cfg.fused_update:
+                    params = b.params(n)
+                    state = [t for t in (f"state:{n.name}.velocity",) if t in s.tensors]
+                    op = f"{n.op.value}_bwd_w_{_UPDATE_OP[method]}"
+                    s.kernel(f"{n.name}.bwd_w_update", op, "weight_grad", n.name,
+                             [*reads, *params, *state], [*ts, *params, *state], macs, **kw)
+                    continue
+                s.kernel(f"{n.name}.bwd_w", f"{n.op.value}_bwd_w", "weight_grad", n.name,
+                         reads + (ts if loop else []), ts, macs, **kw)
+                if loop:
+                    deferred.append(n.name)
+                else:
+                    _update(s, n, ts, method)
+        elif n.op == Op.FLATTEN:
+            c = s.tensor(f"err:{srcs[0]}" if n_consumers[srcs[0]] == 1 else f"err:{srcs[0]}<-{n.name}",
+                         (spl, *g.shape(srcs[0])), s.tensors[e].dtype, Role.ERROR)
+            s.kernel(f"{n.name}.bwd", "reshape", "error", n.name, [], [], alias=[(c, e)], **kw)
+            pending.setdefault(srcs[0], []).append(c)
+        elif n.op == Op.ADD and method == "bp-qas":
+            # STE through the add's requantization: one scaled, masked error per input
+            outs = [contrib(src) for src in srcs if needs[src]]
+            s.kernel(f"{n.name}.bwd", "add_bwd", "error", n.name, [e, name_of[n.name]], outs,
+                     in_place=[(outs[0], e)] if outs else [], **kw)
+            for src, c in zip([x for x in srcs if needs[x]], outs):
+                pending.setdefault(src, []).append(c)
+        elif n.op == Op.ADD:
+            # both inputs receive the same error values: the add's error is read by both branches
+            for src in srcs:
+                if needs[src]:
+                    pending.setdefault(src, []).append(e)
+        elif n.op in (Op.RELU, Op.RELU6):
+            if needs[srcs[0]]:
+                pending.setdefault(srcs[0], []).append(e)
+        else:   # pools
+            if needs[srcs[0]]:
+                c = contrib(srcs[0])
+                reads = [e]
+                if n.op == Op.MAXPOOL:
+                    reads += [name_of[srcs[0]], name_of[n.name]] if cfg.kept_output_for == "all" \
+                        else [f"{n.name}.argmax"]
+                s.kernel(f"{n.name}.bwd", f"{n.op.value}_bwd", "error", n.name, reads, [c], **kw)
+                pending.setdefault(srcs[0], []).append(c)
+    for layer in deferred:
+        _update(s, g.node(layer), grads[layer], method)
+    if method == "fqt":
+        ema = [t for t in ("state:act_ranges", "state:err_ranges", "state:grad_ranges") if t in s.tensors]
+        if ema:
+            s.kernel("ema_update", "ema_update", "update", "", ema, ema)
+    s.options["samples_per_pass"] = spl
+    s.validate()
+    return s
+
+
+def _declare_grads(s: Schedule, g: Graph, cfg: _Backprop, fmt: Formats) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for n in g.parametric():
+        ts = []
+        if n.name in cfg.weight_layers and cfg.fused_update:
+            k = int(n.params["weight"][0].size)
+            ts.append(s.tensor(f"grad:{n.name}.row", (k,), fmt.grad, Role.GRADIENT,
+                               "one output channel's weight gradient, applied as soon as it is complete"))
+        elif n.name in cfg.weight_layers:
+            ts.append(s.tensor(f"grad:{n.name}.weight", n.params["weight"].shape, fmt.grad, Role.GRADIENT))
+        if n.name in cfg.weight_layers or n.name in cfg.bias_layers:
+            gb = fmt.grad if fmt.grad in ("f32", "s32") else "s32"
+            ts.append(s.tensor(f"grad:{n.name}.bias", (n.params["weight"].shape[0],), gb, Role.GRADIENT))
+        if ts:
+            out[n.name] = ts
+    return out
+
+
+_UPDATE_OP = {"fqt": "fqt_update", "bp-qas": "qas_update", "float": "sgd_update"}
+
+
+def _update(s: Schedule, n: Node, grads: list[str], method: str) -> None:
+    params = [t for t in (f"{n.name}.weight", f"{n.name}.bias") if t in s.tensors]
+    state = [t for t in (f"state:{n.name}.wqp", f"state:{n.name}.norm", f"state:{n.name}.step_scale",
+                         f"state:{n.name}.velocity", f"state:{n.name}.bias_scale") if t in s.tensors]
+    op = _UPDATE_OP[method]
+    elements = sum(s.tensors[t].elements for t in grads)
+    s.kernel(f"{n.name}.update", op, "update", n.name, [*grads, *params, *state], [*params, *state],
+             elements)
+
+
+def _state_backprop(s: Schedule, g: Graph, method: str, fmt: Formats, cfg: _Backprop,
+                    needs: dict[str, bool]) -> None:
+    """Resident method state (FQT: ranges, standardization, counters; BP: momentum)."""
+    if method == "fqt":
+        quant = fmt.act != "f32"
+        owners = [t for t in [INPUT, *(n.name for n in g.nodes)] if needs[t] and
+                  (t == INPUT or g.node(t).op in (*PARAMETRIC, Op.ADD))]
+        if quant and owners:
+            s.tensor("state:act_ranges", (RANGE_BYTES * len(owners),), "u8", Role.STATE,
+                     f"{len(owners)} EMA activation ranges")
+        errs = [n.name for n in g.nodes if needs[n.name]]
+        if fmt.error != "f32" and errs:
+            s.tensor("state:err_ranges", (RANGE_BYTES * len(errs),), "u8", Role.STATE,
+                     f"{len(errs)} EMA error ranges")
+        if cfg.sample_grad_ranges:
+            s.tensor("state:grad_ranges", (RANGE_BYTES * len(cfg.weight_layers),), "u8", Role.STATE)
+        for name in cfg.weight_layers:
+            o = g.node(name).params["weight"].shape[0]
+            if fmt.weight == "u8":
+                s.tensor(f"state:{name}.wqp", (RANGE_BYTES,), "u8", Role.STATE)
+            elif fmt.weight == "s8":
+                s.tensor(f"state:{name}.wqp", (12 * o,), "u8", Role.STATE, "per channel: min, max, scale")
+                s.tensor(f"state:{name}.step_scale", (o,), "f32", Role.STATE)
+            s.tensor(f"state:{name}.norm", (9 * o,), "u8", Role.STATE, "per filter: EMA mean, sd, init flag")
+        if quant:
+            for n in g.parametric():
+                if needs[n.name]:
+                    o = n.params["weight"].shape[0]
+                    s.tensor(f"state:{n.name}.bias_scale", (o,), "f32", Role.STATE)
+        s.tensor("state:counters", (3,), "s32", Role.STATE, "loss max, step, RNG")
+    elif method == "bp-qas" and cfg.momentum:
+        for name in sorted(cfg.weight_layers | cfg.bias_layers):
+            node = g.node(name)
+            n = (node.params["weight"].size if name in cfg.weight_layers else 0) + node.params["bias"].size
+            s.tensor(f"state:{name}.velocity", (n,), "f32", Role.STATE)
+
+
+def fqt_schedule(g: Graph, prec: str = "uint8", trainable: str = "all", batch: int = 1,
+                 partial: bool = False, kernels: str = "dsp") -> Schedule:
+    """FQT (`prec` in uint8, mixed, float32, int8); `partial`: dynamic partial updates on (worst case)."""
+    if prec not in PRECISIONS:
+        raise ValueError(f"unknown FQT precision {prec!r}; use one of {', '.join(PRECISIONS)}")
+    g = prepare(g)
+    layers = set(resolve_trainable(g, trainable))
+    fmt = _fqt_formats(prec, batch)
+    cfg = _Backprop(fmt, 1, batch, layers, set(), "act", combine_real=fmt.error != "f32",
+                    prescale=fmt.error == "s8", partial=partial,
+                    sample_grad_ranges=precision(prec).quantize_sample_grads)
+    s = _backprop_schedule(g, "fqt", cfg, kernels)
+    s.trainable = [n.name for n in g.parametric() if n.name in layers]
+    s.options.update({"precision": prec, "partial": partial, "batch_loop": batch})
+    return s
+
+
+def bp_qas_schedule(g: Graph, trainable: str = "all", batch: int = 1, bias_last: int = 0,
+                    momentum: float = 0.0, kernels: str = "dsp") -> Schedule:
+    """BP-QAS (Lin et al.'s static sparse update): weights of `trainable`, biases of the last `bias_last`."""
+    g = prepare(g)
+    weights = set(resolve_trainable(g, trainable))
+    layers = [n.name for n in g.parametric()]
+    if not 0 <= bias_last <= len(layers):
+        raise ValueError(f"bias_last must be in [0, {len(layers)}]")
+    biases = set(layers[len(layers) - bias_last:]) if bias_last else set()
+    cfg = _Backprop(INT8, batch, 1, weights, weights | biases, "all", combine_real=False,
+                    momentum=momentum > 0, fused_update=True)
+    s = _with_options(_backprop_schedule(g, "bp-qas", cfg, kernels), momentum=momentum, bias_last=bias_last)
+    s.trainable = [n for n in layers if n in weights | biases]
+    return s
+
+
+def _with_options(s: Schedule, **kw) -> Schedule:
+    s.options.update(kw)
+    return s
+
+
+def float_schedule(g: Graph, trainable: str = "all", batch: int = 1, kernels: str = "dsp") -> Schedule:
+    """float32 back-propagation with plain SGD, the whole batch per pass."""
+    g = prepare(g)
+    layers = set(resolve_trainable(g, trainable))
+    cfg = _Backprop(FLOAT, batch, 1, layers, set(), "act", combine_real=False, fused_update=True)
+    s = _backprop_schedule(g, "float", cfg, kernels)
+    s.trainable = [n.name for n in g.parametric() if n.name in layers]
+    s.options["precision"] = "float32"
+    return s
+
+
+# ---------------------------------------------------------------- zeroth order
+
+
