@@ -57,6 +57,11 @@ MT_INLINE void mt_write_s16x2(int16_t *p, int32_t v)
     memcpy(p, &v, 4);
 }
 
+MT_INLINE void mt_write_s8x4(int8_t *p, int32_t v)
+{
+    memcpy(p, &v, 4);
+}
+
 #if defined(MT_DSP_NATIVE)
 #include <arm_acle.h>
 
@@ -91,6 +96,14 @@ MT_INLINE int32_t mt_sxtab16_ror8(int32_t a, int32_t x)
 {
     int32_t r;
     __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(x));
+    return r;
+}
+
+/* Bytewise signed maximum of four int8 lanes (SSUB8 sets the GE flags, SEL picks by them). */
+MT_INLINE int32_t mt_max_s8x4(int32_t a, int32_t b)
+{
+    int32_t r;
+    __asm__("ssub8 %0, %1, %2\n\tsel %0, %1, %2" : "=&r"(r) : "r"(a), "r"(b) : "cc");
     return r;
 }
 
@@ -141,6 +154,17 @@ MT_INLINE int32_t mt_sxtab16(int32_t a, int32_t x)
 MT_INLINE int32_t mt_sxtab16_ror8(int32_t a, int32_t x)
 {
     return mt_pack16(mt_lo16(a) + mt_byte(x, 1), mt_hi16(a) + mt_byte(x, 3));
+}
+
+MT_INLINE int32_t mt_max_s8x4(int32_t a, int32_t b)
+{
+    uint32_t r = 0;
+    int k;
+    for (k = 0; k < 4; k++) {
+        const int32_t m = mt_byte(a, k) > mt_byte(b, k) ? mt_byte(a, k) : mt_byte(b, k);
+        r |= ((uint32_t)m & 0xFFu) << (8 * k);
+    }
+    return (int32_t)r;
 }
 
 #endif /* MT_DSP_NATIVE */

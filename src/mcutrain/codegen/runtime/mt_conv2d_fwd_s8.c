@@ -13,7 +13,10 @@
 int32_t mt_conv2d_fwd_s8_get_buffer_size(const mt_dims *filter_dims)
 {
 #if MT_DSP
-    return 2 * 2 * filter_dims->h * filter_dims->w * filter_dims->c;
+    /* two interleaved int16 columns; channel counts that are not a multiple of four also need
+       one plain int16 column to gather into before the reordering scatter */
+    const int32_t k = filter_dims->h * filter_dims->w * filter_dims->c;
+    return 2 * 2 * k + ((filter_dims->c & 3) != 0 ? 2 * k : 0);
 #else  /* !MT_DSP */
     (void)filter_dims;
     return 0;
@@ -97,6 +100,7 @@ static void conv_ref(const mt_conv_params *p,
 /*
  * The centred int16 column (SMLAD order) of output pixel (n, oy, ox), channels of group g, into
  * slot 0 (A) or 1 (B) of the interleaved two-column buffer (mt_support.h). Padding: zeros.
+ * `plain` ([k] int16) is only used when the group's channel count is not a multiple of four.
  */
 static void im2col_s16(const mt_conv_params *p,
                        const mt_dims *in_d,
@@ -107,6 +111,7 @@ static void im2col_s16(const mt_conv_params *p,
                        int32_t ox,
                        int32_t g,
                        int16_t *cols,
+                       int16_t *plain,
                        int32_t slot)
 {
     const int32_t cg = f_d->c;
@@ -114,18 +119,24 @@ static void im2col_s16(const mt_conv_params *p,
     const int32_t k4 = (f_d->h * f_d->w * cg) & ~3;
     /* -z_x in both halves; SXTAB16 adds it to two sign-extended bytes at once */
     const int32_t off2 = (int32_t)(((uint32_t)(-zx) & 0xFFFFu) | ((uint32_t)(-zx) << 16));
-    int32_t e = 0; /* element index of the tap's first channel in the plain column */
+    int32_t e = 0; /* element index of the run's first value in the plain column */
     int32_t ky, kx, i;
     for (ky = 0; ky < f_d->h; ky++) {
         const int32_t iy = oy * p->stride_h - p->pad_top + ky;
-        for (kx = 0; kx < f_d->w; kx++) {
-            const int32_t ix = ox * p->stride_w - p->pad_left + kx;
+        const int32_t ix0 = ox * p->stride_w - p->pad_left;
+        /* a kernel row inside the input of an ungrouped conv is one contiguous run of kw * C
+           values; otherwise the row goes tap by tap (runs of Cg values, or padding) */
+        const int whole = iy >= 0 && iy < in_d->h && ix0 >= 0 && ix0 + f_d->w <= in_d->w && cg == in_d->c;
+        const int32_t taps = whole ? 1 : f_d->w;
+        const int32_t run = whole ? f_d->w * cg : cg;
+        for (kx = 0; kx < taps; kx++) {
+            const int32_t ix = ix0 + kx;
             const int pad = iy < 0 || iy >= in_d->h || ix < 0 || ix >= in_d->w;
             const int8_t *x = pad ? input : input + ((n * in_d->h + iy) * in_d->w + ix) * in_d->c + g * cg;
             if ((cg & 3) == 0) {
-                /* groups of four stay inside one tap: write them directly in SMLAD order */
-                for (i = 0; i < cg; i += 4) {
-                    int16_t *d = cols + 8 * ((e + i) >> 2) + 4 * slot;
+                /* groups of four stay inside one run: write them directly in SMLAD order */
+                int16_t *d = cols + 2 * e + 4 * slot;
+                for (i = 0; i < run; i += 4) {
                     if (pad) {
                         mt_write_s16x2(d, 0);
                         mt_write_s16x2(d + 2, 0);
@@ -134,13 +145,28 @@ static void im2col_s16(const mt_conv_params *p,
                         mt_write_s16x2(d, mt_sxtab16(off2, v));
                         mt_write_s16x2(d + 2, mt_sxtab16_ror8(off2, v));
                     }
+                    d += 8;
                 }
             } else {
-                for (i = 0; i < cg; i++) {
-                    cols[MT_COL2_INDEX(e + i, slot, k4)] = (int16_t)(pad ? 0 : (int32_t)x[i] - zx);
+                /* gather in plain order; the scatter below reorders and interleaves */
+                for (i = 0; i < run; i++) {
+                    plain[e + i] = (int16_t)(pad ? 0 : (int32_t)x[i] - zx);
                 }
             }
-            e += cg;
+            e += run;
+        }
+    }
+    if ((cg & 3) != 0) {
+        int16_t *d = cols + 4 * slot;
+        for (i = 0; i < k4; i += 4) {
+            d[0] = plain[i];
+            d[1] = plain[i + 2];
+            d[2] = plain[i + 1];
+            d[3] = plain[i + 3];
+            d += 8;
+        }
+        for (i = k4; i < e; i++) {
+            cols[2 * i + slot] = plain[i];
         }
     }
 }
@@ -159,6 +185,7 @@ static void conv_dsp(const mt_conv_params *p,
     const int32_t k = f_d->h * f_d->w * f_d->c;
     const int32_t opg = f_d->n / p->groups;
     const int32_t pixels = out_d->h * out_d->w;
+    int16_t *plain = cols + 2 * k;
     int32_t n, g, px;
     for (n = 0; n < in_d->n; n++) {
         for (g = 0; g < p->groups; g++) {
@@ -175,8 +202,8 @@ static void conv_dsp(const mt_conv_params *p,
                 const int32_t pb = px + 1 < pixels ? px + 1 : px;
                 int8_t *y0 = output + (n * pixels + px) * out_d->c + g * opg;
                 int8_t *y1 = output + (n * pixels + pb) * out_d->c + g * opg;
-                im2col_s16(p, in_d, input, f_d, n, px / out_d->w, px % out_d->w, g, cols, 0);
-                im2col_s16(p, in_d, input, f_d, n, pb / out_d->w, pb % out_d->w, g, cols, 1);
+                im2col_s16(p, in_d, input, f_d, n, px / out_d->w, px % out_d->w, g, cols, plain, 0);
+                im2col_s16(p, in_d, input, f_d, n, pb / out_d->w, pb % out_d->w, g, cols, plain, 1);
                 mt_mat_mult_s8_s16_2col(w, cols, opg, k, &qo, y0, y1);
             }
         }

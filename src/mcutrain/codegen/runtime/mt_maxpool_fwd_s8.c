@@ -1,7 +1,9 @@
 /*
  * mcutrain runtime: mt_maxpool_fwd_s8 (see mt_nn.h). Max commutes with the (shared) qparams,
- * so the int8 values are compared directly.
+ * so the int8 values are compared directly. The DSP path takes four channels per word
+ * (SSUB8 + SEL); channels past the last multiple of four take the plain loop.
  */
+#include "mt_arch.h"
 #include "mt_nn.h"
 
 mt_status mt_maxpool_fwd_s8(const mt_pool_params *params,
@@ -24,7 +26,19 @@ mt_status mt_maxpool_fwd_s8(const mt_pool_params *params,
             for (ox = 0; ox < out_d->w; ox++) {
                 const int8_t *x0 = input + ((n * in_d->h + oy * p->stride_h) * in_d->w + ox * p->stride_w) * in_d->c;
                 int8_t *y = output + ((n * out_d->h + oy) * out_d->w + ox) * out_d->c;
-                for (c = 0; c < in_d->c; c++) {
+                c = 0;
+#if MT_DSP
+                for (; c + 4 <= in_d->c; c += 4) {
+                    int32_t m4 = mt_read_s8x4(x0 + c);
+                    for (ky = 0; ky < p->kernel_h; ky++) {
+                        for (kx = 0; kx < p->kernel_w; kx++) {
+                            m4 = mt_max_s8x4(m4, mt_read_s8x4(x0 + (ky * in_d->w + kx) * in_d->c + c));
+                        }
+                    }
+                    mt_write_s8x4(y + c, m4);
+                }
+#endif /* MT_DSP */
+                for (; c < in_d->c; c++) {
                     int8_t m = x0[c];
                     for (ky = 0; ky < p->kernel_h; ky++) {
                         for (kx = 0; kx < p->kernel_w; kx++) {

@@ -9,8 +9,8 @@
  *
  * Two columns A and B (two output pixels) are interleaved group by group, so that one pointer
  * walks both: [A0 A2 A1 A3][B0 B2 B1 B3][A4 A6 A5 A7][B4 ...] ... then the tail pairs
- * [At Bt] for t >= k4 = k & ~3. MT_COL2_INDEX(e, slot, k4) is where element e of column `slot`
- * (0 = A, 1 = B) goes.
+ * [At Bt] for t >= k4 = k & ~3: element e < k4 of column `slot` (0 = A, 1 = B) sits at
+ * 8 * (e / 4) + 4 * slot + (0, 2, 1, 3)[e % 4], element e >= k4 at 2 * e + slot.
  */
 #ifndef MT_SUPPORT_H
 #define MT_SUPPORT_H
@@ -19,9 +19,6 @@
 
 #include "mt_arch.h"
 #include "mt_types.h"
-
-#define MT_COL2_INDEX(e, slot, k4)                                                                     \
-    ((e) < (k4) ? 8 * ((e) >> 2) + 4 * (slot) + ((((e) & 1) << 1) | (((e) >> 1) & 1)) : 2 * (e) + (slot))
 
 /* Requantization constants of one output row block; shared by the GEMM helpers. */
 typedef struct {
