@@ -30,7 +30,7 @@ def _method(prec: str, lmin: float = 1.0, seed: int = 0, **kw) -> FQT:
 @pytest.mark.parametrize("prec,lmin,kw", [(p, 1.0, {}) for p in PRECISIONS] + [
     ("int8", 0.4, {}), ("uint8", 0.4, {}), ("float32", 0.4, {}),
     ("int8", 1.0, {"relative_update": True, "weight_rounding": "nearest"}),
-    ("uint8", 1.0, {"weight_rounding": "nearest"})])
+    ("uint8", 1.0, {"weight_rounding": "floor"}), ("mixed", 0.4, {"weight_rounding": "floor"})])
 def test_step_equals_reference(prec, lmin, kw):
     m = _method(prec, lmin, **kw)
     x, y = _data()
