@@ -1,9 +1,9 @@
 """`mcutrain train`: simulated on-device training of a model on a dataset with one method.
 
 Methods plug in through `METHODS`: each entry adds its own options to the
-parser and builds a `TrainingMethod` from the parsed arguments, so a new
-method (zo, bp-qas, ...) registers itself with `register_method` and this
-module never changes.
+parser and builds a `TrainingMethod` from the parsed arguments. A module
+`mcutrain/commands/_<name>_options.py` that calls `register_method` is found
+and imported when the parser is built, so a new method never edits this file.
 
 Examples:
     mcutrain train --arch digits-cnn --init random --dataset digits --method fqt \\
@@ -51,6 +51,17 @@ def register_method(name: str, entry: MethodEntry) -> None:
     METHODS[name] = entry
 
 
+def load_method_options() -> None:
+    """Import every `mcutrain.commands._*_options` module: each registers its methods."""
+    import importlib
+    import pkgutil
+
+    import mcutrain.commands as pkg
+    for mod in pkgutil.iter_modules(pkg.__path__):
+        if mod.name.startswith("_") and mod.name.endswith("_options"):
+            importlib.import_module(f"mcutrain.commands.{mod.name}")
+
+
 # ---------------------------------------------------------------- fqt
 
 
@@ -94,6 +105,7 @@ register_method("fqt", MethodEntry(_fqt_args, _fqt_build,
 
 
 def register(subparsers) -> None:
+    load_method_options()
     p = subparsers.add_parser(
         "train", help="simulated on-device training of a model on a dataset",
         description=__doc__.split("\n\n")[0], epilog=__doc__.split("Examples:")[1],
