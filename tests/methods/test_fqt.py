@@ -111,3 +111,25 @@ def test_loss_falls(prec):
     r = fit(m, x, y, x, y, epochs=6, batch=16, lr=0.05, seed=0, progress=False, schedule="constant")
     assert r.history[-1]["loss"] < 0.7 * r.history[0]["loss"]
     assert r.accuracy_after > 0.8
+
+
+def test_schedule_lists_phases_and_kept_tensors():
+    from mcutrain import zoo
+    x = np.zeros((4, 28, 28, 1), np.float32)
+    m = FQT(zoo.build("small-cnn"), FQTConfig(precision="uint8", trainable="last:2"), x)
+    calls, tensors = m.schedule(32)
+    phases = [c.phase for c in calls]
+    assert phases.index("error") > max(i for i, p in enumerate(phases) if p == "forward")
+    assert [c.kernel for c in calls if c.phase == "weight_grad"] == ["linear_bwd_w_u8", "linear_bwd_w_u8"]
+    assert [c.node for c in calls if c.phase == "update"] == ["fc1", "fc2"]
+    # frozen convs keep nothing; fc1's input and the relu'd fc1 output are kept
+    kept = {n for n, t in tensors.items() if t.role == "kept"}
+    assert kept == {"act:flatten", "act:fc1"}
+    assert tensors["act:flatten"].bytes == 32 * 1568
+    err_calls = [c for c in calls if c.phase == "error" and c.kernel.startswith("linear_bwd_in")]
+    assert [c.node for c in err_calls] == ["fc2"]          # fc1's input needs no error
+    x_step = np.random.default_rng(0).random((32, 28, 28, 1), dtype=np.float32)
+    stats = m.step(x_step, np.arange(32) % 10, 0.001)
+    assert stats.macs["forward"] == sum(c.macs for c in calls if c.phase == "forward")
+    assert stats.macs["error"] == sum(c.macs for c in calls if c.phase == "error")
+    assert stats.macs["weight_grad"] == sum(c.macs for c in calls if c.phase == "weight_grad")

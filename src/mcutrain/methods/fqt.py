@@ -827,6 +827,11 @@ class FQT(TrainingMethod):
         self.err_ema = {t: EmaRange.from_dict(d) for t, d in meta["err"].items()}
         self.grad_ema = {t: EmaRange.from_dict(d) for t, d in meta["grad"].items()}
 
+    def schedule(self, batch: int):
+        """Kernel calls of one step with the tensors each reads and writes (`fqt_schedule`)."""
+        from mcutrain.methods.fqt_schedule import fqt_schedule
+        return fqt_schedule(self, batch)
+
     # ------------------------------------------------------------ export
 
     def to_graph(self) -> Graph:
