@@ -69,3 +69,11 @@ def test_seed_determinism(capsys):
     a, b = _run(capsys, *argv), _run(capsys, *argv)
     assert a["history"] == b["history"]
     assert np.isclose(a["accuracy_after"], b["accuracy_after"])
+
+
+def test_digits_int8_from_scratch_reaches_90_percent(capsys):
+    res = _run(capsys, "train", "--arch", "digits-cnn", "--init", "random", "--seed", "0", "--dataset",
+               "digits", "--method", "fqt", "--precision", "int8", "--trainable", "all", "--epochs", "10",
+               "--json")
+    assert res["accuracy_after"] >= 0.90
+    assert res["history"][-1]["loss"] < res["history"][0]["loss"]
