@@ -233,9 +233,13 @@ class FQT(TrainingMethod):
         if not ema.initialized:
             ema.update(*rng)
             rec.fresh.add(("err", t))
-        if self.prec.errors == "u8":
-            return ema.qparams("uint8")
-        return pow2_symmetric_qparams(ema.lo, ema.hi)
+        key = "err:" + t
+        hit = self._qp_cache.get(key)
+        if hit is not None and hit[0] is ema.lo and hit[1] is ema.hi:
+            return hit[2]
+        qp = ema.qparams("uint8") if self.prec.errors == "u8" else pow2_symmetric_qparams(ema.lo, ema.hi)
+        self._qp_cache[key] = (ema.lo, ema.hi, qp)
+        return qp
 
     def _wc(self, name: str) -> np.ndarray:
         """Centred weights: int32 w - z_w, or float32."""
@@ -633,6 +637,11 @@ class FQT(TrainingMethod):
             if ("grad", t) not in rec.fresh:
                 self.grad_ema[t].update(*rng)
         lr32 = F32(lr)
+        if self.prec.weight_rounding == "stochastic" and self.prec.weights == "s8":
+            # NOTE: one draw call for the whole update: the same consecutive stream values as
+            # one call per layer (layers in graph order), without a jump-ahead per layer
+            sizes = [int(g[2].sum()) * int(np.prod(self.w[nm].shape[1:])) for nm, g in rec.grads.items()]
+            self._uniform = self.rng.uniform01(sum(sizes))
         for n in self.graph.parametric():
             name = n.name
             if name in rec.grads:
@@ -699,7 +708,11 @@ class FQT(TrainingMethod):
         qn = ema.qparams("int8", symmetric=True)
         rows = np.flatnonzero(upd)
         v = new.reshape(o, -1)[rows] / qn.scale[rows][:, None]
-        r = round_mode(v, self.prec.weight_rounding, self.rng)
+        if self.prec.weight_rounding == "stochastic":
+            u, self._uniform = self._uniform[:v.size], self._uniform[v.size:]
+            r = np.floor(v + u.reshape(v.shape))          # round_stochastic with the pre-drawn stream
+        else:
+            r = round_mode(v, self.prec.weight_rounding, self.rng)
         q = np.clip(r, -127, 127).astype(np.int8)
         w2 = w.reshape(o, -1).copy()
         w2[rows] = q
