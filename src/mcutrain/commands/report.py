@@ -1,0 +1,57 @@
+"""`mcutrain report`: the summary table and plots of a folder of training runs.
+
+Reads every NAME.history.json that `mcutrain train -o NAME.npz` wrote (and NAME.mcu.json, the
+saved `mcutrain run --json` result, when there is one), plans each trained model on --target
+with the settings it was trained with, and writes summary.md, summary.json, curves.png,
+memory.png and one lifetime-NAME.png per method into RUN_DIR/report (or --out).
+
+Examples:
+    mcutrain train model.npz --dataset digits-c:stripe:5 --method fqt --partial 0.5 -o runs/fqt.npz
+    mcutrain train model.npz --dataset digits-c:stripe:5 --method zo --queries 10 -o runs/zo.npz
+    mcutrain run runs/zo.npz --dataset digits-c:stripe:5 --target nrf52840 --json > runs/zo.mcu.json
+    mcutrain report runs --target nrf52840
+    mcutrain report demo-run --out demo-report --json
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from mcutrain.cli import UserError, print_json
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "report", help="summary table and plots (curves, memory, lifetimes) of a folder of runs",
+        description=__doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n")[1],
+        epilog="examples:\n" + __doc__.split("Examples:\n")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run_dir", metavar="RUN_DIR", help="folder holding NAME.npz + NAME.history.json files")
+    p.add_argument("--target", default="nrf52840", help="board to plan RAM/Flash on (default nrf52840)")
+    p.add_argument("--batch", type=int, default=None,
+                   help="batch to plan with when a history does not record it (default 32, train's)")
+    p.add_argument("--out", metavar="DIR", help="where to write the report (default RUN_DIR/report)")
+    p.add_argument("--json", action="store_true", help="print the rows and written files as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from mcutrain.mcu.targets import TargetError, get_target
+    from mcutrain.report import ReportError, write_report
+
+    if args.batch is not None and args.batch < 1:
+        raise UserError(f"--batch must be at least 1, got {args.batch}")
+    try:
+        get_target(args.target)
+    except TargetError as e:
+        raise UserError(str(e)) from None
+    try:
+        doc = write_report(args.run_dir, args.out, target=args.target, batch=args.batch)
+    except ReportError as e:
+        raise UserError(str(e)) from None
+    if args.json:
+        print_json({k: doc[k] for k in ("run_dir", "target", "rows", "files")})
+        return 0
+    print(doc["table"])
+    print("\nwrote " + ", ".join(doc["files"]))
+    return 0
