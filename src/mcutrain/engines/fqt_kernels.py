@@ -304,14 +304,18 @@ def _tiled(kernel: tuple[int, int], stride: tuple[int, int], h: int, w: int) -> 
 def maxpool_fwd(x: np.ndarray, kernel: tuple[int, int], stride: tuple[int, int]
                 ) -> tuple[np.ndarray, np.ndarray]:
     """Window max and the tap index (uint8) of its first maximum in (i, j) order (kept for backward)."""
-    n, h, w, c = x.shape
+    h, w = x.shape[1:3]
     ho, wo = out_size(h, kernel[0], stride[0], 0), out_size(w, kernel[1], stride[1], 0)
-    if _tiled(kernel, stride, h, w):           # non-overlapping windows: one argmax over a reshape
-        kh, kw = kernel
-        win = x[:, :ho * kh, :wo * kw].reshape(n, ho, kh, wo, kw, c).transpose(0, 1, 3, 2, 4, 5)
-        win = win.reshape(n, ho, wo, kh * kw, c)
-        arg = win.argmax(axis=3).astype(np.uint8)          # first maximum in (i, j) order
-        return np.take_along_axis(win, arg[:, :, :, None, :], axis=3)[:, :, :, 0], arg
+    taps = kernel[0] * kernel[1]
+    if x.dtype.kind in "iu" and x.itemsize == 1 and taps <= 256:
+        # NOTE: one max over packed keys (value << 8 | 255 - tap): the largest value wins, and
+        # among equal values the smallest tap, i.e. the first maximum in (i, j) order.
+        best = None
+        for t, (_, _, view) in enumerate(tap_views(x, kernel, stride, (ho, wo))):
+            key = (view.astype(np.int32) << 8) | (255 - t)
+            best = key if best is None else np.maximum(best, key, out=best)
+        arg = (255 - (best & 255)).astype(np.uint8)
+        return (best >> 8).astype(x.dtype), arg
     y = arg = None
     for t, (_, _, view) in enumerate(tap_views(x, kernel, stride, (ho, wo))):
         if y is None:
@@ -327,13 +331,11 @@ def maxpool_bwd(ec: np.ndarray, arg: np.ndarray, in_shape: tuple[int, ...], kern
                 stride: tuple[int, int]) -> np.ndarray:
     """Route each centred window error to its argmax; other inputs get 0 (overlaps add)."""
     dx = np.zeros(in_shape, ec.dtype)
-    n, ho, wo, c = ec.shape
-    if _tiled(kernel, stride, in_shape[1], in_shape[2]):
-        kh, kw = kernel
-        win = np.zeros((n, ho, wo, kh * kw, c), ec.dtype)
-        np.put_along_axis(win, arg[:, :, :, None, :].astype(np.intp), ec[:, :, :, None, :], axis=3)
-        win = win.reshape(n, ho, wo, kh, kw, c).transpose(0, 1, 3, 2, 4, 5).reshape(n, ho * kh, wo * kw, c)
-        dx[:, :ho * kh, :wo * kw] = win
+    ho, wo = ec.shape[1:3]
+    if _tiled(kernel, stride, in_shape[1], in_shape[2]):    # windows do not overlap: plain stores
+        zero = np.zeros((), ec.dtype)
+        for t, (_, _, view) in enumerate(tap_views(dx, kernel, stride, (ho, wo))):
+            np.copyto(view, np.where(arg == t, ec, zero))
         return dx
     for t, (_, _, view) in enumerate(tap_views(dx, kernel, stride, (ho, wo))):
         view += np.where(arg == t, ec, 0).astype(ec.dtype)
