@@ -30,6 +30,10 @@ from mcutrain.qmodel import QuantModel
 C_STD_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror"]
 """Warning flags every build of the library uses (host, cross, Makefile, CMake)."""
 
+TRAIN_FLAGS = ["-ffp-contract=off"]
+"""What a training library adds: no fused multiply-add, so every float32 operation of the QAS
+update and the BP-QAS errors rounds where the simulator rounds (docs/integer-semantics.md 11)."""
+
 
 INFERENCE_RUNTIME = (
     "mt_types.h", "mt_arch.h", "mt_fixedpoint.h", "mt_nn.h", "mt_support.h",
@@ -40,10 +44,17 @@ INFERENCE_RUNTIME = (
 """The runtime files an inference library needs (training kernels ship beside them, unused here)."""
 
 
-def runtime_files(names: tuple[str, ...] = INFERENCE_RUNTIME) -> dict[str, str]:
-    """Runtime C sources and headers shipped in the package: file name -> text."""
+def runtime_files(names: tuple[str, ...] | None = INFERENCE_RUNTIME) -> dict[str, str]:
+    """Runtime C sources and headers shipped in the package: file name -> text (None: all of them)."""
     root = resources.files("mcutrain.codegen").joinpath("runtime")
+    if names is None:
+        names = tuple(sorted(f.name for f in root.iterdir() if f.name.endswith((".c", ".h"))))
     return {n: root.joinpath(n).read_text() for n in names}
+
+
+def training_runtime() -> tuple[str, ...]:
+    """Every runtime file: a training library ships the inference and the training kernels."""
+    return tuple(runtime_files(None))
 
 
 @dataclass
@@ -83,6 +94,115 @@ def export_library(qm: QuantModel, out_dir: str | Path, kernels: str = "dsp", pl
     for rel, text in files.items():
         _write(out / rel, text)
     return ExportResult(out, sorted(files), kernels, src.plan.arena_bytes, src.const_bytes, src.layers, src)
+
+
+def export_training_library(method, out_dir: str | Path, batch: int = 1, kernels: str = "dsp",
+                            provenance: str = "", target: str = "", lr: float = 0.0) -> ExportResult:
+    """Generate a training library for `method` (a ZOMethod or BPQASMethod) into `out_dir`.
+
+    The files are those of `export_library` plus `harness/train_main.c`; the Makefile and CMake
+    builds add `-ffp-contract=off` (the float32 order of the update). `res.model` holds the
+    `TrainSource` (plan, state layout) for callers that run the library.
+    """
+    from mcutrain.codegen.emit_train import emit_training
+    from mcutrain.codegen.train_harness import TRAIN_HARNESS_C
+
+    out = Path(out_dir)
+    src = emit_training(method, batch=batch, kernels=kernels, provenance=provenance)
+    files: dict[str, str] = {"model.h": src.header, "model.c": src.source, "harness/main.c": HARNESS_C,
+                             "harness/train_main.c": TRAIN_HARNESS_C}
+    for name, text in runtime_files(None).items():
+        files[f"runtime/{name}"] = text
+    defines = "" if kernels == "dsp" else " -DMT_KERNELS_REF"
+    files["Makefile"] = _MAKEFILE.format(flags=" ".join(C_STD_FLAGS + TRAIN_FLAGS), defines=defines).replace(
+        "harness: harness/main.c libmodel.a\n\t$(CC) $(CFLAGS) harness/main.c libmodel.a -o model_harness\n",
+        "harness: harness/main.c harness/train_main.c libmodel.a\n"
+        "\t$(CC) $(CFLAGS) harness/main.c libmodel.a -o model_harness\n"
+        "\t$(CC) $(CFLAGS) harness/train_main.c libmodel.a -o model_train_harness\n").replace(
+        "rm -f $(OBJS) libmodel.a model_harness",
+        "rm -f $(OBJS) libmodel.a model_harness model_train_harness")
+    cmake_defs = "" if kernels == "dsp" else "target_compile_definitions(model PUBLIC MT_KERNELS_REF)\n"
+    files["CMakeLists.txt"] = _CMAKE.format(defines=cmake_defs).replace(
+        "-Wall -Wextra -Werror)", "-Wall -Wextra -Werror -ffp-contract=off)") + (
+        "add_executable(model_train_harness EXCLUDE_FROM_ALL harness/train_main.c)\n"
+        "target_link_libraries(model_train_harness model)\n")
+    g = method.qm.graph
+    s = src.plan.schedule
+    files["README.md"] = _TRAIN_README.format(
+        name=g.name, method=method.name, provenance=provenance or "(not recorded)", target=target or "(any)",
+        kernels=kernels, batch=batch, arena=src.arena_bytes, train_arena=src.plan.arena_bytes,
+        infer_arena=src.inference_arena_bytes, ram_w=src.ram_weight_bytes, consts=src.const_bytes,
+        state=src.state_bytes, macs=sum(s.macs_by_phase().values()),
+        trainable=", ".join(s.trainable) or "(none)",
+        options=", ".join(f"{k} {v}" for k, v in src.options.items() if k != "method"),
+        entries="\n".join(f"| {e.name} | {e.dtype} | {list(e.shape)} | {e.nbytes} |" for e in src.state),
+        summary=g.summary(), in_shape=list(g.input_shape), k=g.num_classes, lr=lr)
+    for rel, text in files.items():
+        _write(out / rel, text)
+    return ExportResult(out, sorted(files), kernels, src.arena_bytes, src.const_bytes,
+                        [n.name for n in g.nodes], src)
+
+
+_TRAIN_README = """\
+# {name}: int8 inference and on-device training ({method})
+
+Provenance: {provenance}
+
+Target: {target}. Kernels: `{kernels}` (DSP inner loops where the compiler defines
+`__ARM_FEATURE_DSP`; `-DMT_KERNELS_REF` forces the portable loops; identical results).
+Training: `{method}`, {batch} sample(s) per step; {options}. Trainable: {trainable}.
+Suggested learning rate: {lr}.
+
+| | |
+|---|---|
+| input | int8 {in_shape} NHWC (scale and zero point in `model.h`) |
+| output | int8 logits [{k}] |
+| arena (RAM) | {arena} bytes, static: training step {train_arena} (planner), inference {infer_arena} |
+| trainable weights and biases (RAM) | {ram_w} bytes, initialised from Flash |
+| constants (Flash) | {consts} bytes of frozen weights, biases and requantization constants |
+| training state blob | {state} bytes (`MODEL_STATE_BYTES`) |
+| MACs per training step | {macs} |
+
+## API (`model.h`)
+
+```c
+mt_status model_init(void);                                    /* once */
+mt_status model_predict(const int8_t *input, int8_t *logits);  /* per sample, current weights */
+mt_status model_train_step(const int8_t *inputs, const int32_t *labels, float lr,
+                           int32_t *losses, int8_t *logits);   /* per MODEL_TRAIN_BATCH samples */
+int8_t *model_train_input_buffer(void);      /* write a batch here to skip a copy */
+uint32_t model_train_steps(void);
+mt_status model_save_state(uint8_t *blob, int32_t size);       /* size >= MODEL_STATE_BYTES */
+mt_status model_load_state(const uint8_t *blob, int32_t size);
+```
+
+`losses` are the per-sample Q16 cross-entropy losses before the update (divide by 65536).
+The state blob is what an application writes to flash to resume training bit-exactly after a
+reset: 16 bytes of header (magic 'MTST', layout fingerprint, step counter, RNG state), then:
+
+| tensor | dtype | shape | bytes |
+|---|---|---|---|
+{entries}
+
+Every function returns `MT_OK` (0) on success. Nothing is allocated. The float32 operations
+(the QAS update factors; in bp-qas also the errors and gradients) follow a fixed order: build
+with `-ffp-contract=off` and without fast-math (the Makefile and CMakeLists.txt do).
+
+## Build
+
+    make                       # libmodel.a with the host compiler
+    make CC=arm-none-eabi-gcc AR=arm-none-eabi-ar \\
+        CFLAGS_ARCH="-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16"
+    make harness               # model_harness (inference) and model_train_harness DATA RESULTS
+
+or with CMake: `add_subdirectory(this_dir)` and link `model`.
+
+## Graph
+
+```
+{summary}
+```
+"""
 
 
 _MAKEFILE = """\

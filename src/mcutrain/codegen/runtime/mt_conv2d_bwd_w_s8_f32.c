@@ -1,7 +1,10 @@
 /*
  * Conv2d weight gradient of BP-QAS, float32 (ste_kernels.conv2d_bwd_w_s8_f32 computes the same
- * terms). Order, per weight: positions (n, oy, ox) in C order, product rounded then added to a
- * running sum from 0; padding positions are skipped (they contribute +-0).
+ * sums in the same order). Order, per weight: per sample n, the products over positions (oy, ox)
+ * in row-major order, each rounded then added to a running sum t from 0; then acc = acc + t over
+ * the samples in order from 0. Padding positions are skipped (they contribute +-0). The two-level
+ * order costs one more float register than a single running sum and lets numpy vectorize the
+ * position loop over a block of samples.
  */
 #include "mt_train.h"
 
@@ -36,6 +39,7 @@ mt_status mt_conv2d_bwd_w_s8_f32(const mt_conv_params *params,
                     float acc = 0.0f;
                     int32_t n;
                     for (n = 0; n < output_dims->n; ++n) {
+                        float t = 0.0f;
                         int32_t oy;
                         for (oy = 0; oy < output_dims->h; ++oy) {
                             const int32_t y = oy * params->stride_h - params->pad_top + ky;
@@ -54,9 +58,10 @@ mt_status mt_conv2d_bwd_w_s8_f32(const mt_conv_params *params,
                                            cin + i] - params->input_zero_point;
                                 p = (float)xv * e_acc[(((int64_t)n * output_dims->h + oy) * output_dims->w + ox) *
                                                           output_dims->c + o];
-                                acc = acc + p;
+                                t = t + p;
                             }
                         }
+                        acc = acc + t;
                     }
                     grad_w[(((int64_t)o * filter_dims->h + ky) * filter_dims->w + kx) * cg + i] = acc;
                 }

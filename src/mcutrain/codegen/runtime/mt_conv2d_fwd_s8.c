@@ -2,21 +2,34 @@
  * mcutrain runtime: mt_conv2d_fwd_s8, the plain and grouped 2-d convolution (see mt_nn.h).
  *
  * Reference path: one accumulator per output element, padding skipped (it holds z_x, so it adds
- * (z_x - z_x) * w = 0). DSP path: im2col of two output pixels at a time into int16 columns
- * (centred, SMLAD order, interleaved), then the 2x2-blocked GEMM of mt_mat_mult_s8_s16.c. Both compute the
- * same exact integer sums, so the outputs are identical.
+ * (z_x - z_x) * w = 0). DSP path: im2col of seven output pixels at a time into int16 columns
+ * (centred, SMLAD order, interleaved), then the 1x7-blocked GEMM of mt_mat_mult_s8_s16.c; the
+ * last pixels (fewer than seven) and layers with K > MT_CONV_WIDE_K_MAX go two at a time through
+ * the 2x2-blocked GEMM. Both paths compute the same exact integer sums, so the outputs are
+ * identical.
  */
 #include "mt_fixedpoint.h"
 #include "mt_nn.h"
 #include "mt_support.h"
 
+/* NOTE: K bound of the seven-column block: its scratch, 14 K bytes, stays within 3.5 KB. */
+#define MT_CONV_WIDE_K_MAX 256
+
+#if MT_DSP
+/* Columns per im2col block for reduction length k (mirrored in mcutrain.plan.lifetimes). */
+static int32_t block_cols(int32_t k)
+{
+    return k <= MT_CONV_WIDE_K_MAX ? MT_GEMM_COLS : 2;
+}
+#endif /* MT_DSP */
+
 int32_t mt_conv2d_fwd_s8_get_buffer_size(const mt_dims *filter_dims)
 {
 #if MT_DSP
-    /* two interleaved int16 columns; channel counts that are not a multiple of four also need
-       one plain int16 column to gather into before the reordering scatter */
+    /* the interleaved int16 columns of one block; channel counts that are not a multiple of four
+       also need one plain int16 column to gather into before the reordering scatter */
     const int32_t k = filter_dims->h * filter_dims->w * filter_dims->c;
-    return 2 * 2 * k + ((filter_dims->c & 3) != 0 ? 2 * k : 0);
+    return 2 * block_cols(k) * k + ((filter_dims->c & 3) != 0 ? 2 * k : 0);
 #else  /* !MT_DSP */
     (void)filter_dims;
     return 0;
@@ -99,7 +112,7 @@ static void conv_ref(const mt_conv_params *p,
 
 /*
  * The centred int16 column (SMLAD order) of output pixel (n, oy, ox), channels of group g, into
- * slot 0 (A) or 1 (B) of the interleaved two-column buffer (mt_support.h). Padding: zeros.
+ * slot `slot` of the interleaved `ncols`-column buffer (mt_support.h). Padding: zeros.
  * `plain` ([k] int16) is only used when the group's channel count is not a multiple of four.
  */
 static void im2col_s16(const mt_conv_params *p,
@@ -112,6 +125,7 @@ static void im2col_s16(const mt_conv_params *p,
                        int32_t g,
                        int16_t *cols,
                        int16_t *plain,
+                       int32_t ncols,
                        int32_t slot)
 {
     const int32_t cg = f_d->c;
@@ -135,7 +149,7 @@ static void im2col_s16(const mt_conv_params *p,
             const int8_t *x = pad ? input : input + ((n * in_d->h + iy) * in_d->w + ix) * in_d->c + g * cg;
             if ((cg & 3) == 0) {
                 /* groups of four stay inside one run: write them directly in SMLAD order */
-                int16_t *d = cols + 2 * e + 4 * slot;
+                int16_t *d = cols + ncols * e + 4 * slot;
                 for (i = 0; i < run; i += 4) {
                     if (pad) {
                         mt_write_s16x2(d, 0);
@@ -145,7 +159,7 @@ static void im2col_s16(const mt_conv_params *p,
                         mt_write_s16x2(d, mt_sxtab16(off2, v));
                         mt_write_s16x2(d + 2, mt_sxtab16_ror8(off2, v));
                     }
-                    d += 8;
+                    d += 4 * ncols;
                 }
             } else {
                 /* gather in plain order; the scatter below reorders and interleaves */
@@ -163,10 +177,10 @@ static void im2col_s16(const mt_conv_params *p,
             d[1] = plain[i + 2];
             d[2] = plain[i + 1];
             d[3] = plain[i + 3];
-            d += 8;
+            d += 4 * ncols;
         }
         for (i = k4; i < e; i++) {
-            cols[2 * i + slot] = plain[i];
+            cols[ncols * i + slot] = plain[i];
         }
     }
 }
@@ -185,7 +199,8 @@ static void conv_dsp(const mt_conv_params *p,
     const int32_t k = f_d->h * f_d->w * f_d->c;
     const int32_t opg = f_d->n / p->groups;
     const int32_t pixels = out_d->h * out_d->w;
-    int16_t *plain = cols + 2 * k;
+    const int32_t wide = block_cols(k);
+    int16_t *plain = cols + wide * k;
     int32_t n, g, px;
     for (n = 0; n < in_d->n; n++) {
         for (g = 0; g < p->groups; g++) {
@@ -197,13 +212,25 @@ static void conv_dsp(const mt_conv_params *p,
             qo.zero_point = p->output_zero_point;
             qo.act_min = p->act_min;
             qo.act_max = p->act_max;
-            for (px = 0; px < pixels; px += 2) {
+            px = 0;
+            if (wide == MT_GEMM_COLS) {
+                for (; px + MT_GEMM_COLS <= pixels; px += MT_GEMM_COLS) {
+                    int32_t j;
+                    for (j = 0; j < MT_GEMM_COLS; j++) {
+                        im2col_s16(p, in_d, input, f_d, n, (px + j) / out_d->w, (px + j) % out_d->w, g, cols,
+                                   plain, MT_GEMM_COLS, j);
+                    }
+                    mt_mat_mult_s8_s16_7col(w, cols, opg, k, &qo, output + (n * pixels + px) * out_d->c + g * opg,
+                                            out_d->c, MT_GEMM_COLS);
+                }
+            }
+            for (; px < pixels; px += 2) {
                 /* an odd last pixel fills both slots and writes its outputs twice, identically */
                 const int32_t pb = px + 1 < pixels ? px + 1 : px;
                 int8_t *y0 = output + (n * pixels + px) * out_d->c + g * opg;
                 int8_t *y1 = output + (n * pixels + pb) * out_d->c + g * opg;
-                im2col_s16(p, in_d, input, f_d, n, px / out_d->w, px % out_d->w, g, cols, plain, 0);
-                im2col_s16(p, in_d, input, f_d, n, pb / out_d->w, pb % out_d->w, g, cols, plain, 1);
+                im2col_s16(p, in_d, input, f_d, n, px / out_d->w, px % out_d->w, g, cols, plain, 2, 0);
+                im2col_s16(p, in_d, input, f_d, n, pb / out_d->w, pb % out_d->w, g, cols, plain, 2, 1);
                 mt_mat_mult_s8_s16_2col(w, cols, opg, k, &qo, y0, y1);
             }
         }

@@ -70,6 +70,65 @@ MT_INLINE int8_t mt_requantize(int32_t acc,
     return (int8_t)y;
 }
 
+#if MT_DSP
+
+/*
+ * mt_requantize prepared once per output channel, for the DSP kernels' inner blocks. For a
+ * channel with 33 <= n <= 54 (sh = n - 32 in [1, 22], i.e. shift in [-23, -2], which covers every
+ * conv2d / linear layer whose real multiplier lies in [2^-24, 2^-3)) and an output clamp
+ * [-128, 127],
+ *
+ *     mt_requantize_fast(acc, multiplier, sh, c1) == mt_requantize(acc, multiplier, shift, zp, -128, 127)
+ *     with sh = -1 - shift and c1 = mt_requant_c1(sh, zp).
+ *
+ * Why it is exact: with neg = -1 for acc < 0 else 0, round_half_away(p / 2^n) is
+ * floor((p + 2^(n-1) + neg) / 2^n) (for p < 0 that floor is -floor((|p| + 2^(n-1)) / 2^n)), and
+ * adding zp * 2^n adds zp after the division. All of it is one 64-bit multiply-accumulate
+ * (SMLAL) onto (hi, lo) = (c1 + neg, neg) with c1 = 2^(sh-1) + zp * 2^sh, whose high word is
+ * then shifted right by sh (the low word only carries). Range: |p| < 2^62, so the high word is
+ * below 2^30 + 129 * 2^22 + 1 < 2^31 in magnitude: no overflow. Cost: 5 instructions per output
+ * instead of about 25.
+ * NOTE: relies on >> of a negative int32 / int64 being arithmetic (as GCC, Clang, armclang and
+ * IAR define it); the typedef below stops a compiler that does otherwise.
+ */
+typedef char mt_arithmetic_shift_check[(-1 >> 1) == -1 ? 1 : -1];
+
+/* 1 when the channel's `shift` allows mt_requantize_fast (sh = -1 - shift in [1, 22]). */
+MT_INLINE int mt_requant_fast_ok(int32_t multiplier, int32_t shift)
+{
+    return multiplier != 0 && shift >= -23 && shift <= -2;
+}
+
+/* The rounding-and-zero-point constant c1 = 2^(sh-1) + zp * 2^sh (|c1| < 2^30). */
+MT_INLINE int32_t mt_requant_c1(int32_t sh, int32_t zero_point)
+{
+    return (int32_t)((uint32_t)1 << (sh - 1)) + zero_point * (int32_t)((uint32_t)1 << sh);
+}
+
+/* clamp(round_half_away(acc * multiplier / 2^(32 + sh)) + zp, -128, 127); see above. */
+MT_INLINE int32_t mt_requantize_fast(int32_t acc, int32_t multiplier, int32_t sh, int32_t c1)
+{
+#if defined(MT_DSP_NATIVE)
+    int32_t lo, hi;
+    __asm__("asr   %[lo], %[acc], #31\n\t"
+            "add   %[hi], %[c1], %[lo]\n\t"
+            "smlal %[lo], %[hi], %[acc], %[m]\n\t"
+            "asr   %[hi], %[hi], %[sh]\n\t"
+            "ssat  %[hi], #8, %[hi]"
+            : [lo] "=&r"(lo), [hi] "=&r"(hi)
+            : [acc] "r"(acc), [m] "r"(multiplier), [sh] "r"(sh), [c1] "r"(c1));
+    (void)lo;
+    return hi;
+#else  /* !MT_DSP_NATIVE */
+    const int64_t neg = acc < 0 ? -1 : 0;
+    const int64_t t = (int64_t)acc * multiplier + (int64_t)c1 * ((int64_t)1 << 32) + neg;
+    const int32_t y = (int32_t)(t >> 32) >> sh;
+    return y < -128 ? -128 : (y > 127 ? 127 : y);
+#endif /* MT_DSP_NATIVE */
+}
+
+#endif /* MT_DSP */
+
 /* round_half_away(num / den) for den > 0 with C's truncating division (avgpool). */
 MT_INLINE int32_t mt_rounding_divide_s32(int32_t num, int32_t den)
 {

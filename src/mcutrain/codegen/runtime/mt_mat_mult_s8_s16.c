@@ -94,6 +94,153 @@ static MT_NOINLINE void dot_2x2(const int8_t *w0, const int8_t *w1, const int16_
     s[3] = a11;
 }
 
+/*
+ * The 1x7 inner loop over n4 > 0 groups of four k: s[j] += w[0..4 n4) . column j (j < 7), the
+ * columns interleaved group by group (7 slots, mt_support.h). Per group: 1 LDR + 2 SXTB16 for the
+ * weights, 7 LDRD for the columns, 14 SMLAD = 24 instructions for 28 MACs; two groups per loop
+ * turn. NOTE: one row against seven columns is the widest block the 14 usable registers hold
+ * (7 accumulators, 2 widened weights, 2 column words, 3 pointers/counters); a second row would
+ * need 4 more, and any narrower block loads more per MAC (2x2: 16 instructions per 16 MACs).
+ */
+#define MT_GROUP7                                                                                             \
+    "ldr    %[u], [%[w]], #4\n\t"                                                                             \
+    "sxtb16 %[t], %[u]\n\t"                                                                                   \
+    "sxtb16 %[u], %[u], ror #8\n\t"                                                                           \
+    "ldrd   %[x0], %[x1], [%[c]], #8\n\t"                                                                     \
+    "smlad  %[a0], %[t], %[x0], %[a0]\n\t"                                                                    \
+    "smlad  %[a0], %[u], %[x1], %[a0]\n\t"                                                                    \
+    "ldrd   %[x0], %[x1], [%[c]], #8\n\t"                                                                     \
+    "smlad  %[a1], %[t], %[x0], %[a1]\n\t"                                                                    \
+    "smlad  %[a1], %[u], %[x1], %[a1]\n\t"                                                                    \
+    "ldrd   %[x0], %[x1], [%[c]], #8\n\t"                                                                     \
+    "smlad  %[a2], %[t], %[x0], %[a2]\n\t"                                                                    \
+    "smlad  %[a2], %[u], %[x1], %[a2]\n\t"                                                                    \
+    "ldrd   %[x0], %[x1], [%[c]], #8\n\t"                                                                     \
+    "smlad  %[a3], %[t], %[x0], %[a3]\n\t"                                                                    \
+    "smlad  %[a3], %[u], %[x1], %[a3]\n\t"                                                                    \
+    "ldrd   %[x0], %[x1], [%[c]], #8\n\t"                                                                     \
+    "smlad  %[a4], %[t], %[x0], %[a4]\n\t"                                                                    \
+    "smlad  %[a4], %[u], %[x1], %[a4]\n\t"                                                                    \
+    "ldrd   %[x0], %[x1], [%[c]], #8\n\t"                                                                     \
+    "smlad  %[a5], %[t], %[x0], %[a5]\n\t"                                                                    \
+    "smlad  %[a5], %[u], %[x1], %[a5]\n\t"                                                                    \
+    "ldrd   %[x0], %[x1], [%[c]], #8\n\t"                                                                     \
+    "smlad  %[a6], %[t], %[x0], %[a6]\n\t"                                                                    \
+    "smlad  %[a6], %[u], %[x1], %[a6]\n\t"
+
+static MT_NOINLINE void dot_1x7(const int8_t *w, const int16_t *c, int32_t n4, int32_t *s)
+{
+    int32_t a0 = s[0];
+    int32_t a1 = s[1];
+    int32_t a2 = s[2];
+    int32_t a3 = s[3];
+    int32_t a4 = s[4];
+    int32_t a5 = s[5];
+    int32_t a6 = s[6];
+#if defined(MT_DSP_NATIVE)
+    int32_t t, u, x0, x1;
+    /* an odd group first (LSRS puts bit 0 in C; the group leaves the flags alone, so Z still
+       says whether any pair of groups remains) */
+    __asm__ volatile("lsrs   %[n], %[n], #1\n\t"
+                     "bcc    2f\n\t" MT_GROUP7 "2:\n\t"
+                     "beq    3f\n\t"
+                     "1:\n\t" MT_GROUP7 MT_GROUP7 "subs   %[n], %[n], #1\n\t"
+                     "bne    1b\n\t"
+                     "3:\n\t"
+                     : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [a4] "+r"(a4), [a5] "+r"(a5),
+                       [a6] "+r"(a6), [w] "+r"(w), [c] "+r"(c), [n] "+r"(n4), [t] "=&r"(t), [u] "=&r"(u),
+                       [x0] "=&r"(x0), [x1] "=&r"(x1)
+                     :
+                     : "cc", "memory");
+#else  /* !MT_DSP_NATIVE: the same loop in C (emulated instructions) */
+    while (n4-- > 0) {
+        const int32_t wv = mt_read_s8x4(w);
+        const int32_t t = mt_sxtb16(wv);
+        const int32_t u = mt_sxtb16_ror8(wv);
+        w += 4;
+        a0 = mt_smlad(u, mt_read_s16x2(c + 2), mt_smlad(t, mt_read_s16x2(c), a0));
+        a1 = mt_smlad(u, mt_read_s16x2(c + 6), mt_smlad(t, mt_read_s16x2(c + 4), a1));
+        a2 = mt_smlad(u, mt_read_s16x2(c + 10), mt_smlad(t, mt_read_s16x2(c + 8), a2));
+        a3 = mt_smlad(u, mt_read_s16x2(c + 14), mt_smlad(t, mt_read_s16x2(c + 12), a3));
+        a4 = mt_smlad(u, mt_read_s16x2(c + 18), mt_smlad(t, mt_read_s16x2(c + 16), a4));
+        a5 = mt_smlad(u, mt_read_s16x2(c + 22), mt_smlad(t, mt_read_s16x2(c + 20), a5));
+        a6 = mt_smlad(u, mt_read_s16x2(c + 26), mt_smlad(t, mt_read_s16x2(c + 24), a6));
+        c += 28;
+    }
+#endif /* MT_DSP_NATIVE */
+    s[0] = a0;
+    s[1] = a1;
+    s[2] = a2;
+    s[3] = a3;
+    s[4] = a4;
+    s[5] = a5;
+    s[6] = a6;
+}
+
+/*
+ * Requantize s[0..n) of output channel r into out[j * stride] (j < n): the prepared form where
+ * the channel allows it, else the general mt_requantize.
+ */
+static void requant_block(const int32_t *s, int32_t n, int32_t r, const mt_gemm_out *q, int8_t *out,
+                          int32_t stride)
+{
+    const int32_t mult = q->multiplier[r];
+    const int32_t shift = q->shift[r];
+    int32_t j;
+    if (mt_requant_fast_ok(mult, shift)) {
+        const int32_t sh = -1 - shift;
+        const int32_t c1 = mt_requant_c1(sh, q->zero_point);
+        if (q->act_min == -128 && q->act_max == 127) {
+            for (j = 0; j < n; j++) {
+                out[j * stride] = (int8_t)mt_requantize_fast(s[j], mult, sh, c1);
+            }
+        } else {
+            for (j = 0; j < n; j++) {
+                int32_t y = mt_requantize_fast(s[j], mult, sh, c1);
+                y = y < q->act_min ? q->act_min : y;
+                y = y > q->act_max ? q->act_max : y;
+                out[j * stride] = (int8_t)y;
+            }
+        }
+    } else {
+        for (j = 0; j < n; j++) {
+            out[j * stride] = mt_requantize(s[j], mult, shift, q->zero_point, q->act_min, q->act_max);
+        }
+    }
+}
+
+void mt_mat_mult_s8_s16_7col(const int8_t *w,
+                             const int16_t *cols,
+                             int32_t rows,
+                             int32_t k,
+                             const mt_gemm_out *q,
+                             int8_t *out,
+                             int32_t stride,
+                             int32_t n)
+{
+    const int32_t k4 = k & ~3;
+    int32_t r;
+    for (r = 0; r < rows; r++) {
+        const int8_t *wr = w + r * k;
+        int32_t s[MT_GEMM_COLS];
+        int32_t i, j;
+        for (j = 0; j < MT_GEMM_COLS; j++) {
+            s[j] = q->bias[r];
+        }
+        if (k4 > 0) {
+            dot_1x7(wr, cols, k4 >> 2, s);
+        }
+        for (i = k4; i < k; i++) {
+            const int32_t wi = wr[i];
+            const int16_t *c = cols + MT_GEMM_COLS * i;
+            for (j = 0; j < MT_GEMM_COLS; j++) {
+                s[j] += wi * c[j];
+            }
+        }
+        requant_block(s, n, r, q, out + r, stride);
+    }
+}
+
 void mt_mat_mult_s8_s16_2col(const int8_t *w,
                              const int16_t *cols,
                              int32_t rows,

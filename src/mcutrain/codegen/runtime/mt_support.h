@@ -7,10 +7,10 @@
  * multiplies matching pairs without any repacking of the weights. Elements past the last full
  * group of four stay in plain order.
  *
- * Two columns A and B (two output pixels) are interleaved group by group, so that one pointer
- * walks both: [A0 A2 A1 A3][B0 B2 B1 B3][A4 A6 A5 A7][B4 ...] ... then the tail pairs
- * [At Bt] for t >= k4 = k & ~3: element e < k4 of column `slot` (0 = A, 1 = B) sits at
- * 8 * (e / 4) + 4 * slot + (0, 2, 1, 3)[e % 4], element e >= k4 at 2 * e + slot.
+ * N columns (N output pixels: N = 2 or MT_GEMM_COLS) are interleaved group by group, so that one
+ * pointer walks them all: for N = 2, [A0 A2 A1 A3][B0 B2 B1 B3][A4 A6 A5 A7][B4 ...] ... then
+ * the tail tuples [At Bt] for t >= k4 = k & ~3: element e < k4 of column `slot` (0 = A, 1 = B,
+ * ...) sits at 4 * N * (e / 4) + 4 * slot + (0, 2, 1, 3)[e % 4], element e >= k4 at N * e + slot.
  */
 #ifndef MT_SUPPORT_H
 #define MT_SUPPORT_H
@@ -47,6 +47,24 @@ void mt_mat_mult_s8_s16_2col(const int8_t *w,
                              const mt_gemm_out *q,
                              int8_t *out0,
                              int8_t *out1);
+
+/* Columns per block of the wide GEMM (mt_mat_mult_s8_s16_7col). */
+#define MT_GEMM_COLS 7
+
+/*
+ * MT_GEMM_COLS columns times `rows` weight rows, one row at a time (1x7 register block):
+ * out[j * stride + r] = requant(bias[r] + w[r] . column j) for j < n (n <= MT_GEMM_COLS; the
+ * columns from n on are computed but not written). cols: [MT_GEMM_COLS k] int16 interleaved,
+ * 4-byte aligned.
+ */
+void mt_mat_mult_s8_s16_7col(const int8_t *w,
+                             const int16_t *cols,
+                             int32_t rows,
+                             int32_t k,
+                             const mt_gemm_out *q,
+                             int8_t *out,
+                             int32_t stride,
+                             int32_t n);
 
 /* One column: out[r] = requant(bias[r] + w[r] . col) (matrix times vector); col plain-reordered. */
 void mt_mat_mult_s8_s16_1col(const int8_t *w,

@@ -356,6 +356,64 @@ mt_status mt_add_bwd_s8_f32(int32_t size,
                             float *e_a,
                             float *e_b);
 
+/* ------------------------------------------------------------------ fused per-channel kernels */
+
+/*
+ * Row `channel` (in [0, O)) of mt_conv2d_bwd_w_s8_f32, same order, bit for bit:
+ *   grad_row out: [kh, kw, C / groups] float32
+ * A generated step applies each row's update at once, so one row of gradient is stored.
+ */
+mt_status mt_conv2d_bwd_w_row_s8_f32(const mt_conv_params *params,
+                                     const mt_dims *input_dims,
+                                     const int8_t *input,
+                                     const mt_dims *output_dims,
+                                     const float *e_acc,
+                                     const mt_dims *filter_dims,
+                                     int32_t channel,
+                                     float *grad_row);
+
+/* Row `channel` of mt_linear_bwd_w_s8_f32 (sum over n in order), grad_row out: [I] float32. */
+mt_status mt_linear_bwd_w_row_s8_f32(int32_t input_zero_point,
+                                     int32_t batch,
+                                     const int8_t *input,
+                                     int32_t in_features,
+                                     const float *e_acc,
+                                     int32_t out_features,
+                                     int32_t channel,
+                                     float *grad_row);
+
+/*
+ * ZO NP recovery fused with the QAS update of output channel `channel`: each weight's exact
+ * int64 sum (as mt_conv2d_bwd_w_s8_s32) is applied at once as in mt_qas_upd_s8_s64 with factor
+ * k_w, then the bias's sum as in mt_qas_upd_s32_s64 with k_b. No gradient buffer.
+ *   weight in/out: the layer's whole [O, kh, kw, C / groups] int8 filter (row `channel` changes)
+ *   bias   in/out: the layer's [O] int32 bias (entry `channel` changes)
+ */
+mt_status mt_conv2d_bwd_w_qas_upd_s8_s32(const mt_conv_params *params,
+                                         const mt_dims *input_dims,
+                                         const int8_t *input,
+                                         const mt_dims *output_dims,
+                                         const int32_t *g,
+                                         const mt_dims *filter_dims,
+                                         int32_t channel,
+                                         float k_w,
+                                         float k_b,
+                                         int8_t *weight,
+                                         int32_t *bias);
+
+/* The same for a linear layer: weight [O, I] int8 (row `channel` changes), bias [O] int32. */
+mt_status mt_linear_bwd_w_qas_upd_s8_s32(int32_t input_zero_point,
+                                         int32_t batch,
+                                         const int8_t *input,
+                                         int32_t in_features,
+                                         const int32_t *g,
+                                         int32_t out_features,
+                                         int32_t channel,
+                                         float k_w,
+                                         float k_b,
+                                         int8_t *weight,
+                                         int32_t *bias);
+
 #ifdef __cplusplus
 }
 #endif
