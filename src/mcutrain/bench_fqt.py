@@ -47,7 +47,7 @@ class Budget:
     pretrain_samples: int | None = None
     transfer_epochs: int = 1
     transfer_samples: int | None = 8000
-    corruptions: tuple[str, ...] = ("gaussian_noise:4", "fog:3")
+    corruptions: tuple[str, ...] = ("gaussian_noise:4", "fog:3", "zigzag:3")
     partial_lambdas: tuple[float, ...] = (1.0, 0.5, 0.1)
     partial_seeds: tuple[int, ...] = (0,)
     speed_steps: int = 30
