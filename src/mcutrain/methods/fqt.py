@@ -581,7 +581,9 @@ class FQT(TrainingMethod):
         sw = self._w_scale(name)
         smax = F32(sw.max())
         r = round_half_away((sw / smax).astype(F32) * F32(2**PRESCALE_BITS)).astype(np.int64)
-        e16 = rounding_shift_right(ec.astype(np.int64) * r, PRESCALE_BITS - 8).astype(np.int16)
+        v = ec.astype(np.int32) * r.astype(np.int32)             # |v| <= 127 * 2^15 < 2^22
+        mag = (np.abs(v) + (1 << 6)) >> 7                        # rounding_shift_right(v, 7) in int32
+        e16 = np.where(v < 0, -mag, mag).astype(np.int16)
         return e16, F32(F32(smax * s_e) * F32(2.0**-8))
 
     def _weight_grad(self, n: Node, ec: np.ndarray, s_e: F32 | None, vals, kept: np.ndarray,
