@@ -57,3 +57,41 @@ def run_mcu(elf: str | Path, target: str | Target, x_q: np.ndarray, num_classes:
     if logits.size != len(x_q) * num_classes:
         raise RuntimeError(f"the harness wrote {logits.size} logits, expected {len(x_q)} x {num_classes}")
     return logits.reshape(len(x_q), num_classes), prof
+
+
+def build_mcu_train(lib_dir: str | Path, target: str | Target, elf: str | Path, kernels: str = "dsp",
+                    opt: str = "-O2") -> BuildResult:
+    """Cross-compile a training library (model + every runtime source + harness/train_main.c).
+
+    Linked with the target's real RAM and Flash, so a plan that does not fit fails to link
+    (`LinkOverflowError`). The build already passes `-ffp-contract=off` (the float32 order).
+    """
+    lib = Path(lib_dir)
+    srcs = [lib / "model.c", *sorted((lib / "runtime").glob("*.c")), lib / "harness" / "train_main.c"]
+    defines = ["MT_BOARD"] + (["MT_KERNELS_REF"] if kernels == "ref" else [])
+    return build(srcs, get_target(target), elf, include_dirs=[lib, lib / "runtime"], defines=defines, opt=opt)
+
+
+def run_mcu_train(elf: str | Path, target: str | Target, batches: list[tuple[np.ndarray, np.ndarray]],
+                  lr: float, src, num_classes: int, workdir: str | Path, timeout: float = 600.0):
+    """Run the training harness in QEMU on int8 batches; (per-step results, profile, stack bytes used).
+
+    The data file travels by semihosting; the instruction counts cover `model_train_step` only.
+    """
+    import re
+
+    from mcutrain.codegen.train_harness import read_train_results, write_train_data
+
+    work = Path(workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    write_train_data(work / "train.bin", batches, lr)
+    out = work / "results.bin"
+    if out.exists():
+        out.unlink()
+    prof = count_instructions(elf, target, ["train.bin", "results.bin"], cwd=work, timeout=timeout)
+    if prof.exit_code != 0 or not out.exists():
+        raise RuntimeError(f"the training harness failed on {get_target(target).name} with exit code "
+                           f"{prof.exit_code}: {prof.stdout.strip()}")
+    m = re.search(r"stack_used (\d+)", prof.stdout)
+    stack = int(m.group(1)) if m else None
+    return read_train_results(out, src, len(batches), num_classes), prof, stack
