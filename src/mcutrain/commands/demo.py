@@ -1,46 +1,126 @@
-"""`mcutrain demo`: the main job on the default data, start to end.
+"""`mcutrain demo`: the main job on the default data, start to end, in about a minute.
 
-Today it runs the first stage of the user's path: pretrain the digits CNN in
-float on scikit-learn's bundled digits (always available), quantize it to int8
-and report both accuracies. The on-device adaptation, planning and MCU stages
-join as they land.
+1. pretrain the digits CNN in float on scikit-learn's bundled digits (always available) and
+   quantize it to int8;
+2. adapt it, as the device would, to a corrupted version of the data (stripes, severity 5)
+   with FQT (int8, dynamic partial updates) and with ZO (back-propagation free), simulated
+   exactly;
+3. plan both training steps on a real board (nrf52840: Cortex-M4F, 256 KB RAM, 64 MHz);
+4. build the C library, run it on an emulated Cortex-M4 and check it bit for bit against the
+   simulator, counting instructions (without the ARM toolchain it says how to install it and
+   goes on);
+5. print one summary table and write a report folder (training curves, memory breakdown per
+   method, lifetime pictures): the same as `mcutrain report DIR` gives for any runs.
+
+Every stage runs the command a user would type (`mcutrain pretrain`, `train`, `run`); the
+commands are printed so each step can be repeated by hand.
 
 Examples:
     mcutrain demo
     mcutrain demo --out demo-run --json
+    mcutrain demo --quick            (a few seconds: one adaptation epoch, two ZO queries)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
-from mcutrain.cli import print_json
+from mcutrain import io
+from mcutrain.cli import UserError, print_json
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("demo", help="the main job on the default data (digits)",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", default="demo-run", metavar="DIR", help="folder for the demo's files")
+    p = subparsers.add_parser(
+        "demo", help="the main job on the default data (digits): pretrain, adapt with fqt and zo, "
+                     "plan, run on an emulated MCU, report",
+        description=__doc__.split("Examples:")[0].strip(),
+        epilog="examples:\n" + __doc__.split("Examples:\n")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default="demo-run", metavar="DIR",
+                   help="folder for the demo's files (default demo-run)")
+    p.add_argument("--target", default="nrf52840", help="board to plan and emulate (default nrf52840)")
     p.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
+    p.add_argument("--quick", action="store_true", help="the fast variant: 1 adaptation epoch, 2 ZO queries")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from mcutrain.commands.pretrain import pretrain
+    from mcutrain.demo.stages import (
+        DemoConfig,
+        adapt_stage,
+        describe_mcu,
+        mcu_stage,
+        pretrain_stage,
+    )
+    from mcutrain.mcu.targets import TargetError, get_target
+    from mcutrain.report import ReportError, write_report
+
+    try:
+        get_target(args.target)
+    except TargetError as e:
+        raise UserError(str(e)) from None
+    cfg = DemoConfig.quick(args.seed, args.target) if args.quick else \
+        DemoConfig(seed=args.seed, target=args.target)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    ns = argparse.Namespace(arch="digits-cnn", dataset="digits", epochs=10, seed=args.seed,
-                            output=str(out / "digits-cnn.npz"), batch=32, lr=1e-2, threads=1,
-                            calibration="minmax", calibration_samples=512)
-    result = pretrain(ns, progress=not args.json and sys.stderr.isatty())
-    summary = {"stages": {"pretrain": result}}
+    stream = sys.stderr if args.json else sys.stdout
+    progress = not args.json and sys.stderr.isatty()
+
+    def log(text: str) -> None:
+        print(text, file=stream, flush=True)
+
+    t_all = time.perf_counter()
+    summary: dict[str, Any] = {"config": cfg.__dict__, "stages": {}, "seconds": {}}
+    log(f"mcutrain demo: {cfg.arch} on {cfg.dataset}, adapted to {cfg.adapt_dataset}, planned and run for "
+        f"{cfg.target}{' (quick)' if args.quick else ''}")
+
+    t0 = time.perf_counter()
+    pre = pretrain_stage(cfg, out, progress)
+    summary["stages"]["pretrain"], summary["seconds"]["pretrain"] = pre, time.perf_counter() - t0
+    model = Path(pre["path"])
+    log(f"[1/5] pretrain: float accuracy {pre['float_accuracy']:.3f}, int8 (PTQ) {pre['int8_accuracy']:.3f} "
+        f"on clean {cfg.dataset} -> {model}")
+
+    for i, method in enumerate(("fqt", "zo")):
+        t0 = time.perf_counter()
+        r = adapt_stage(cfg, method, model, out, progress)
+        summary["stages"][method], summary["seconds"][method] = r, time.perf_counter() - t0
+        log(f"[{2 + i}/5] adapt with {method}: accuracy on {cfg.adapt_dataset} {r['accuracy_before']:.3f} -> "
+            f"{r['accuracy_after']:.3f} ({r['epochs']} epochs, {summary['seconds'][method]:.0f} s)\n"
+            f"      {r['command']}")
+
+    t0 = time.perf_counter()
+    log(f"[4/5] MCU: build and run on the emulated {cfg.target} core")
+    mcu = mcu_stage(cfg, model, out, log)
+    summary["stages"]["mcu"], summary["seconds"]["mcu"] = mcu, time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    try:
+        rep = write_report(out, out / "report", target=cfg.target)
+    except ReportError as e:
+        raise UserError(str(e)) from None
+    summary["stages"]["report"], summary["seconds"]["report"] = rep, time.perf_counter() - t0
+    summary["mcu_lines"] = describe_mcu(mcu, cfg)
+    summary["seconds"]["total"] = time.perf_counter() - t_all
+    log(f"[5/5] plan on {cfg.target} and report: {out / 'report'}")
+    text = json.dumps(summary, indent=2, default=str).encode()
+    io.atomic_write_bytes(out / "demo.json", lambda f: f.write(text))
+
     if args.json:
         print_json(summary)
-    else:
-        print("mcutrain demo: digits-cnn on the digits dataset")
-        print(f"  float accuracy {result['float_accuracy']:.4f}, int8 accuracy {result['int8_accuracy']:.4f}")
-        print(f"  model: {result['path']} ({result['params']:,} parameters, {result['macs']:,} MACs/sample)")
+        return 0
+    print()
+    print(rep["table"])
+    print()
+    for line in summary["mcu_lines"]:
+        print(line)
+    print(f"\nplots: {', '.join(p for p in rep['files'] if p.endswith('.png'))}")
+    print(f"done in {summary['seconds']['total']:.0f} s; the same report for your own runs: "
+          f"mcutrain report {out}")
     return 0
