@@ -1,12 +1,16 @@
 """`mcutrain export`: write a self-contained C99 library (model.c/h, runtime, build files).
 
-The library runs int8 inference bit-exactly like the simulator; it allocates nothing and uses no
-floating point. Its arena offsets are the planner's; its kernels the DSP ones where the target
-core has the DSP extension (M4, M7), else the portable reference loops.
+The library runs int8 inference bit-exactly like the simulator and, with `--method zo` or
+`--method bp-qas`, trains on the device exactly as `mcutrain train` simulates it:
+`model_train_step` runs the planner's schedule of the method over the planner's arena offsets,
+and the training state (weights, biases, RNG, step counter) saves to a byte blob. It allocates
+nothing; its kernels are the DSP ones where the target core has the DSP extension (M4, M7),
+else the portable reference loops.
 
 Examples:
     mcutrain export model.npz --target cortex-m4 -o build/model
     mcutrain export --arch digits-cnn --init random --seed 0 --target cortex-m0plus -o out --json
+    mcutrain export model.npz --method zo --perturb mix --trainable last:2 --batch 4 --target nrf52840 -o out
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import Any
 
 from mcutrain.cli import UserError, print_json
 
-METHODS_IN_C = ("none",)
+METHODS_IN_C = ("none", "zo", "bp-qas")
 """Training methods the C code generator supports so far (none = inference only)."""
 
 
@@ -27,11 +31,48 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--init", choices=["random"], help="initialization of --arch: random (He) + PTQ on "
                    "random inputs, for trying the toolchain without a trained model")
     p.add_argument("--seed", type=int, default=0, help="seed of --init random and of data draws (default 0)")
-    p.add_argument("--method", default="none", help="training method compiled in (only 'none', "
-                   "inference, is implemented for C so far)")
+    p.add_argument("--method", default="none", help="training method compiled in: none (inference only, "
+                   "default), zo or bp-qas")
     p.add_argument("--target", required=True, help="MCU target, e.g. cortex-m0plus, cortex-m4, cortex-m7")
     p.add_argument("--kernels", choices=["ref", "dsp"],
                    help="kernel build: dsp (default where the core has DSP) or ref (portable loops)")
+
+
+def add_training_args(p: argparse.ArgumentParser, queries: int = 50) -> None:
+    """The training options shared by export and run (they build the method `mcutrain train` runs)."""
+    g = p.add_argument_group("training (--method zo | bp-qas)")
+    g.add_argument("--trainable", default="all", help="trainable layers: all, last:N, layers:a,b "
+                   "(default all)")
+    g.add_argument("--batch", type=int, default=1, help="samples per training step (default 1)")
+    g.add_argument("--precision", default="int8", help="number format: int8 (the only one of zo and bp-qas)")
+    g.add_argument("--queries", type=int, default=queries,
+                   help=f"zo: queries per layer and step (default {queries})")
+    g.add_argument("--perturb", default="mix", help="zo: wp | np | mix | mix:LAYER (default mix)")
+    g.add_argument("--no-gns", action="store_true", help="zo: no GNS shrink (ablation)")
+    g.add_argument("--no-qas", action="store_true", help="zo / bp-qas: no QAS scaling (ablation)")
+    g.add_argument("--momentum", type=float, default=0.0, help="bp-qas: SGD momentum (default 0)")
+    g.add_argument("--bias-last", type=int, default=0, help="bp-qas: also train biases of the last N layers")
+
+
+def build_method(args: argparse.Namespace, qm):
+    """The training method of `--method` on `qm` (None for 'none'), as `mcutrain train` builds it."""
+    if args.method == "none":
+        return None
+    if args.precision != "int8":
+        raise UserError(f"--precision {args.precision}: {args.method} trains the int8 graph; "
+                        "use --precision int8")
+    if args.batch < 1:
+        raise UserError(f"--batch must be at least 1, got {args.batch}")
+    try:
+        if args.method == "zo":
+            from mcutrain.methods.zo import ZOConfig, ZOMethod
+            return ZOMethod(qm, ZOConfig(trainable=args.trainable, queries=args.queries, perturb=args.perturb,
+                                         gns=not args.no_gns, qas=not args.no_qas, seed=args.seed + 1))
+        from mcutrain.methods.bp_qas import BPQASConfig, BPQASMethod
+        return BPQASMethod(qm, BPQASConfig(trainable=args.trainable, bias_last=args.bias_last,
+                                           momentum=args.momentum, qas=not args.no_qas))
+    except ValueError as e:
+        raise UserError(str(e)) from None
 
 
 def resolve_target_and_kernels(args: argparse.Namespace):
@@ -39,7 +80,8 @@ def resolve_target_and_kernels(args: argparse.Namespace):
     from mcutrain.mcu import TargetError, get_target
 
     if args.method not in METHODS_IN_C:
-        raise UserError(f"not implemented yet for C (method {args.method}); use --method none")
+        raise UserError(f"not implemented yet for C (method {args.method}); use --method "
+                        f"{', '.join(METHODS_IN_C)}")
     try:
         target = get_target(args.target)
     except TargetError as e:
@@ -56,6 +98,9 @@ def register(subparsers) -> None:
         description=__doc__.split("\n\n")[0], epilog="examples:\n" + __doc__.split("Examples:\n")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_args(p)
+    add_training_args(p)
+    p.add_argument("--lr", type=float, default=0.01, help="learning rate suggested in the README (the C API "
+                   "takes it per step; default 0.01)")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="directory to write the library to")
     p.add_argument("--planner", choices=["greedy", "linear"], default="greedy",
                    help="arena planner: greedy (default) or linear (never reuses memory; for debugging)")
@@ -66,7 +111,7 @@ def register(subparsers) -> None:
 
 def export(args: argparse.Namespace) -> dict[str, Any]:
     from mcutrain.codegen.emit import ExportError
-    from mcutrain.codegen.library import export_library
+    from mcutrain.codegen.library import export_library, export_training_library
     from mcutrain.codegen.model_source import ModelSourceError, resolve_model
 
     target, kernels = resolve_target_and_kernels(args)
@@ -79,15 +124,31 @@ def export(args: argparse.Namespace) -> dict[str, Any]:
             raise UserError(str(e)) from None
     try:
         qm, prov = resolve_model(args.model, args.arch, args.init, args.seed, calib_x=calib)
-        res = export_library(qm, args.output, kernels=kernels, planner=args.planner, provenance=prov,
-                             target=target.name)
+        method = build_method(args, qm)
+        if method is None:
+            res = export_library(qm, args.output, kernels=kernels, planner=args.planner, provenance=prov,
+                                 target=target.name)
+        else:
+            if args.planner != "greedy":
+                raise UserError("--planner linear applies to inference libraries (--method none)")
+            res = export_training_library(method, args.output, batch=args.batch, kernels=kernels,
+                                          provenance=prov, target=target.name, lr=args.lr)
     except (ModelSourceError, ExportError) as e:
         raise UserError(str(e)) from None
     except OSError as e:
         raise UserError(f"cannot write to '{args.output}': {e}") from None
-    return {"out_dir": str(res.out_dir), "target": target.name, "core": target.core, "kernels": kernels,
-            "planner": args.planner, "arena_bytes": res.arena_bytes, "const_bytes": res.const_bytes,
-            "macs": qm.graph.total_macs(), "provenance": prov, "files": res.files}
+    out = {"out_dir": str(res.out_dir), "target": target.name, "core": target.core, "kernels": kernels,
+           "planner": args.planner, "arena_bytes": res.arena_bytes, "const_bytes": res.const_bytes,
+           "macs": qm.graph.total_macs(), "provenance": prov, "files": res.files, "method": args.method}
+    if method is not None:
+        src = res.model
+        s = src.plan.schedule
+        out.update({"batch": args.batch, "trainable": list(s.trainable),
+                    "train_arena_bytes": src.plan.arena_bytes,
+                    "inference_arena_bytes": src.inference_arena_bytes,
+                    "ram_weight_bytes": src.ram_weight_bytes, "state_bytes": src.state_bytes,
+                    "macs_per_step": sum(s.macs_by_phase().values()), "options": src.options})
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -98,4 +159,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {len(r['files'])} files to {r['out_dir']} for {r['target']} ({r['kernels']} kernels): "
               f"arena {r['arena_bytes']:,} bytes RAM, constants {r['const_bytes']:,} bytes Flash, "
               f"{r['macs']:,} MACs per inference\nmodel: {r['provenance']}\nbuild: make -C {r['out_dir']}")
+        if r["method"] != "none":
+            print(f"training: {r['method']}, batch {r['batch']}, trainable {', '.join(r['trainable'])}; "
+                  f"step arena {r['train_arena_bytes']:,} bytes (the planner's), trainable tensors "
+                  f"{r['ram_weight_bytes']:,} bytes RAM, state blob {r['state_bytes']:,} bytes, "
+                  f"{r['macs_per_step']:,} MACs per step")
     return 0
