@@ -1,14 +1,19 @@
 """`mcutrain run`: cross-build the C library for a Cortex-M core, run it in QEMU, compare with the simulator.
 
-N test samples of the dataset go to the emulated MCU as a file (semihosting); the int8 logits
-it writes back must equal the golden engine's bit for bit. Instructions are counted exactly,
-inside the inference calls only (never file I/O), and turned into an estimated cycle count at
-the target's clock with the instruction-mix model of `mcutrain.mcu.cycles` (an estimate).
+`--method none`: N test samples go to the emulated MCU as a file (semihosting); the int8 logits
+it writes back must equal the golden engine's bit for bit. `--method zo | bp-qas`: N training
+steps on batches of the training set; after every step the losses, logits, every trainable
+weight and bias and the RNG state of the C library must equal the simulated method's.
+Instructions are counted exactly, inside the inference or training-step calls only (never file
+I/O), and turned into an estimated cycle count at the target's clock with the instruction-mix
+model of `mcutrain.mcu.cycles` (an estimate).
 
 Examples:
     mcutrain run --arch digits-cnn --init random --seed 0 --dataset digits --method none \\
         --steps 8 --target cortex-m4 --dump out --json
-    mcutrain run model.npz --dataset digits --steps 16 --target cortex-m0plus
+    mcutrain run --arch digits-cnn --init random --seed 0 --dataset digits --method zo \\
+        --steps 4 --target cortex-m4 --dump out --json
+    mcutrain run model.npz --dataset digits --method bp-qas --batch 4 --steps 3 --target nrf52840
 """
 
 from __future__ import annotations
@@ -22,12 +27,15 @@ from typing import Any
 import numpy as np
 
 from mcutrain.cli import UserError, print_json
-from mcutrain.commands.export import add_model_args, resolve_target_and_kernels
+from mcutrain.commands.export import add_model_args, add_training_args, resolve_target_and_kernels
 
 JSON_KEYS = ("target", "core", "bit_exact", "steps", "instructions_per_step", "macs_per_step",
              "instructions_per_mac", "est_cycles_per_step", "est_ms_per_step", "ram_bytes", "flash_bytes",
              "per_function")
 """The exact keys of `--json` (in this order)."""
+
+RUN_QUERIES = 8
+"""Default ZO queries of `run` (fewer than `train`'s 50: every query is a forward pass in the emulator)."""
 
 
 def register(subparsers) -> None:
@@ -36,10 +44,16 @@ def register(subparsers) -> None:
         description=__doc__.split("\n\n")[0], epilog="examples:\n" + __doc__.split("Examples:\n")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_args(p)
-    p.add_argument("--dataset", required=True, help="dataset spec; the first --steps test samples are used")
-    p.add_argument("--steps", type=int, default=8, help="samples to run (default 8)")
+    add_training_args(p, queries=RUN_QUERIES)
+    p.add_argument("--lr", type=float, default=0.05,
+                   help="learning rate of the training steps (default 0.05)")
+    p.add_argument("--dataset", required=True, help="dataset spec; inference: the first --steps test "
+                   "samples; training: the first --steps x --batch training samples")
+    p.add_argument("--steps", type=int, default=8,
+                   help="samples (inference) or training steps to run (default 8)")
     p.add_argument("--dump", metavar="DIR",
-                   help="write sim.npz and mcu.npz (key 'logits') and keep the build here")
+                   help="write sim.npz and mcu.npz (inference: 'logits'; training: every trainable tensor "
+                        "after the last step and 'losses' per step) and keep the build here")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.set_defaults(func=run)
 
@@ -60,6 +74,9 @@ def run_on_mcu(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     from mcutrain.mcu import BuildError, QemuError, ToolchainMissingError, estimate_cycles
 
     target, kernels = resolve_target_and_kernels(args)
+    if args.method != "none":
+        from mcutrain.commands._run_train import run_training
+        return run_training(args, work, target, kernels)
     if args.steps < 1:
         raise UserError(f"--steps must be at least 1, got {args.steps}")
     try:
@@ -106,6 +123,9 @@ def run_on_mcu(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.method != "none":
+        from mcutrain.commands._run_train import report
+        return report(args)
     if args.dump:
         work = Path(args.dump)
         work.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,181 @@
+"""`mcutrain run --method zo | bp-qas`: N training steps in QEMU against the simulated method.
+
+The library of `mcutrain export --method ...` is cross-built with the training harness and
+linked with the target's real RAM and Flash (a plan that does not fit fails to link, and the
+message carries the planner's breakdown). The batches (the first steps x batch training
+samples) travel to the guest as one file; after every step the guest writes losses, logits and
+its saved training state, and all of it must equal the simulator's after the same step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mcutrain.cli import UserError, print_json
+
+
+def _simulate(method, batches_f: list[tuple[np.ndarray, np.ndarray]], lr: float, names: list[str]):
+    """Per-step (losses, logits, tensors, rng) of the simulated method (it is stepped in place)."""
+    from mcutrain.engines import int_engine
+    from mcutrain.methods import zo_estimator as est
+
+    qm = method.qm
+    out = []
+    for x, y in batches_f:
+        base = int_engine.run(qm, int_engine.quantize_input(qm, x))
+        logits = base[qm.graph.output].reshape(len(x), -1)
+        losses = est.per_sample_loss(qm, logits, y).astype(np.int32)
+        method.step(x, y, lr)
+        tensors = {}
+        for name in names:
+            layer, kind = name.rsplit(".", 1)
+            if kind == "weight":
+                tensors[name] = qm.weights[layer].copy()
+            elif kind == "bias":
+                tensors[name] = qm.biases[layer].copy()
+            else:   # bp-qas momentum: the C layout is the layer's weight velocity, then its bias velocity
+                tensors[name] = _velocity(method, layer)
+        rng = int(method.rng.state) if hasattr(method, "rng") else 0
+        out.append((losses, logits.astype(np.int8), tensors, rng))
+    return out
+
+
+def _velocity(method, layer: str) -> np.ndarray:
+    qm, v = method.qm, method.velocity
+    parts = []
+    if layer in method.weight_layers:
+        parts.append(v.get(f"{layer}.weight", np.zeros(qm.weights[layer].size, np.float32)).reshape(-1))
+    if layer in method.bias_layers:
+        parts.append(v.get(f"{layer}.bias", np.zeros(qm.biases[layer].size, np.float32)).reshape(-1))
+    return np.concatenate(parts).astype(np.float32)
+
+
+def _first_mismatch(sim, mcu) -> str:
+    for s, ((l_s, lg_s, t_s, r_s), r) in enumerate(zip(sim, mcu)):
+        if not np.array_equal(l_s, r.losses):
+            return f"step {s}: losses differ (C {r.losses.tolist()} vs simulator {l_s.tolist()})"
+        if not np.array_equal(lg_s, r.logits):
+            return f"step {s}: logits differ"
+        for name, v in t_s.items():
+            got = r.state[name]
+            if not np.array_equal(np.asarray(got).reshape(-1), np.asarray(v).reshape(-1)):
+                bad = int(np.sum(np.asarray(got).reshape(-1) != np.asarray(v).reshape(-1)))
+                return f"step {s}: {name} differs in {bad} entries"
+        if r_s != r.state["rng"]:
+            return f"step {s}: RNG state C {r.state['rng']} != simulator {r_s}"
+    return ""
+
+
+def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> dict[str, Any]:
+    """Export, cross-build, run and compare; the JSON result plus the arrays for --dump."""
+    from mcutrain.codegen.cross import build_mcu_train, run_mcu_train
+    from mcutrain.codegen.emit import ExportError
+    from mcutrain.codegen.library import export_training_library
+    from mcutrain.codegen.model_source import ModelSourceError, resolve_model
+    from mcutrain.commands.export import build_method
+    from mcutrain.data import load_dataset
+    from mcutrain.engines import int_engine
+    from mcutrain.mcu import BuildError, LinkOverflowError, QemuError, ToolchainMissingError, estimate_cycles
+    from mcutrain.plan.memory import account, format_report
+
+    if args.steps < 1:
+        raise UserError(f"--steps must be at least 1, got {args.steps}")
+    try:
+        ds = load_dataset(args.dataset, seed=args.seed)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    n = args.steps * args.batch
+    if n > len(ds.y_train):
+        raise UserError(f"--steps {args.steps} x --batch {args.batch} exceeds the {len(ds.y_train)} training "
+                        f"samples of '{args.dataset}'")
+    try:
+        qm, prov = resolve_model(args.model, args.arch, args.init, args.seed, ds.num_classes,
+                                 tuple(ds.x_train.shape[1:]), calib_x=ds.x_train)
+    except ModelSourceError as e:
+        raise UserError(str(e)) from None
+    if tuple(ds.x_train.shape[1:]) != qm.graph.input_shape:
+        raise UserError(f"the model takes inputs {qm.graph.input_shape} but '{args.dataset}' has samples "
+                        f"{tuple(ds.x_train.shape[1:])}; pick a matching dataset")
+    method = build_method(args, qm)
+    sim_method = build_method(args, qm)
+    bsz = args.batch
+    batches_f = [(ds.x_train[i * bsz:(i + 1) * bsz], ds.y_train[i * bsz:(i + 1) * bsz])
+                 for i in range(args.steps)]
+    batches_q = [(int_engine.quantize_input(qm, x), y) for x, y in batches_f]
+    try:
+        res = export_training_library(method, work / "lib", batch=bsz, kernels=kernels, provenance=prov,
+                                      target=target.name, lr=args.lr)
+        src = res.model
+        try:
+            b = build_mcu_train(work / "lib", target, work / "train.elf", kernels=kernels)
+        except LinkOverflowError as e:
+            rep = account(src.plan.schedule, target, src.plan)
+            raise UserError(f"{e}\nthe planner's breakdown:\n{format_report(rep)}") from None
+        mcu, prof, stack = run_mcu_train(b.elf, target, batches_q, args.lr, src, qm.graph.num_classes,
+                                         work / "run")
+    except (ExportError, BuildError, ToolchainMissingError, QemuError, RuntimeError) as e:
+        raise UserError(str(e)) from None
+    names = [e.name for e in src.state]
+    sim = _simulate(sim_method, batches_f, args.lr, names)
+    mismatch = _first_mismatch(sim, mcu)
+    region = prof.region
+    if region is None:
+        raise UserError("the instruction counter saw no training-step region (markers missing)")
+    est = estimate_cycles(region, target, prof.elf)
+    steps = args.steps
+    macs = int(sum(src.plan.schedule.macs_by_phase().values()))
+    per_step = region.total / steps
+    by_count = sorted(region.per_function.items(), key=lambda kv: -kv[1])
+    from mcutrain.commands.run import JSON_KEYS
+    result = {
+        "target": target.name, "core": target.core, "bit_exact": not mismatch, "steps": steps,
+        "instructions_per_step": round(per_step, 1), "macs_per_step": macs,
+        "instructions_per_mac": round(per_step / macs, 4) if macs else None,
+        "est_cycles_per_step": round(est.est_cycles / steps, 1),
+        "est_ms_per_step": round(est.est_ms / steps, 4),
+        "ram_bytes": b.sizes.ram_bytes, "flash_bytes": b.sizes.flash_bytes,
+        "per_function": {k: round(v / steps, 1) for k, v in by_count},
+    }
+    assert tuple(result) == JSON_KEYS
+    last_sim = sim[-1][2]
+    dump_sim = {**{k: v for k, v in last_sim.items()}, "losses": np.stack([s[0] for s in sim])}
+    dump_mcu = {**{k: mcu[-1].state[k] for k in last_sim}, "losses": np.stack([r.losses for r in mcu])}
+    return {**result, "kernels": kernels, "provenance": prov, "mismatch": mismatch, "stack_used": stack,
+            "sizes": b.sizes, "src": src, "dump_sim": dump_sim, "dump_mcu": dump_mcu, "method": args.method}
+
+
+def report(args: argparse.Namespace) -> int:
+    from mcutrain.commands.run import JSON_KEYS, _save_npz, run_on_mcu
+
+    if args.dump:
+        work = Path(args.dump)
+        work.mkdir(parents=True, exist_ok=True)
+        r = run_on_mcu(args, work / "build")
+        _save_npz(work / "sim.npz", **r["dump_sim"])
+        _save_npz(work / "mcu.npz", **r["dump_mcu"])
+    else:
+        with tempfile.TemporaryDirectory(prefix="mcutrain-run-") as tmp:
+            r = run_on_mcu(args, Path(tmp))
+    if args.json:
+        print_json({k: r[k] for k in JSON_KEYS})
+    else:
+        top = ", ".join(f"{k} {v:,.0f}" for k, v in list(r["per_function"].items())[:6])
+        print(f"{r['target']} ({r['core']}, {r['kernels']} kernels), {r['method']}: {r['steps']} training "
+              f"steps {'bit-exact' if r['bit_exact'] else 'NOT bit-exact'} with the simulator (losses, "
+              f"logits, "
+              f"weights, biases, RNG after every step)\n"
+              f"per step: {r['instructions_per_step']:,.0f} instructions, {r['macs_per_step']:,} MACs "
+              f"({r['instructions_per_mac']} instructions/MAC), est. {r['est_cycles_per_step']:,.0f} "
+              f"cycles = {r['est_ms_per_step']:.3f} ms (estimate)\n"
+              f"image: RAM {r['ram_bytes']:,} bytes (stack used {r['stack_used']} bytes), "
+              f"Flash {r['flash_bytes']:,} bytes\ntop functions: {top}\nmodel: {r['provenance']}")
+    if not r["bit_exact"]:
+        print(f"mcutrain run: the MCU differs from the simulator: {r['mismatch']}", file=sys.stderr)
+        return 1
+    return 0
