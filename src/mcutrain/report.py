@@ -160,7 +160,7 @@ def rows(runs: list[MethodRun]) -> list[dict[str, Any]]:
             "flash_bytes": p.flash_bytes if p else m.get("flash_bytes"),
             "fits": p.fits if p else None, "batch": p.breakdown["batch"] if p else None,
             "macs_per_step": p.macs_per_step["total"] if p else m.get("macs_per_step"),
-            "mcu": mcu_kind, "bit_exact": m.get("bit_exact"),
+            "mcu": mcu_kind, "mcu_batch": m.get("batch"), "bit_exact": m.get("bit_exact"),
             "instructions_per_step": m.get("instructions_per_step"),
             "est_ms_per_step": m.get("est_ms_per_step"),
             "plan_error": r.plan_error,
@@ -180,7 +180,8 @@ def format_table(runs: list[MethodRun]) -> str:
     for row in rows(runs):
         mcu = "-"
         if row["mcu"]:
-            mcu = f"{row['mcu']}, {'bit-exact' if row['bit_exact'] else 'MISMATCH'}"
+            mcu = row["mcu"] + (f" (batch {row['mcu_batch']})" if row["mcu_batch"] else "")
+            mcu += f", {'bit-exact' if row['bit_exact'] else 'MISMATCH'}"
         elif row["accuracy_after"] is not None:
             mcu = "not run"
         cells = [row["method"], _fmt(row["accuracy_before"], ".3f"), _fmt(row["accuracy_after"], ".3f"),

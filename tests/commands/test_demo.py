@@ -1,12 +1,84 @@
+import contextlib
+import io
 import json
+from pathlib import Path
+
+import pytest
 
 from mcutrain import cli
+from mcutrain.demo.stages import DemoConfig, adapt_argv, describe_mcu, parse
 
 
-def test_demo_pretrains_and_quantizes(tmp_path, capsys):
-    assert cli.main(["demo", "--out", str(tmp_path / "d"), "--json"]) == 0
-    s = json.loads(capsys.readouterr().out)
+@pytest.fixture(scope="module")
+def quick_demo(tmp_path_factory):
+    """One `mcutrain demo --quick --json` run shared by the checks below (about 20 s)."""
+    out = tmp_path_factory.mktemp("demo")
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert cli.main(["demo", "--quick", "--out", str(out), "--json"]) == 0
+    return out, json.loads(buf.getvalue())
+
+
+def test_demo_pretrains_and_quantizes(quick_demo):
+    out, s = quick_demo
     pre = s["stages"]["pretrain"]
     assert pre["float_accuracy"] >= 0.95
     assert abs(pre["int8_accuracy"] - pre["float_accuracy"]) <= 0.01
-    assert (tmp_path / "d" / "digits-cnn.npz").exists()
+    assert (out / "digits-cnn.npz").exists()
+
+
+def test_demo_adapts_with_fqt_and_zo(quick_demo):
+    out, s = quick_demo
+    for method in ("fqt", "zo"):
+        r = s["stages"][method]
+        assert r["method"] == method and r["epochs"] == 1
+        # stripes at severity 5 cost the pretrained model most of its accuracy; one epoch wins some back
+        assert r["accuracy_before"] < 0.5
+        assert r["accuracy_after"] > r["accuracy_before"] + 0.1
+        assert (out / f"{method}.npz").exists() and (out / f"{method}.history.json").exists()
+    assert s["stages"]["fqt"]["precision"] == "int8"
+
+
+def test_demo_plans_and_reports(quick_demo):
+    out, s = quick_demo
+    rows = {r["name"]: r for r in s["stages"]["report"]["rows"]}
+    for method in ("fqt", "zo"):
+        assert rows[method]["target"] == "nrf52840" and rows[method]["fits"] is True
+        assert 0 < rows[method]["ram_bytes"] < 256 * 1024
+    for name in ("curves.png", "memory.png", "lifetime-fqt.png", "lifetime-zo.png", "summary.md"):
+        assert (out / "report" / name).exists()
+    assert json.loads((out / "demo.json").read_text())["config"]["adapt_epochs"] == 1
+
+
+def test_demo_mcu_stage_is_bit_exact_or_says_why(quick_demo):
+    out, s = quick_demo
+    mcu = s["stages"]["mcu"]
+    lines = s["mcu_lines"]
+    if not mcu["available"]:
+        assert "apt" in mcu["reason"] and "not run" in lines[0]
+        return
+    inf = mcu["inference"]
+    assert inf["bit_exact"] is True and inf["instructions_per_step"] > 0 and inf["target"] == "nrf52840"
+    assert "BIT-EXACT" in lines[0]
+    assert json.loads((out / "digits-cnn.mcu.json").read_text())["bit_exact"] is True
+    train = mcu["training"]
+    assert train.get("bit_exact") is True or "not available yet" in train["error"]
+
+
+def test_adapt_commands_are_real_train_command_lines():
+    cfg, model = DemoConfig(), Path("m.npz")
+    args = parse(*adapt_argv(cfg, "fqt", model, Path(".")))
+    assert (args.method, args.precision, args.partial) == ("fqt", "int8", 0.5)
+    assert args.dataset == "digits-c:stripe:5" and args.output == "fqt.npz"
+    args = parse(*adapt_argv(cfg, "zo", model, Path(".")))
+    assert (args.method, args.queries, args.lr, args.epochs) == ("zo", 10, 0.05, 5)
+
+
+def test_describe_mcu_without_toolchain():
+    lines = describe_mcu({"available": False, "reason": "install with apt-get"}, DemoConfig())
+    assert lines == ["MCU: not run (install with apt-get); the rest of the demo is complete"]
+
+
+def test_demo_refuses_an_unknown_target(tmp_path, capsys):
+    assert cli.main(["demo", "--out", str(tmp_path), "--target", "z80"]) == 1
+    assert "unknown target 'z80'" in capsys.readouterr().err

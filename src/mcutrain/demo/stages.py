@@ -44,6 +44,7 @@ class DemoConfig:
     zo_lr: float = 0.05
     zo_queries: int = 10
     mcu_steps: int = 4
+    mcu_batch: int = 4
 
     @property
     def adapt_dataset(self) -> str:
@@ -109,8 +110,10 @@ def _toolchain_missing() -> str | None:
 
 def training_in_c() -> bool:
     """Whether `mcutrain run` can build and run ZO training steps (not only inference) yet."""
+    import importlib.util
+
     from mcutrain.commands.export import METHODS_IN_C
-    return "zo" in METHODS_IN_C
+    return "zo" in METHODS_IN_C and importlib.util.find_spec("mcutrain.commands.run_train") is not None
 
 
 def _run_json(args: argparse.Namespace, path: Path) -> dict[str, Any]:
@@ -120,6 +123,8 @@ def _run_json(args: argparse.Namespace, path: Path) -> dict[str, Any]:
         r = run_on_mcu(args, Path(tmp))
     doc = {k: r[k] for k in JSON_KEYS if k in r}
     doc["method"] = getattr(args, "method", "none")
+    if doc["method"] != "none" and getattr(args, "batch", None) is not None:
+        doc["batch"] = args.batch
     io.atomic_write_bytes(path, lambda f: f.write(json.dumps(doc, indent=2).encode()))
     return doc
 
@@ -153,7 +158,9 @@ def mcu_stage(cfg: DemoConfig, model: Path, out: Path, log: Log) -> dict[str, An
     known = command_options("run")
     argv = ["run", str(model), "--dataset", cfg.adapt_dataset, "--method", "zo",
             "--steps", str(cfg.mcu_steps), "--target", cfg.target, "--seed", str(cfg.seed)]
-    for opt, value in (("--queries", cfg.zo_queries), ("--lr", cfg.zo_lr), ("--trainable", "all")):
+    # NOTE: a smaller batch than the simulation's: every query is a forward pass in the emulator.
+    for opt, value in (("--queries", cfg.zo_queries), ("--lr", cfg.zo_lr), ("--trainable", "all"),
+                       ("--batch", cfg.mcu_batch)):
         if opt in known:
             argv += [opt, str(value)]
     try:
@@ -174,7 +181,8 @@ def describe_mcu(res: dict[str, Any], cfg: DemoConfig) -> list[str]:
         if "error" in r:
             lines.append(f"MCU {what}: {r['error']}")
             continue
-        lines.append(f"MCU {what} on {r['target']} ({r['core']}, emulated), {r['steps']} steps: "
+        batch = f" of batch {r['batch']}" if "batch" in r else ""
+        lines.append(f"MCU {what} on {r['target']} ({r['core']}, emulated), {r['steps']} steps{batch}: "
                      f"{'BIT-EXACT' if r['bit_exact'] else 'MISMATCH'} with the simulator; "
                      f"{r['instructions_per_step']:,.0f} instructions per step, "
                      f"est. {r['est_ms_per_step']:.2f} ms per step (estimate at the target clock)")
