@@ -18,15 +18,40 @@ these units every op's backward reads only integers and its own constants:
 - add: ``e_a = e_y * (s_a / s_y)``, ``e_b = e_y * (s_b / s_y)`` where not saturated;
 - flatten: a reshape.
 
-Names mirror future C kernels (`mt_conv2d_bwd_in_s8_f32`: int8 operands,
+The float32 sums follow one sequential order, the order of the C twins
+(``codegen/runtime/mt_*_bwd_*_f32.c``; ``docs/integer-semantics.md`` 12.6):
+every sum starts from +0.0 and adds its terms one at a time in index order,
+each product rounded to float32 before the add (no FMA):
+
+- ``conv2d_bwd_in``: per input element, the taps (ky, kx) in row-major order,
+  each tap's term being its own sum over the group's output channels in order;
+- ``conv2d_bwd_w``: per weight and per sample, the output positions (oy, ox)
+  in row-major order; then those per-sample sums over the samples in order;
+- ``linear_bwd_in``: over the outputs in order; ``linear_bwd_w``: over the
+  samples in order; ``bias_bwd_f32``: over the rows (sample, oy, ox) in order.
+
+numpy has no ordered dot product (BLAS blocks its sums and may fuse the
+multiply-add), so each kernel loops over the reduction index and does one
+vectorized multiply and one add over everything else: the C order without a
+Python loop over elements. Padded taps of the weight gradient add +-0, which
+changes no sum of finite terms (C skips them).
+
+Names mirror the C kernels (`mt_conv2d_bwd_in_s8_f32`: int8 operands,
 float32 errors). Each returns a fresh array (it overwrites, never accumulates).
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from mcutrain.engines.im2col import col2im, im2col, out_size, pad_nhwc, tap_views
+
+BLOCK = 1 << 16
+"""Floats in one working block of the ordered sums (256 KB: the block and its
+partial sums stay in cache; measured fastest on small-cnn among 2^14..2^18)."""
+BIG_BLOCK = 1 << 22
+"""Floats of per-sample partial sums when the samples are the innermost axis (16 MB at most)."""
 
 
 def requant_bwd_f32(e_y: np.ndarray, y: np.ndarray, slope: np.ndarray, act_min: int,
@@ -36,66 +61,191 @@ def requant_bwd_f32(e_y: np.ndarray, y: np.ndarray, slope: np.ndarray, act_min: 
     return np.where(mask, e_y * np.asarray(slope, np.float32), np.float32(0)).astype(np.float32)
 
 
-def _is_depthwise(w: np.ndarray, c: int, groups: int) -> bool:
-    return groups == c and w.shape[-1] == 1 and c > 1
+def add_rows_f32(acc: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``acc = (((acc + rows[0]) + rows[1]) + ...)`` in float32, in place; returns `acc`.
+
+    The running sum of a C loop over the leading axis of `rows` (shape
+    (R, *acc.shape)). NOTE: `np.add.accumulate` is sequential by definition
+    (each partial sum is an output), unlike `np.add.reduce`/`sum`, which may
+    sum pairwise; it runs over blocks of rows, each block seeded with the
+    running sum, to bound the temporary.
+    """
+    r = rows.shape[0]
+    if r == 0:
+        return acc
+    step = max(1, BLOCK // max(1, acc.size))
+    flat = acc.reshape(-1)
+    for r0 in range(0, r, step):
+        blk = rows[r0:r0 + step].reshape(-1, flat.size).astype(np.float32)   # a fresh copy
+        blk[0] = flat + blk[0]
+        np.add.accumulate(blk, axis=0, out=blk)
+        flat[...] = blk[-1]
+    return acc
+
+
+def bias_bwd_f32(e_acc: np.ndarray) -> np.ndarray:
+    """Bias gradient: column sums of the (rows, O) accumulator error from +0.0 in row order."""
+    o = e_acc.shape[-1]
+    return add_rows_f32(np.zeros(o, np.float32), e_acc.reshape(-1, o))
+
+
+def _is_depthwise(w_shape: tuple[int, ...], c: int, groups: int) -> bool:
+    return groups == c and w_shape[-1] == 1 and c > 1
 
 
 def conv2d_bwd_in_s8_f32(e_acc: np.ndarray, w: np.ndarray, x_shape: tuple[int, ...],
                          stride: tuple[int, int], padding: tuple[int, int, int, int],
                          groups: int = 1) -> np.ndarray:
-    """Error of the conv input (N, H, W, C) from the accumulator error (N, Ho, Wo, O), int8 OHWI w."""
+    """Error of the conv input (N, H, W, C) from the accumulator error (N, Ho, Wo, O), int8 OHWI w.
+
+    Per tap, the sum over the group's output channels in order; then the taps in
+    row-major order from +0.0 (`col2im`'s order).
+    """
     n, h, wd, c = x_shape
     o, kh, kw, cig = w.shape
     wf = w.astype(np.float32)
+    e_acc = np.asarray(e_acc, np.float32)
     ho, wo = e_acc.shape[1:3]
-    if _is_depthwise(w, c, groups):
-        pt, pb, pl, pr = padding
-        xp = np.zeros((n, h + pt + pb, wd + pl + pr, o), np.float32)
-        for i, j, view in tap_views(xp, (kh, kw), stride, (ho, wo)):
-            view += e_acc * wf[:, i, j, 0]
-        ex = xp[:, pt:pt + h, pl:pl + wd, :]
-        return ex.reshape(n, h, wd, c, o // c).sum(axis=4) if o != c else ex.copy()
+    if _is_depthwise(w.shape, c, groups):
+        return _dw_bwd_in(e_acc, wf, x_shape, stride, padding)
     m = n * ho * wo
     opg = o // groups
-    e_g = e_acc.reshape(m, groups, opg).transpose(1, 0, 2)                  # (G, M, Og)
-    w_g = wf.reshape(groups, opg, kh * kw * cig)                             # (G, Og, K)
-    cols = np.matmul(e_g, w_g)                                               # (G, M, K)
-    cols = cols.reshape(groups, m, kh * kw, cig).transpose(1, 2, 0, 3).reshape(m, kh * kw * c)
-    return col2im(cols, (n, h, wd, c), (kh, kw), stride, padding)
+    kg = kh * kw * cig
+    e_g = e_acc.reshape(m, groups, opg)                                      # (M, G, Og)
+    w_g = wf.reshape(groups, opg, kg)                                        # (G, Og, Kg)
+    cols = np.empty((m, groups, kg), np.float32)
+    rows = max(1, BLOCK // (groups * kg))
+    tmp = np.empty((rows, groups, kg), np.float32)
+    for r0 in range(0, m, rows):
+        r1 = min(m, r0 + rows)
+        out, t = cols[r0:r1], tmp[:r1 - r0]
+        out[...] = 0
+        for j in range(opg):                                                 # the channel sum, in order
+            np.multiply(e_g[r0:r1, :, j, None], w_g[None, :, j, :], out=t)
+            out += t
+    if groups > 1:
+        cols = cols.reshape(m, groups, kh * kw, cig).transpose(0, 2, 1, 3)
+    return col2im(cols.reshape(m, kh * kw * c), (n, h, wd, c), (kh, kw), stride, padding)
+
+
+def _dw_bwd_in(e_acc: np.ndarray, wf: np.ndarray, x_shape: tuple[int, ...], stride: tuple[int, int],
+               padding: tuple[int, int, int, int]) -> np.ndarray:
+    """Depthwise (groups = C, multiplier m = O / C): per tap, the m products summed, then taps."""
+    n, h, wd, c = x_shape
+    o, kh, kw, _ = wf.shape
+    mult = o // c
+    pt, pb, pl, pr = padding
+    ho, wo = e_acc.shape[1:3]
+    xp = np.zeros((n, h + pt + pb, wd + pl + pr, c), np.float32)
+    e5 = e_acc.reshape(n, ho, wo, c, mult)
+    w3 = wf.reshape(c, mult, kh, kw)
+    t = np.empty((n, ho, wo, c), np.float32)
+    tmp = np.empty_like(t)
+    for i, j, view in tap_views(xp, (kh, kw), stride, (ho, wo)):
+        np.multiply(e5[..., 0], w3[:, 0, i, j], out=t)
+        # NOTE: t starts at p0 rather than 0 + p0; they differ only in the sign of a zero t,
+        # which cannot reach e_x because the tap sum starts from +0.0
+        for k in range(1, mult):
+            np.multiply(e5[..., k], w3[:, k, i, j], out=tmp)
+            t += tmp
+        view += t
+    return xp[:, pt:pt + h, pl:pl + wd, :]
 
 
 def conv2d_bwd_w_s8_f32(x: np.ndarray, x_zp: int, e_acc: np.ndarray, w_shape: tuple[int, ...],
                         stride: tuple[int, int], padding: tuple[int, int, int, int],
                         groups: int = 1) -> np.ndarray:
-    """Weight gradient (O, kh, kw, C/groups) = sum over positions of (x - z_x) * e_acc."""
-    c = x.shape[3]
+    """Weight gradient (O, kh, kw, C/groups) = sum of (x - z_x) * e_acc over positions and samples.
+
+    Per sample, the output positions in row-major order from +0.0; then the
+    per-sample sums over the samples in order from +0.0. Samples go in blocks:
+    the loop over positions is vectorized over a block's samples and weights.
+    """
+    n, _, _, c = x.shape
     o, kh, kw, cig = w_shape
-    xc = x.astype(np.float32) - np.float32(x_zp)
+    e_acc = np.asarray(e_acc, np.float32)
     ho, wo = e_acc.shape[1:3]
-    if groups == c and cig == 1 and c > 1:
-        xp = pad_nhwc(xc, padding, 0)
-        if o != c:
-            xp = np.repeat(xp, o // c, axis=3)
-        gw = np.zeros(w_shape, np.float32)
-        for i, j, view in tap_views(xp, (kh, kw), stride, (ho, wo)):
-            gw[:, i, j, 0] = np.einsum("nhwc,nhwc->c", view, e_acc)
-        return gw
-    cols = im2col(xc, (kh, kw), stride, padding, 0)
-    m = cols.shape[0]
+    xc = x.astype(np.float32) - np.float32(x_zp)
+    if _is_depthwise(w_shape, c, groups):
+        return _dw_bwd_w(xc, e_acc, w_shape, stride, padding)
+    p = ho * wo
     opg = o // groups
-    cols_g = cols.reshape(m, kh * kw, groups, cig).transpose(2, 0, 1, 3).reshape(groups, m, -1)
-    e_g = e_acc.reshape(m, groups, opg).transpose(1, 2, 0)                   # (G, Og, M)
-    return np.matmul(e_g, cols_g).reshape(w_shape)
+    kg = kh * kw * cig
+    e4 = e_acc.reshape(n, p, groups, opg)
+    gw = np.zeros((groups, opg, kg), np.float32)
+    # NOTE: the innermost (contiguous) axis of the vectorized product is the longer of the
+    # weight's fan-in and the batch: numpy's inner loops are slow when short (measured: a 3x3
+    # single-channel conv runs about 2x faster with the samples innermost).
+    samples_inner = n > kg
+    nb = max(1, min(n, (BIG_BLOCK if samples_inner else BLOCK) // (o * kg)))
+    for n0 in range(0, n, nb):
+        n1 = min(n, n0 + nb)
+        cols = im2col(xc[n0:n1], (kh, kw), stride, padding, 0).reshape(n1 - n0, p, kh * kw, groups, cig)
+        cols = cols.transpose(1, 0, 3, 2, 4).reshape(p, n1 - n0, groups, kg)     # (P, nb, G, Kg)
+        eb = e4[n0:n1].transpose(1, 0, 2, 3)                                      # (P, nb, G, Og)
+        if samples_inner:
+            a = np.ascontiguousarray(eb.transpose(0, 2, 3, 1))[:, :, :, None, :]   # (P, G, Og, 1, nb)
+            b = np.ascontiguousarray(cols.transpose(0, 2, 3, 1))[:, :, None, :, :]  # (P, G, 1, Kg, nb)
+            part = np.zeros((groups, opg, kg, n1 - n0), np.float32)
+        else:
+            a, b = eb[..., None], cols[:, :, :, None, :]                          # (P, nb, G, Og|1, 1|Kg)
+            part = np.zeros((n1 - n0, groups, opg, kg), np.float32)
+        tmp = np.empty_like(part)
+        for q in range(p):                                     # the per-sample sums, in position order
+            np.multiply(a[q], b[q], out=tmp)
+            part += tmp
+        add_rows_f32(gw, np.moveaxis(part, -1, 0) if samples_inner else part)
+    return gw.reshape(w_shape)
+
+
+def _dw_bwd_w(xc: np.ndarray, e_acc: np.ndarray, w_shape: tuple[int, ...], stride: tuple[int, int],
+              padding: tuple[int, int, int, int]) -> np.ndarray:
+    """Depthwise weight gradient: all taps at once from a strided view of the windows."""
+    n, _, _, c = xc.shape
+    o, kh, kw, _ = w_shape
+    ho, wo = e_acc.shape[1:3]
+    xp = pad_nhwc(xc, padding, 0)
+    if o != c:
+        xp = np.repeat(xp, o // c, axis=3)
+    sn, sh_, sw_, sc = xp.strides
+    win = as_strided(xp, (n, ho, wo, kh, kw, o), (sn, sh_ * stride[0], sw_ * stride[1], sh_, sw_, sc),
+                     writeable=False)
+    gw = np.zeros((kh, kw, o), np.float32)
+    nb = max(1, min(n, BLOCK // (o * kh * kw)))
+    for n0 in range(0, n, nb):
+        n1 = min(n, n0 + nb)
+        part = np.zeros((n1 - n0, kh, kw, o), np.float32)
+        tmp = np.empty_like(part)
+        for oy in range(ho):
+            for ox in range(wo):
+                np.multiply(win[n0:n1, oy, ox], e_acc[n0:n1, oy, ox, None, None, :], out=tmp)
+                part += tmp
+        add_rows_f32(gw, part)
+    return gw.transpose(2, 0, 1)[..., None].copy()
 
 
 def linear_bwd_in_s8_f32(e_acc: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Input error (N, I) = e_acc (N, O) @ W (O, I)."""
-    return e_acc @ w.astype(np.float32)
+    """Input error (N, I) = sum over o in order of e_acc[:, o] * W[o, :], from +0.0."""
+    e_acc = np.asarray(e_acc, np.float32)
+    wf = w.astype(np.float32)
+    out = np.zeros((e_acc.shape[0], wf.shape[1]), np.float32)
+    tmp = np.empty_like(out)
+    for j in range(wf.shape[0]):
+        np.multiply(e_acc[:, j, None], wf[j], out=tmp)
+        out += tmp
+    return out
 
 
 def linear_bwd_w_s8_f32(x: np.ndarray, x_zp: int, e_acc: np.ndarray) -> np.ndarray:
-    """Weight gradient (O, I) = e_acc^T @ (x - z_x)."""
-    return e_acc.T @ (x.reshape(len(x), -1).astype(np.float32) - np.float32(x_zp))
+    """Weight gradient (O, I) = sum over samples in order of e_acc[n, :, None] * (x - z_x)[n], from +0.0."""
+    e_acc = np.asarray(e_acc, np.float32)
+    xc = x.reshape(len(x), -1).astype(np.float32) - np.float32(x_zp)
+    out = np.zeros((e_acc.shape[1], xc.shape[1]), np.float32)
+    tmp = np.empty_like(out)
+    for s in range(len(xc)):
+        np.multiply(e_acc[s, :, None], xc[s], out=tmp)
+        out += tmp
+    return out
 
 
 def maxpool_bwd_s8_f32(x: np.ndarray, y: np.ndarray, e_y: np.ndarray, kernel: tuple[int, int],

@@ -7,7 +7,11 @@ through the int8 graph with the straight-through estimator in float32
 (`engines.ste_kernels`), giving gradients of the integer weights and biases;
 the update is SGD (optionally with momentum) with quantization-aware scaling
 (``/s_w^2``, biases ``/(s_x s_w)^2``) applied to the int8/int32 tensors in
-place (`qas`), no float master copy.
+place (`qas`), no float master copy. Every float32 operation has the order of
+the C twins (``docs/integer-semantics.md`` 12.6): the kernels' sums are
+sequential (`ste_kernels`), the bias gradient sums rows in order, the error of a
+tensor read by several nodes adds their errors in reverse graph order, and the
+velocity starts at +0.0 (``v = mu * v + g`` from the first step).
 
 Static sparse update (Lin et al.'s scheme): `trainable` names layers whose
 weights and biases train; `bias_last` adds the biases of the last N layers;
@@ -112,6 +116,7 @@ class BPQASMethod(TrainingMethod):
             need_in = [needs[s] for s in node.inputs]
             for src, dx in zip(node.inputs, self._node_bwd(node, ins, t[node.name], e, grads, need_in)):
                 if dx is not None and needs[src]:
+                    # NOTE: a tensor read by several nodes: errors added in reverse graph order
                     errs[src] = errs[src] + dx if src in errs else dx
             if node.op in PARAMETRIC:
                 macs += bsz * g.macs(node) * (1 + int(any(need_in)))
@@ -132,7 +137,7 @@ class BPQASMethod(TrainingMethod):
             zx = qm.zero_point(node.inputs[0])
             w = qm.weights[node.name]
             if node.name in self.bias_layers:
-                grads[f"{node.name}.bias"] = e_acc.reshape(-1, o).sum(axis=0)
+                grads[f"{node.name}.bias"] = sk.bias_bwd_f32(e_acc)
             if node.op == Op.LINEAR:
                 if node.name in self.weight_layers:
                     grads[f"{node.name}.weight"] = sk.linear_bwd_w_s8_f32(x, zx, e_acc)
@@ -175,8 +180,9 @@ class BPQASMethod(TrainingMethod):
                 mask = self._channel_mask(name)
                 gr = gr if mask is None else gr * mask
             if self.cfg.momentum:
-                v = self.velocity.get(key)
-                gr = gr if v is None else (np.float32(self.cfg.momentum) * v + gr).astype(np.float32)
+                # v = mu * v + g from v = +0.0 (as C: no first-step special case), no FMA
+                v = self.velocity.get(key, np.zeros_like(gr))
+                gr = (np.float32(self.cfg.momentum) * v + gr).astype(np.float32)
                 self.velocity[key] = gr
             # QAS update as in `qas`: steps = round(lr * g / s^2); the gradient is already float
             k = qas.update_factor(lr, np.ones(o, np.float32), scale if self.cfg.qas else None)
