@@ -50,9 +50,11 @@ def is_depthwise(graph: Graph, node: Node) -> bool:
 def scratch_bytes(graph: Graph, node: Node, kernels: str = "dsp") -> int:
     """Scratch bytes the C kernel of `node` needs (0 for most ops).
 
-    conv2d (not depthwise): 2 im2col columns of K = kh*kw*C/groups int16 = 4 * K bytes, plus a
-    plain int16 column (2 * K) when C/groups is not a multiple of 4; linear: the centred input
-    row as int16 = 2 * I bytes. Only the DSP kernels use scratch.
+    conv2d (not depthwise): one block of im2col columns of K = kh*kw*C/groups int16, 7 columns
+    when K <= 256 (the 1x7 GEMM block; 14 * K bytes, at most 3.5 KB) else 2 (4 * K bytes), plus
+    a plain int16 column (2 * K) when C/groups is not a multiple of 4; linear: the centred input
+    row as int16 = 2 * I bytes. Only the DSP kernels use scratch. Mirrors the C companions
+    `mt_conv2d_fwd_s8_get_buffer_size` and `mt_linear_fwd_s8_get_buffer_size`.
     """
     if kernels not in KERNELS:
         raise ValueError(f"unknown kernels {kernels!r}; use one of {', '.join(KERNELS)}")
@@ -61,7 +63,8 @@ def scratch_bytes(graph: Graph, node: Node, kernels: str = "dsp") -> int:
     if node.op == Op.CONV2D and not is_depthwise(graph, node):
         _, kh, kw, cg = node.params["weight"].shape
         k = kh * kw * cg
-        return 2 * 2 * k + (2 * k if cg % 4 else 0)
+        cols = 7 if k <= 256 else 2
+        return 2 * cols * k + (2 * k if cg % 4 else 0)
     if node.op == Op.LINEAR:
         return 2 * int(node.params["weight"].shape[1])
     return 0

@@ -128,15 +128,15 @@ static MT_NOINLINE void dot_2x2(const int8_t *w0, const int8_t *w1, const int16_
     "smlad  %[a6], %[t], %[x0], %[a6]\n\t"                                                                    \
     "smlad  %[a6], %[u], %[x1], %[a6]\n\t"
 
-static MT_NOINLINE void dot_1x7(const int8_t *w, const int16_t *c, int32_t n4, int32_t *s)
+static MT_NOINLINE void dot_1x7(const int8_t *w, const int16_t *c, int32_t n4, int32_t bias, int32_t *s)
 {
-    int32_t a0 = s[0];
-    int32_t a1 = s[1];
-    int32_t a2 = s[2];
-    int32_t a3 = s[3];
-    int32_t a4 = s[4];
-    int32_t a5 = s[5];
-    int32_t a6 = s[6];
+    int32_t a0 = bias;
+    int32_t a1 = bias;
+    int32_t a2 = bias;
+    int32_t a3 = bias;
+    int32_t a4 = bias;
+    int32_t a5 = bias;
+    int32_t a6 = bias;
 #if defined(MT_DSP_NATIVE)
     int32_t t, u, x0, x1;
     /* an odd group first (LSRS puts bit 0 in C; the group leaves the flags alone, so Z still
@@ -178,33 +178,40 @@ static MT_NOINLINE void dot_1x7(const int8_t *w, const int16_t *c, int32_t n4, i
 }
 
 /*
- * Requantize s[0..n) of output channel r into out[j * stride] (j < n): the prepared form where
- * the channel allows it, else the general mt_requantize.
+ * Requantize s[0..n) of one output channel into out[j * stride] (j < n): the prepared form where
+ * the channel allows it, else the general mt_requantize. Constants come in by value: stores
+ * through int8_t pointers may alias anything, so reading them from `q` in the loop would
+ * reload them for every output.
  */
-static void requant_block(const int32_t *s, int32_t n, int32_t r, const mt_gemm_out *q, int8_t *out,
+static void requant_block(const int32_t *s,
+                          int32_t n,
+                          int32_t mult,
+                          int32_t shift,
+                          int32_t zp,
+                          int32_t act_min,
+                          int32_t act_max,
+                          int8_t *out,
                           int32_t stride)
 {
-    const int32_t mult = q->multiplier[r];
-    const int32_t shift = q->shift[r];
     int32_t j;
     if (mt_requant_fast_ok(mult, shift)) {
         const int32_t sh = -1 - shift;
-        const int32_t c1 = mt_requant_c1(sh, q->zero_point);
-        if (q->act_min == -128 && q->act_max == 127) {
+        const int32_t c1 = mt_requant_c1(sh, zp);
+        if (act_min == -128 && act_max == 127) {
             for (j = 0; j < n; j++) {
                 out[j * stride] = (int8_t)mt_requantize_fast(s[j], mult, sh, c1);
             }
         } else {
             for (j = 0; j < n; j++) {
                 int32_t y = mt_requantize_fast(s[j], mult, sh, c1);
-                y = y < q->act_min ? q->act_min : y;
-                y = y > q->act_max ? q->act_max : y;
+                y = y < act_min ? act_min : y;
+                y = y > act_max ? act_max : y;
                 out[j * stride] = (int8_t)y;
             }
         }
     } else {
         for (j = 0; j < n; j++) {
-            out[j * stride] = mt_requantize(s[j], mult, shift, q->zero_point, q->act_min, q->act_max);
+            out[j * stride] = mt_requantize(s[j], mult, shift, zp, act_min, act_max);
         }
     }
 }
@@ -219,16 +226,23 @@ void mt_mat_mult_s8_s16_7col(const int8_t *w,
                              int32_t n)
 {
     const int32_t k4 = k & ~3;
+    const int32_t zp = q->zero_point;
+    const int32_t act_min = q->act_min;
+    const int32_t act_max = q->act_max;
+    const int full = n == MT_GEMM_COLS && act_min == -128 && act_max == 127;
     int32_t r;
     for (r = 0; r < rows; r++) {
         const int8_t *wr = w + r * k;
+        const int32_t mult = q->multiplier[r];
+        const int32_t shift = q->shift[r];
         int32_t s[MT_GEMM_COLS];
         int32_t i, j;
-        for (j = 0; j < MT_GEMM_COLS; j++) {
-            s[j] = q->bias[r];
-        }
         if (k4 > 0) {
-            dot_1x7(wr, cols, k4 >> 2, s);
+            dot_1x7(wr, cols, k4 >> 2, q->bias[r], s);
+        } else {
+            for (j = 0; j < MT_GEMM_COLS; j++) {
+                s[j] = q->bias[r];
+            }
         }
         for (i = k4; i < k; i++) {
             const int32_t wi = wr[i];
@@ -237,7 +251,21 @@ void mt_mat_mult_s8_s16_7col(const int8_t *w,
                 s[j] += wi * c[j];
             }
         }
-        requant_block(s, n, r, q, out + r, stride);
+        if (full && mt_requant_fast_ok(mult, shift)) {
+            /* the common case unrolled: 6 instructions per output */
+            const int32_t sh = -1 - shift;
+            const int32_t c1 = mt_requant_c1(sh, zp);
+            int8_t *o = out + r;
+            o[0] = (int8_t)mt_requantize_fast(s[0], mult, sh, c1);
+            o[stride] = (int8_t)mt_requantize_fast(s[1], mult, sh, c1);
+            o[2 * stride] = (int8_t)mt_requantize_fast(s[2], mult, sh, c1);
+            o[3 * stride] = (int8_t)mt_requantize_fast(s[3], mult, sh, c1);
+            o[4 * stride] = (int8_t)mt_requantize_fast(s[4], mult, sh, c1);
+            o[5 * stride] = (int8_t)mt_requantize_fast(s[5], mult, sh, c1);
+            o[6 * stride] = (int8_t)mt_requantize_fast(s[6], mult, sh, c1);
+        } else {
+            requant_block(s, n, mult, shift, zp, act_min, act_max, out + r, stride);
+        }
     }
 }
 

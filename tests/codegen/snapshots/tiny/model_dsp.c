@@ -1,6 +1,6 @@
 /*
  * model.c: constants, arena and forward pass of the model (see model.h).
- * Kernels planned for: dsp; arena planner: greedy; arena 104 bytes.
+ * Kernels planned for: dsp; arena planner: greedy; arena 192 bytes.
  *
 node               op              output              params        MACs
 conv               conv2d          (4, 4, 2)               20         288
@@ -66,13 +66,13 @@ void model_set_layer_hook(model_layer_hook hook)
 
 int8_t *model_input_buffer(void)
 {
-    return (model_arena.bytes + 88);
+    return (model_arena.bytes + 176);
 }
 
 mt_status model_init(void)
 {
     static const mt_dims f_conv = {2, 3, 3, 1};
-    if (mt_conv2d_fwd_s8_get_buffer_size(&f_conv) > 54) { /* conv */
+    if (mt_conv2d_fwd_s8_get_buffer_size(&f_conv) > 144) { /* conv */
         return MT_ERR_BUFFER;
     }
     if (mt_linear_fwd_s8_get_buffer_size(8) > 16) { /* fc */
@@ -87,30 +87,30 @@ mt_status model_predict(const int8_t *input, int8_t *logits)
     if (!input || !logits) {
         return MT_ERR_ARG;
     }
-    if (input != (model_arena.bytes + 88)) {
-        memcpy((model_arena.bytes + 88), input, MODEL_INPUT_SIZE);
+    if (input != (model_arena.bytes + 176)) {
+        memcpy((model_arena.bytes + 176), input, MODEL_INPUT_SIZE);
     }
-    { /* [0] conv: conv2d, act relu -> [4, 4, 2] at arena offset 56 */
+    { /* [0] conv: conv2d, act relu -> [4, 4, 2] at arena offset 144 */
         static const mt_conv_params p = {-128, -100, 1, 1, 1, 1, 1, -100, 127};
         static const mt_per_channel_quant q = {conv_multiplier, conv_shift};
         static const mt_dims in_d = {1, 4, 4, 1};
         static const mt_dims f_d = {2, 3, 3, 1};
         static const mt_dims out_d = {1, 4, 4, 2};
-        const mt_context ctx = {model_arena.bytes + 0, 54};
-        st = mt_conv2d_fwd_s8(&ctx, &p, &q, &in_d, (model_arena.bytes + 88), &f_d, conv_weight, conv_bias,
-                              &out_d, (model_arena.bytes + 56));
+        const mt_context ctx = {model_arena.bytes + 0, 144};
+        st = mt_conv2d_fwd_s8(&ctx, &p, &q, &in_d, (model_arena.bytes + 176), &f_d, conv_weight, conv_bias,
+                              &out_d, (model_arena.bytes + 144));
         if (st != MT_OK) {
             return st;
         }
         if (model_layer_hook_fn) {
-            model_layer_hook_fn(0, "conv", (model_arena.bytes + 56), 32);
+            model_layer_hook_fn(0, "conv", (model_arena.bytes + 144), 32);
         }
     }
     { /* [1] pool: maxpool -> [2, 2, 2] at arena offset 16 */
         static const mt_pool_params p = {2, 2, 2, 2};
         static const mt_dims in_d = {1, 4, 4, 2};
         static const mt_dims out_d = {1, 2, 2, 2};
-        st = mt_maxpool_fwd_s8(&p, &in_d, (model_arena.bytes + 56), &out_d, (model_arena.bytes + 16));
+        st = mt_maxpool_fwd_s8(&p, &in_d, (model_arena.bytes + 144), &out_d, (model_arena.bytes + 16));
         if (st != MT_OK) {
             return st;
         }
