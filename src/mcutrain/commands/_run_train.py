@@ -64,12 +64,35 @@ def _first_mismatch(sim, mcu) -> str:
             return f"step {s}: logits differ"
         for name, v in t_s.items():
             got = r.state[name]
+            if name.endswith(".velocity"):
+                continue    # float state: compared by `_float_state_diff`
             if not np.array_equal(np.asarray(got).reshape(-1), np.asarray(v).reshape(-1)):
                 bad = int(np.sum(np.asarray(got).reshape(-1) != np.asarray(v).reshape(-1)))
                 return f"step {s}: {name} differs in {bad} entries"
         if r_s != r.state["rng"]:
             return f"step {s}: RNG state C {r.state['rng']} != simulator {r_s}"
     return ""
+
+
+def _float_state_diff(sim, mcu) -> tuple[int, float]:
+    """(entries, largest relative difference) where the float32 momentum velocities differ.
+
+    BP-QAS's simulator sums the conv/linear gradients with BLAS while C sums sequentially
+    (docs/c-training-kernels.md): the floats may differ in the last bits even when every integer
+    weight agrees. Reported, not part of `bit_exact`, until the simulator sums in the C order.
+    """
+    count, rel = 0, 0.0
+    for (_, _, t_s, _), r in zip(sim, mcu):
+        for name, v in t_s.items():
+            if name.endswith(".velocity"):
+                got = np.asarray(r.state[name], np.float64)
+                want = np.asarray(v, np.float64)
+                bad = got != want
+                count += int(bad.sum())
+                if bad.any():
+                    d = np.abs(got - want)[bad] / np.maximum(np.abs(want[bad]), 1e-30)
+                    rel = max(rel, float(np.max(d)))
+    return count, rel
 
 
 def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> dict[str, Any]:
@@ -124,6 +147,7 @@ def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> 
     names = [e.name for e in src.state]
     sim = _simulate(sim_method, batches_f, args.lr, names)
     mismatch = _first_mismatch(sim, mcu)
+    float_diff = _float_state_diff(sim, mcu)
     region = prof.region
     if region is None:
         raise UserError("the instruction counter saw no training-step region (markers missing)")
@@ -143,10 +167,11 @@ def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> 
         "per_function": {k: round(v / steps, 1) for k, v in by_count},
     }
     assert tuple(result) == JSON_KEYS
-    last_sim = sim[-1][2]
+    last_sim = {k: v for k, v in sim[-1][2].items() if not k.endswith(".velocity")}
     dump_sim = {**{k: v for k, v in last_sim.items()}, "losses": np.stack([s[0] for s in sim])}
     dump_mcu = {**{k: mcu[-1].state[k] for k in last_sim}, "losses": np.stack([r.losses for r in mcu])}
     return {**result, "kernels": kernels, "provenance": prov, "mismatch": mismatch, "stack_used": stack,
+            "float_state_diff": float_diff,
             "sizes": b.sizes, "src": src, "dump_sim": dump_sim, "dump_mcu": dump_mcu, "method": args.method}
 
 
@@ -175,6 +200,12 @@ def report(args: argparse.Namespace) -> int:
               f"cycles = {r['est_ms_per_step']:.3f} ms (estimate)\n"
               f"image: RAM {r['ram_bytes']:,} bytes (stack used {r['stack_used']} bytes), "
               f"Flash {r['flash_bytes']:,} bytes\ntop functions: {top}\nmodel: {r['provenance']}")
+    n_diff, rel = r["float_state_diff"]
+    if n_diff:
+        print(f"mcutrain run: note: the float32 momentum velocity differs in {n_diff} entries (largest "
+              f"relative difference {rel:.2g}): the simulator sums gradients with BLAS, C sequentially "
+              "(docs/c-training-kernels.md); the integer weights, biases and losses are compared exactly",
+              file=sys.stderr)
     if not r["bit_exact"]:
         print(f"mcutrain run: the MCU differs from the simulator: {r['mismatch']}", file=sys.stderr)
         return 1
