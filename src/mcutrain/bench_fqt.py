@@ -18,6 +18,7 @@ about two hours on a two-core machine; BLAS runs on one thread (see
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +47,9 @@ class Budget:
     pretrain_epochs: int = 3
     pretrain_samples: int | None = None
     transfer_epochs: int = 1
-    transfer_samples: int | None = 8000
+    transfer_samples: int | None = 4000
+    eval_samples: int | None = 2000
+    """Test samples of the transfer and partial runs (a fixed random subset of the test set)."""
     corruptions: tuple[str, ...] = ("gaussian_noise:4", "fog:3", "zigzag:3")
     partial_lambdas: tuple[float, ...] = (1.0, 0.5, 0.1)
     partial_seeds: tuple[int, ...] = (0,)
@@ -109,30 +112,58 @@ def _mean_std(v: list[float]) -> tuple[float, float]:
 
 
 def run_scratch(work: Path, results: Path, quick: bool = False, log=print,
-              docs: Path = Path("docs")) -> None:
-    """small-cnn / mnist1d-cnn / digits-cnn from scratch in every precision, 3 seeds."""
+                docs: Path = Path("docs")) -> None:
+    """small-cnn / mnist1d-cnn / digits-cnn from scratch in every precision, 3 seeds.
+
+    Seed-major (every precision of seed 0, then seed 1, ...), and every finished
+    run is kept in the result file's `runs`: a stopped benchmark restarted with
+    the same budget continues where it stopped, and its rows always cover the
+    seeds finished so far (`seeds`).
+    """
     b = QUICK if quick else BUDGET
-    rows: list[dict[str, Any]] = []
-    curves: dict[str, Any] = {}
+    path = bench.result_path(results, "fqt-scratch", quick)
+    old = json.loads(path.read_text()) if path.exists() else {}
+    runs: list[dict[str, Any]] = [r for r in old.get("runs", []) if not old.get("complete")]
     lrs: dict[str, float] = {}
+
+    def done(spec, prec, seed, epochs, lr):
+        return next((r for r in runs if (r["dataset"], r["precision"], r["seed"], r["epochs"], r["lr"])
+                     == (spec, prec, seed, epochs, lr)), None)
+
+    def rows_and_curves():
+        rows, curves = [], {}
+        for spec, arch, epochs, _, lr in b.scratch:
+            for prec in PRECISIONS:
+                mine = [r for r in runs if (r["dataset"], r["precision"], r["epochs"], r["lr"])
+                        == (spec, prec, epochs, lr)]
+                if not mine:
+                    continue
+                mean, std = _mean_std([r["accuracy"] for r in mine])
+                rows.append({"dataset": spec, "arch": arch, "precision": prec, "accuracy": mean,
+                             "accuracy_std": std, "seeds": len(mine), "epochs": epochs})
+                curves.setdefault(spec, {})[prec] = [r["curve"] for r in mine]
+        return rows, curves
+
     for spec, arch, epochs, n, lr in b.scratch:
-        x, y, xt, yt, k, shape = _data(spec, n, 200 if quick else None)
-        for prec in PRECISIONS:
-            accs = []
-            for seed in b.seeds:
+        lrs[spec] = lr
+        data = None
+        for seed in b.seeds:
+            for prec in PRECISIONS:
+                if done(spec, prec, seed, epochs, lr):
+                    continue
+                if data is None:
+                    data = _data(spec, n, 200 if quick else None)
+                x, y, xt, yt, k, shape = data
                 g = zoo.build(arch, k, shape, seed=seed)
                 r = train_fqt(g, prec, x, y, xt, yt, epochs=epochs, seed=seed, batch=b.batch, lr=lr)
-                accs.append(r["accuracy"])
-                curves.setdefault(spec, {}).setdefault(prec, []).append(
-                    [[h["loss"], h["test_accuracy"]] for h in r["history"]])
+                runs.append({"dataset": spec, "precision": prec, "seed": seed, "epochs": epochs, "lr": lr,
+                             "accuracy": r["accuracy"], "seconds": r["seconds"],
+                             "curve": [[h["loss"], h["test_accuracy"]] for h in r["history"]]})
                 log(f"fqt-scratch {spec} {prec} seed {seed}: {r['accuracy']:.4f} ({r['seconds']:.0f} s)")
-            mean, std = _mean_std(accs)
-            rows.append({"dataset": spec, "arch": arch, "precision": prec, "accuracy": mean,
-                         "accuracy_std": std, "seeds": len(accs), "epochs": epochs})
-            lrs[spec] = lr
-            bench.write_results(results, "fqt-scratch", rows, quick, complete=False, curves=curves, lr=lrs)
-    bench.write_results(results, "fqt-scratch", rows, quick, complete=True, curves=curves,
-                        lr=lrs, batch=b.batch)
+                rows, curves = rows_and_curves()
+                bench.write_results(results, "fqt-scratch", rows, quick, complete=False, runs=runs, lr=lrs)
+    rows, curves = rows_and_curves()
+    bench.write_results(results, "fqt-scratch", rows, quick, complete=True, runs=runs, lr=lrs, batch=b.batch)
     if not quick:
         bench.update_docs(docs, "fqt-scratch", bench.markdown_table(
             rows, ["dataset", "arch", "precision", "accuracy", "accuracy_std", "seeds", "epochs"],
@@ -198,7 +229,7 @@ def run_transfer(work: Path, results: Path, quick: bool = False, log=print,
     b = QUICK if quick else BUDGET
     rows: list[dict[str, Any]] = []
     for task, spec, g0 in transfer_tasks(work, b, quick):
-        x, y, xt, yt, _, _ = _data(spec, b.transfer_samples, 200 if quick else None)
+        x, y, xt, yt, _, _ = _data(spec, b.transfer_samples, 200 if quick else b.eval_samples)
         for prec in PRECISIONS:
             accs, before = [], []
             for seed in b.seeds:
@@ -211,14 +242,15 @@ def run_transfer(work: Path, results: Path, quick: bool = False, log=print,
             mean, std = _mean_std(accs)
             rows.append({"task": task, "dataset": spec, "precision": prec,
                          "accuracy_before": float(np.mean(before)), "accuracy": mean, "accuracy_std": std,
-                         "seeds": len(accs), "epochs": b.transfer_epochs, "train_samples": len(x)})
+                         "seeds": len(accs), "epochs": b.transfer_epochs, "train_samples": len(x),
+                         "test_samples": len(xt)})
             bench.write_results(results, "fqt-transfer", rows, quick, complete=False)
     bench.write_results(results, "fqt-transfer", rows, quick, complete=True, trainable="last:2", lr=LR,
                         batch=b.batch)
     if not quick:
         bench.update_docs(docs, "fqt-transfer", bench.markdown_table(
             rows, ["task", "dataset", "precision", "accuracy_before", "accuracy", "accuracy_std", "seeds",
-                   "epochs", "train_samples"], {"accuracy": ".4f", "accuracy_std": ".4f",
+                   "epochs", "train_samples", "test_samples"], {"accuracy": ".4f", "accuracy_std": ".4f",
                                                 "accuracy_before": ".4f"}))
 
 
@@ -229,14 +261,14 @@ def run_partial(work: Path, results: Path, quick: bool = False, log=print,
               docs: Path = Path("docs")) -> None:
     """Dynamic partial updates (int8): accuracy and backward cost at lambda_min 1.0 / 0.5 / 0.1."""
     b = QUICK if quick else BUDGET
-    spec0, arch0, epochs0, n0, _ = b.scratch[-1] if quick else ("fashion-mnist", "small-cnn", 1, 12000, LR)
+    spec0, arch0, epochs0, n0, _ = b.scratch[-1] if quick else ("fashion-mnist", "small-cnn", 1, 8000, LR)
     ds0 = _ds(spec0)
     tasks = [("scratch", spec0, zoo.build(arch0, ds0.num_classes, ds0.shape, seed=0), "all", epochs0, n0)]
     tasks += [(t, s, g, "last:2", b.transfer_epochs, b.transfer_samples)
               for t, s, g in transfer_tasks(work, b, quick)[:2]]
     rows: list[dict[str, Any]] = []
     for kind, spec, g0, trainable, epochs, n in tasks:
-        x, y, xt, yt, _, _ = _data(spec, n, 200 if quick else None)
+        x, y, xt, yt, _, _ = _data(spec, n, 200 if quick else b.eval_samples)
         full = None
         for lam in b.partial_lambdas:
             runs = [train_fqt(g0, "int8", x, y, xt, yt, epochs=epochs, seed=s, batch=b.batch,
