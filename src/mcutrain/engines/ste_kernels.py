@@ -48,8 +48,8 @@ from numpy.lib.stride_tricks import as_strided
 from mcutrain.engines.im2col import col2im, im2col, out_size, pad_nhwc, tap_views
 
 BLOCK = 1 << 16
-"""Floats in one working block of the ordered sums (256 KB: the block and its
-partial sums stay in cache; measured fastest on small-cnn among 2^14..2^18)."""
+"""Floats in one working block of the ordered sums (256 KB, so that a block and its
+partial sums stay in cache; on small-cnn, 2^14..2^18 timed within noise of each other)."""
 BIG_BLOCK = 1 << 22
 """Floats of per-sample partial sums when the samples are the innermost axis (16 MB at most)."""
 
