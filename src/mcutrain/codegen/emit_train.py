@@ -460,7 +460,7 @@ def _bwd_w_update_bp(e: _StepEmitter, k: Kernel) -> list[str]:
     vel = f"{e.ids[n.name]}_velocity" if mu else None
     grad_b = e.t(next(t for t in k.writes if t.endswith(".bias") and t.startswith("grad:")))
     rows = e.s.tensors[k.reads[0]].elements // o
-    sw, sb = e.s_w(n), e.s_b(n)
+    sb = e.s_b(n)
     lines = ["{"]
     if train_w and n.op != Op.LINEAR:
         lines += ["    " + s for s in _conv_head(e, n)]
@@ -494,7 +494,7 @@ def _bwd_w_update_bp(e: _StepEmitter, k: Kernel) -> list[str]:
             inner += _try(_call("mt_sgd_momentum_f32", [str(per), c_float(mu), row, f"{vel} + c * {per}"],
                                 indent=12))
             g = f"{vel} + c * {per}"
-        inner += _qas_k(e, n, "one", sw, "kw")
+        inner += _qas_k(e, n, "one", e.s_w(n), "kw")
         inner += _try(_call("mt_qas_upd_s8_f32", ["1", str(per), g, "&kw", f"{e.weight(n)} + c * {per}"],
                             indent=12))
         body += [f"for (c = 0; c < {o}; ++c) {{ /* one row of weight gradient, applied at once */",
