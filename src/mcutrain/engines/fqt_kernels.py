@@ -118,9 +118,15 @@ def requant_f32_floor(acc: np.ndarray, m: np.float32, zero_point: int, lo: int, 
     `float32(acc)` is the IEEE conversion (round to nearest even; exact below 2^24).
     Returns int32 values in [lo, hi]; the caller stores them as uint8.
     """
+    v = acc.astype(np.float32)                 # a fresh buffer unless acc is float32 already
+    if v is acc:
+        v = v.copy()
     with np.errstate(over="ignore"):          # inf saturates in the clamp below, as in C
-        v = np.floor(acc.astype(np.float32) * np.float32(m))
-    return np.clip(v + np.float32(zero_point), lo, hi).astype(np.int32)
+        np.multiply(v, np.float32(m), out=v)
+    np.floor(v, out=v)
+    v += np.float32(zero_point)
+    np.clip(v, lo, hi, out=v)
+    return v.astype(np.int32)
 
 
 def f32_multiplier(sa: np.float32, sb: np.float32, s_out: np.float32) -> np.float32:
@@ -280,6 +286,8 @@ def linear_bwd_w_acc(xc: np.ndarray, ec: np.ndarray, mode: str, per_sample: bool
     """Outer products e[o] * x[i]: (O, I) summed over the batch, or (N, O, I) per sample."""
     if per_sample or mode == "f32seq":
         dt = acc_dtype(mode)
+        if mode == "int" and x_max is not None and e_max is not None and x_max * e_max <= 1 << 24:
+            dt = np.float32                  # one product per element: exact in float32
         g = ec.astype(dt)[:, :, None] * xc.astype(dt)[:, None, :]
         return g if per_sample else _batch_sum(g, mode)
     return matmul(ec.T, xc, mode, e_max, x_max)

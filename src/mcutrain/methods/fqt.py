@@ -614,7 +614,7 @@ class FQT(TrainingMethod):
             qg = ema.qparams("uint8")
             m = K.f32_multiplier(sx, s_e, qg.scale)
             gq = K.requant_f32_floor(gacc, m, int(qg.zero_point), 0, 255)
-            gsum = (gq - qg.zero_point).sum(0, dtype=np.int64)
+            gsum = gq.sum(0, dtype=np.int64) - np.int64(len(gq)) * int(qg.zero_point)
             real = gsum.astype(F32) * F32(qg.scale)
         elif self.prec.errors == "s8":
             real = gacc.astype(F32) * F32(sx * s_e)
