@@ -1,0 +1,64 @@
+"""`mcutrain run --method zo | bp-qas` on emulated Cortex-M cores: every step bit-exact with the
+simulated method, the exact JSON, dumps with the same tensors, and a plan too big to link."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from mcutrain.cli import main
+from mcutrain.commands.run import JSON_KEYS
+from mcutrain.mcu.qemu import find_qemu
+from mcutrain.mcu.toolchain import ToolchainMissingError, find_toolchain
+
+
+@pytest.fixture(scope="module")
+def arm_tools():
+    try:
+        find_toolchain()
+        find_qemu()
+    except ToolchainMissingError as e:
+        pytest.skip(str(e))
+
+
+BASE = ["run", "--arch", "digits-cnn", "--init", "random", "--seed", "0", "--dataset", "digits", "--json"]
+
+
+@pytest.mark.parametrize(("target", "extra"), [
+    ("cortex-m4", ["--method", "zo", "--queries", "2", "--steps", "2"]),
+    ("cortex-m7", ["--method", "bp-qas", "--momentum", "0.5", "--batch", "2", "--steps", "2"]),
+])
+def test_training_run_is_bit_exact(arm_tools, tmp_path, capsys, target, extra):
+    dump = tmp_path / "D"
+    rc = main([*BASE, *extra, "--target", target, "--dump", str(dump)])
+    r = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert tuple(r) == JSON_KEYS
+    assert r["bit_exact"] is True and r["steps"] == 2 and r["target"] == target
+    per_mac = r["instructions_per_step"] / r["macs_per_step"]
+    assert r["instructions_per_mac"] == pytest.approx(per_mac, rel=1e-3)
+    assert sum(r["per_function"].values()) == pytest.approx(r["instructions_per_step"], abs=1)
+    assert not any(f.startswith(("fread", "fwrite", "_read", "_write")) for f in r["per_function"])
+    kernel = "mt_zo_perturb_wp_s8" if "zo" in extra else "mt_conv2d_bwd_w_row_s8_f32"
+    assert r["per_function"][kernel] > 0
+    sim, mcu = np.load(dump / "sim.npz"), np.load(dump / "mcu.npz")
+    assert sim.files == mcu.files
+    assert {"conv1.weight", "conv1.bias", "fc.weight", "fc.bias", "losses"} <= set(sim.files)
+    assert sim["losses"].shape[0] == 2 and sim["conv1.weight"].dtype == np.int8
+    for k in sim.files:
+        np.testing.assert_array_equal(sim[k], mcu[k], err_msg=k)
+
+
+def test_plan_too_big_for_the_board_fails_to_link_with_the_breakdown(arm_tools, tmp_path, capsys):
+    rc = main([*BASE[:-1], "--method", "bp-qas", "--batch", "96", "--steps", "1", "--target", "rp2040"])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert "does not fit target 'rp2040'" in err and "overflowed by" in err
+    assert "errors" in err and "arena" in err    # the planner's breakdown follows
+
+
+def test_fqt_is_not_generated_yet(capsys):
+    assert main([*BASE, "--method", "fqt", "--target", "cortex-m4"]) == 1
+    assert "not implemented yet for C (method fqt)" in capsys.readouterr().err
