@@ -145,12 +145,18 @@ CONVS = [  # N H W C  O kh kw  stride  padding(t,b,l,r)  groups
 ]
 
 
-@pytest.fixture(params=[None, 7], ids=["block-default", "block-7"])
+@pytest.fixture(params=[(None, False), (7, False), (None, True), (7, True)],
+                ids=["default", "block-7", "sparse", "sparse-block-7"])
 def block(request, monkeypatch):
-    """Also run every kernel with tiny working blocks, so that block boundaries fall mid-sum."""
-    if request.param is not None:
-        monkeypatch.setattr(sk, "BLOCK", request.param)
-        monkeypatch.setattr(sk, "BIG_BLOCK", request.param)
+    """Every kernel also with tiny working blocks (block boundaries fall mid-sum) and with the
+    zero-skipping path forced on (the data has 10% zero errors to skip)."""
+    size, sparse = request.param
+    if size is not None:
+        monkeypatch.setattr(sk, "BLOCK", size)
+        monkeypatch.setattr(sk, "BIG_BLOCK", size)
+    if sparse:
+        monkeypatch.setattr(sk, "SPARSE_DENSITY", 2.0)
+        monkeypatch.setattr(sk, "SPARSE_MIN_FAN_IN", 1)
     return request.param
 
 

@@ -52,6 +52,18 @@ BLOCK = 1 << 16
 partial sums stay in cache; on small-cnn, 2^14..2^18 timed within noise of each other)."""
 BIG_BLOCK = 1 << 22
 """Floats of per-sample partial sums when the samples are the innermost axis (16 MB at most)."""
+SPARSE_DENSITY = 0.5
+"""Below this fraction of nonzero errors, the conv kernels add only the nonzero terms."""
+SPARSE_MIN_FAN_IN = 32
+"""...and only when each term is a row of at least this many products (shorter rows lose to
+the dense loop: measured on small-cnn, 16% nonzero after relu and maxpool, conv2 (fan-in 144)
+2x faster for the input error and 1.5x for the weight gradient, conv1 (fan-in 9) 2.5x slower)."""
+
+
+def _sparse(e_acc: np.ndarray, fan_in: int) -> bool:
+    """Whether to skip zero errors: exact, since adding a +-0 term leaves every running sum
+    (which starts at +0.0, so is never -0.0) unchanged."""
+    return fan_in >= SPARSE_MIN_FAN_IN and np.count_nonzero(e_acc) < SPARSE_DENSITY * e_acc.size
 
 
 def requant_bwd_f32(e_y: np.ndarray, y: np.ndarray, slope: np.ndarray, act_min: int,
@@ -116,11 +128,17 @@ def conv2d_bwd_in_s8_f32(e_acc: np.ndarray, w: np.ndarray, x_shape: tuple[int, .
     cols = np.empty((m, groups, kg), np.float32)
     rows = max(1, BLOCK // (groups * kg))
     tmp = np.empty((rows, groups, kg), np.float32)
+    sparse = _sparse(e_acc, kg)
     for r0 in range(0, m, rows):
         r1 = min(m, r0 + rows)
         out, t = cols[r0:r1], tmp[:r1 - r0]
         out[...] = 0
         for j in range(opg):                                                 # the channel sum, in order
+            if sparse:                              # the (row, group) pairs whose error is nonzero
+                ej = e_g[r0:r1, :, j]
+                ri, gi = np.nonzero(ej)
+                out[ri, gi] += ej[ri, gi, None] * w_g[gi, j]
+                continue
             np.multiply(e_g[r0:r1, :, j, None], w_g[None, :, j, :], out=t)
             out += t
     if groups > 1:
@@ -176,7 +194,8 @@ def conv2d_bwd_w_s8_f32(x: np.ndarray, x_zp: int, e_acc: np.ndarray, w_shape: tu
     # NOTE: the innermost (contiguous) axis of the vectorized product is the longer of the
     # weight's fan-in and the batch: numpy's inner loops are slow when short (measured: a 3x3
     # single-channel conv runs about 2x faster with the samples innermost).
-    samples_inner = n > kg
+    sparse = _sparse(e_acc, kg)
+    samples_inner = n > kg and not sparse
     nb = max(1, min(n, (BIG_BLOCK if samples_inner else BLOCK) // (o * kg)))
     for n0 in range(0, n, nb):
         n1 = min(n, n0 + nb)
@@ -192,6 +211,11 @@ def conv2d_bwd_w_s8_f32(x: np.ndarray, x_zp: int, e_acc: np.ndarray, w_shape: tu
             part = np.zeros((n1 - n0, groups, opg, kg), np.float32)
         tmp = np.empty_like(part)
         for q in range(p):                                     # the per-sample sums, in position order
+            if sparse:                              # the (sample, group, output) triples with e != 0
+                eq = eb[q]
+                ni, gi, oi = np.nonzero(eq)
+                part[ni, gi, oi] += eq[ni, gi, oi, None] * cols[q, ni, gi]
+                continue
             np.multiply(a[q], b[q], out=tmp)
             part += tmp
         add_rows_f32(gw, np.moveaxis(part, -1, 0) if samples_inner else part)
