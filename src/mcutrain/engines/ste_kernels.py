@@ -34,7 +34,9 @@ numpy has no ordered dot product (BLAS blocks its sums and may fuse the
 multiply-add), so each kernel loops over the reduction index and does one
 vectorized multiply and one add over everything else: the C order without a
 Python loop over elements. Padded taps of the weight gradient add +-0, which
-changes no sum of finite terms (C skips them).
+changes no sum of finite terms (C skips them); for the same reason the conv
+kernels may skip zero errors (most are zero after relu masks and maxpool
+routing), which changes no bit of the result.
 
 Names mirror the C kernels (`mt_conv2d_bwd_in_s8_f32`: int8 operands,
 float32 errors). Each returns a fresh array (it overwrites, never accumulates).
