@@ -9,8 +9,12 @@ does not disturb them); cycles and milliseconds come from the instruction-mix mo
 `mcutrain.mcu.cycles` and are estimates. Every row also checks the logits against the golden
 engine (bit_exact).
 
+Per layer (`--per-layer`, DSP kernels on M4 and M7, first architecture): the network cut after
+each layer is run alone and consecutive totals are differenced, so each layer's count includes
+its kernels' set-up but no other layer's work.
+
 Usage:
-    python benchmarks/mcu_inference.py [--arch small-cnn ...] [--samples 2]
+    python benchmarks/mcu_inference.py [--arch small-cnn ...] [--samples 2] [--per-layer]
 
 Writes benchmarks/results/mcu-inference.json and docs/benchmarks-mcu-inference.md.
 """
@@ -25,11 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
-from mcutrain import __version__
+from mcutrain import __version__, zoo
 from mcutrain.codegen.cross import build_mcu, run_mcu
 from mcutrain.codegen.library import export_library
 from mcutrain.codegen.model_source import resolve_model
-from mcutrain.engines import int_engine
+from mcutrain.engines import int_engine, ptq
+from mcutrain.graph import Graph, Op
 from mcutrain.io import atomic_write_bytes
 from mcutrain.mcu import estimate_cycles, get_target
 
@@ -72,6 +77,44 @@ def measure(arch: str, samples: int, seed: int) -> list[dict]:
     return rows
 
 
+def per_layer(arch: str, target_name: str, kernels: str, seed: int) -> list[dict]:
+    """Instructions per layer of one sample: prefixes of the graph run alone, totals differenced."""
+    g = zoo.build(arch, 10, None, seed=seed)
+    calib = np.random.default_rng(seed).random((64, *g.input_shape), dtype=np.float32)
+    x = np.random.default_rng(seed + 1).random((1, *g.input_shape), dtype=np.float32)
+    target = get_target(target_name)
+    rows, prev = [], 0
+    for i, node in enumerate(g.nodes):
+        if node.op == Op.FLATTEN:
+            continue
+        qm = ptq.quantize_model(Graph(g.input_shape, g.nodes[: i + 1], f"{arch}-upto-{node.name}"), calib)
+        x_q = int_engine.quantize_input(qm, x)
+        with tempfile.TemporaryDirectory(prefix="mt-bench-") as tmp:
+            export_library(qm, Path(tmp) / "lib", kernels=kernels, provenance="prefix", target=target.name)
+            b = build_mcu(Path(tmp) / "lib", target, Path(tmp) / "m.elf", kernels=kernels)
+            logits, prof = run_mcu(b.elf, target, x_q, qm.graph.num_classes, Path(tmp) / "run")
+        macs = g.macs(node)
+        n = prof.region.total - prev
+        prev = prof.region.total
+        rows.append({"arch": arch, "target": target.name, "kernels": kernels, "layer": node.name,
+                     "op": node.op.value, "macs": macs, "instructions": n,
+                     "instructions_per_mac": round(n / macs, 3) if macs else None,
+                     "bit_exact": bool(np.array_equal(logits, int_engine.forward(qm, x_q)))})
+        print(f"{arch:12s} {target.name:14s} {kernels:4s} {node.name:10s} {n:10,d} instr", flush=True)
+    return rows
+
+
+def layer_table(rows: list[dict]) -> str:
+    lines = ["", "Per layer (the network cut after each layer, run alone, totals differenced; one sample):",
+             "", "| model | core | layer | MACs | instructions | instr/MAC | bit-exact |",
+             "|---|---|---|---:|---:|---:|---|"]
+    for r in rows:
+        ipm = f"{r['instructions_per_mac']:.3f}" if r["instructions_per_mac"] is not None else "-"
+        lines.append(f"| {r['arch']} | {r['target']} {r['kernels']} | {r['layer']} | {r['macs']:,} | "
+                     f"{r['instructions']:,} | {ipm} | {'yes' if r['bit_exact'] else 'NO'} |")
+    return "\n".join(lines) + "\n"
+
+
 def table(rows: list[dict]) -> str:
     lines = ["# Benchmark: int8 inference on emulated Cortex-M cores", "",
              "Whole forward pass of one sample, instructions counted exactly in QEMU inside `model_predict`",
@@ -99,12 +142,17 @@ def main() -> None:
     ap.add_argument("--arch", nargs="+", default=["small-cnn"])
     ap.add_argument("--samples", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--per-layer", action="store_true", help="also count each layer of the first --arch "
+                    "(DSP kernels, M4 and M7)")
     args = ap.parse_args()
     rows = [r for arch in args.arch for r in measure(arch, args.samples, args.seed)]
-    doc = {"benchmark": "mcu-inference", "rows": rows,
+    layers = ([r for t in ("cortex-m4", "cortex-m7") for r in per_layer(args.arch[0], t, "dsp", args.seed)]
+              if args.per_layer else [])
+    doc = {"benchmark": "mcu-inference", "rows": rows, "layers": layers,
            "meta": {"mcutrain": __version__, "python": platform.python_version(), "seed": args.seed}}
     atomic_write_bytes(RESULTS, lambda f: f.write((json.dumps(doc, indent=2) + "\n").encode()))
-    atomic_write_bytes(TABLE, lambda f: f.write(table(rows).encode()))
+    text = table(rows) + (layer_table(layers) if layers else "")
+    atomic_write_bytes(TABLE, lambda f: f.write(text.encode()))
     print(f"wrote {RESULTS.relative_to(ROOT)} and {TABLE.relative_to(ROOT)}")
 
 
