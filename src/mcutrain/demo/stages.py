@@ -110,10 +110,9 @@ def _toolchain_missing() -> str | None:
 
 def training_in_c() -> bool:
     """Whether `mcutrain run` can build and run ZO training steps (not only inference) yet."""
-    import importlib.util
-
     from mcutrain.commands.export import METHODS_IN_C
-    return "zo" in METHODS_IN_C and importlib.util.find_spec("mcutrain.commands.run_train") is not None
+    # NOTE: export learned zo before run did; run trains only where it takes the training options
+    return "zo" in METHODS_IN_C and "--queries" in command_options("run")
 
 
 def _run_json(args: argparse.Namespace, path: Path) -> dict[str, Any]:
