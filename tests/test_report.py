@@ -123,3 +123,16 @@ def test_refuses_folders_without_runs(tmp_path):
     (tmp_path / "bad.history.json").write_text("{not json")
     with pytest.raises(ReportError, match="cannot read"):
         collect(tmp_path)
+
+
+def test_mcu_runs_without_a_method_are_told_apart_by_their_macs(run_dir):
+    train_run = {**MCU, "macs_per_step": 402648}
+    del train_run["method"]
+    (run_dir / "zo.mcu.json").write_text(json.dumps(train_run))
+    inf_run = dict(MCU)
+    del inf_run["method"]
+    (run_dir / "fqt.mcu.json").write_text(json.dumps(inf_run))
+    kinds = {r.name: r.mcu_kind for r in collect(run_dir)}
+    assert kinds == {"fqt": "inference", "zo": "training step", "digits-cnn": "inference"}
+    (run_dir / "digits-cnn.mcu.json").write_text(json.dumps(inf_run))
+    assert collect(run_dir)[-1].mcu_kind == "MCU run"   # no model file beside it to compare with

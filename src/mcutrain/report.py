@@ -49,6 +49,24 @@ class MethodRun:
     config: dict[str, Any] | None = None
     plan: MemoryReport | None = field(default=None, repr=False)
     plan_error: str | None = None
+    inference_macs: int | None = None
+    """MACs of one inference of the model (tells an inference `mcu.json` from a training one)."""
+
+    @property
+    def mcu_kind(self) -> str | None:
+        """'inference' or 'training step': what the saved MCU run measured per step.
+
+        `mcutrain run --json` does not name its method; a run whose MACs per step equal one
+        inference of the model was an inference run, any other a training run.
+        """
+        m = self.mcu
+        if not m:
+            return None
+        if "method" in m:
+            return "inference" if m["method"] == "none" else "training step"
+        if self.inference_macs is not None and m.get("macs_per_step") is not None:
+            return "inference" if m["macs_per_step"] == self.inference_macs else "training step"
+        return "MCU run"
     mcu: dict[str, Any] | None = None
 
     @property
@@ -120,6 +138,11 @@ def collect(run_dir: str | Path, target: str = DEFAULT_TARGET, batch: int | None
         if name in histories:
             r.history = _read_json(histories[name])
             _plan(r, d / f"{name}.npz", target, int(r.history.get("batch") or batch or DEFAULT_BATCH))
+        elif (d / f"{name}.npz").exists():
+            try:
+                r.inference_macs = io.load(d / f"{name}.npz").graph.total_macs()
+            except io.ModelFileError as e:
+                r.plan_error = str(e)
         runs.append(r)
     return runs
 
@@ -131,6 +154,7 @@ def _plan(r: MethodRun, model: Path, target: str, batch: int) -> None:
         return
     try:
         mf = io.load(model)
+        r.inference_macs = mf.graph.total_macs()
         r.config = dict(mf.meta.get("provenance", {}).get("trained", {}).get("method") or {})
         if not r.config:
             r.plan_error = "the model file does not say how it was trained"
@@ -149,9 +173,6 @@ def rows(runs: list[MethodRun]) -> list[dict[str, Any]]:
     out = []
     for r in runs:
         h, p, m = r.history or {}, r.plan, r.mcu or {}
-        mcu_kind = None
-        if m:
-            mcu_kind = "training step" if m.get("method", "none") != "none" and r.history else "inference"
         out.append({
             "name": r.name, "method": r.label, "accuracy_before": h.get("accuracy_before"),
             "accuracy_after": h.get("accuracy_after"), "epochs": h.get("epochs"),
@@ -160,7 +181,7 @@ def rows(runs: list[MethodRun]) -> list[dict[str, Any]]:
             "flash_bytes": p.flash_bytes if p else m.get("flash_bytes"),
             "fits": p.fits if p else None, "batch": p.breakdown["batch"] if p else None,
             "macs_per_step": p.macs_per_step["total"] if p else m.get("macs_per_step"),
-            "mcu": mcu_kind, "mcu_batch": m.get("batch"), "bit_exact": m.get("bit_exact"),
+            "mcu": r.mcu_kind, "mcu_batch": m.get("batch"), "bit_exact": m.get("bit_exact"),
             "instructions_per_step": m.get("instructions_per_step"),
             "est_ms_per_step": m.get("est_ms_per_step"),
             "plan_error": r.plan_error,
