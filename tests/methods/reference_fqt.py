@@ -188,7 +188,10 @@ class Ref:
                                   unit, ranges_err, from_loss=True)
         grads = {}
         # fc2: no act; partial; weight grad; error to fc1
-        e2, keep2 = self.partial(e2, loss, loss_max, bsz, 3, 1)
+        if m.cfg.partial_output:          # the output layer is pruned only on request
+            e2, keep2 = self.partial(e2, loss, loss_max, bsz, 3, 1)
+        else:
+            keep2 = {(b, o): True for b in range(bsz) for o in range(3)}
         grads["fc2"] = self.lin_grad("fc2", y1, "fc1", e2, s_e2, 4, 3, keep2, ranges_grad)
         e1, s_e1 = self.lin_bwd_in("fc2", e2, s_e2, 4, 3, "fc1", ranges_err)
         # fc1: relu mask

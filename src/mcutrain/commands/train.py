@@ -74,6 +74,8 @@ def _fqt_args(g: argparse._ArgumentGroup) -> None:
                    help="fqt dynamic partial updates: lambda_min in [0, 1] (1 = off)")
     g.add_argument("--partial-max", type=float, default=None, metavar="LAMBDA_MAX",
                    help="fqt partial updates: lambda_max (default 1.0)")
+    g.add_argument("--partial-output", action="store_true",
+                   help="fqt: prune the output layer too (default: it always trains fully)")
     g.add_argument("--alpha-a", type=float, default=0.1, help="fqt EMA rate of activation ranges")
     g.add_argument("--alpha-e", type=float, default=0.1, help="fqt EMA rate of error ranges")
     g.add_argument("--alpha-w", type=float, default=0.001, help="fqt EMA rate of weight ranges")
@@ -89,7 +91,8 @@ def _fqt_config(args: argparse.Namespace):
                         "0 <= LAMBDA_MIN <= LAMBDA_MAX <= 1")
     return FQTConfig(precision=args.precision, trainable=args.trainable, alpha_a=args.alpha_a,
                      alpha_e=args.alpha_e, alpha_w=args.alpha_w, alpha_norm=args.alpha_norm,
-                     lambda_min=args.partial, lambda_max=lmax, seed=args.seed)
+                     lambda_min=args.partial, lambda_max=lmax, partial_output=args.partial_output,
+                     seed=args.seed)
 
 
 def _fqt_build(args: argparse.Namespace, graph: Graph, calib: np.ndarray) -> TrainingMethod:

@@ -529,7 +529,7 @@ class FQT(TrainingMethod):
         per_filter = self.graph.macs(n) // o
         trainable = name in self.trainable
         kept = np.ones((b, o), bool)
-        if trainable and self.partial.active:
+        if trainable and self.partial.active and (name != self.graph.output or self.cfg.partial_output):
             k = self.partial.keep_counts(loss_q, self.loss_max, o)
             kept = top_k_mask(magnitudes(ec), k)
             ec = (ec.reshape(b, -1, o) * kept[:, None, :]).reshape(ec.shape).astype(ec.dtype)

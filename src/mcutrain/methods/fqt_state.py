@@ -100,6 +100,8 @@ class FQTConfig:
     lambda_max: float = 1.0
     seed: int = 0
     exact_float_order: bool = False
+    partial_output: bool = False
+    """Apply partial updates to the output layer too (off: the classifier always trains fully)."""
     weight_rounding: str | None = None
     """Override of the precision's weight rounding (stochastic | nearest | floor), for ablations."""
     relative_update: bool | None = None
