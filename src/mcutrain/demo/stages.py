@@ -27,7 +27,7 @@ class DemoConfig:
 
     The corruption 'stripe' at severity 5 drops the pretrained digits CNN from about 0.98 to
     0.40 test accuracy, and both methods recover most of it in five epochs (measured: fqt
-    0.87, zo 0.86 with seed 0), so the before/after columns show adaptation rather than noise.
+    0.86, zo 0.86 with seed 0), so the before/after columns show adaptation rather than noise.
     """
 
     arch: str = "digits-cnn"
