@@ -18,7 +18,8 @@ from mcutrain.cli import UserError, print_json
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("bench", help="regenerate a benchmark table",
-                              description=__doc__.split("\n\n")[0], epilog=__doc__.split("Examples:")[1],
+                              description=__doc__.split("\n\n")[0],
+                              epilog="examples:" + __doc__.split("Examples:")[1],
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("name", nargs="?", help="benchmark name (see --list)")
     p.add_argument("--list", action="store_true", help="list the benchmarks")
