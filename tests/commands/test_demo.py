@@ -82,3 +82,16 @@ def test_describe_mcu_without_toolchain():
 def test_demo_refuses_an_unknown_target(tmp_path, capsys):
     assert cli.main(["demo", "--out", str(tmp_path), "--target", "z80"]) == 1
     assert "unknown target 'z80'" in capsys.readouterr().err
+
+
+def test_mcu_stage_without_toolchain_says_how_and_drops_stale_results(tmp_path, monkeypatch):
+    from mcutrain.demo import stages
+    hint = "arm-none-eabi-gcc not found; install it (as root): apt-get install gcc-arm-none-eabi"
+    monkeypatch.setattr(stages, "_toolchain_missing", lambda: hint)
+    for name in ("digits-cnn", "zo"):
+        (tmp_path / f"{name}.mcu.json").write_text("{}")
+    said = []
+    res = stages.mcu_stage(DemoConfig(), tmp_path / "digits-cnn.npz", tmp_path, said.append)
+    assert res == {"available": False, "reason": hint}
+    assert said == [f"  MCU stage skipped: {hint}"]
+    assert not list(tmp_path.glob("*.mcu.json"))

@@ -18,7 +18,7 @@ commands are printed so each step can be repeated by hand.
 Examples:
     mcutrain demo
     mcutrain demo --out demo-run --json
-    mcutrain demo --quick            (a few seconds: one adaptation epoch, two ZO queries)
+    mcutrain demo --quick            (about 20 s: one adaptation epoch, two ZO queries)
 """
 
 from __future__ import annotations

@@ -135,6 +135,8 @@ def mcu_stage(cfg: DemoConfig, model: Path, out: Path, log: Log) -> dict[str, An
     toolchain or a part not built yet is said plainly and the demo goes on.
     """
     from mcutrain.cli import UserError
+    for name in (model.stem, "zo"):  # results of an earlier demo in this folder must not pass for these
+        (out / f"{name}.mcu.json").unlink(missing_ok=True)
     missing = _toolchain_missing()
     if missing:
         log(f"  MCU stage skipped: {missing}")
