@@ -1,0 +1,79 @@
+"""Benchmark `mcu --quick`: training steps in QEMU, bit-exact, counted, planned vs linked.
+
+Needs the ARM cross toolchain and QEMU; skips with the command that installs them otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mcutrain import bench, bench_mcu
+from mcutrain.mcu.qemu import find_qemu
+from mcutrain.mcu.toolchain import ToolchainMissingError, find_toolchain
+
+
+@pytest.fixture(scope="module")
+def quick_rows(tmp_path_factory):
+    try:
+        find_toolchain()
+        find_qemu()
+    except ToolchainMissingError as e:
+        pytest.skip(str(e))
+    out = tmp_path_factory.mktemp("mcu")
+    bench.run("mcu", quick=True, work=out / "work", results=out / "results", docs=out / "docs",
+              log=lambda s: None)
+    assert not (out / "docs" / "benchmarks.md").exists()   # --quick never touches the docs
+    return json.loads((out / "results" / "mcu.quick.json").read_text())
+
+
+def test_registered():
+    assert "mcu" in bench.benchmarks()
+
+
+def test_quick_rows_are_bit_exact_and_consistent(quick_rows):
+    rows = quick_rows["rows"]
+    assert quick_rows["complete"] is True
+    assert [(r["core"], r["kernels"]) for r in rows] == [("cortex-m4", "dsp"), ("cortex-m0plus", "ref")]
+    for r in rows:
+        assert r["bit_exact"] is True, r["mismatch"]
+        assert r["instructions_per_mac"] == pytest.approx(r["instructions_per_step"] / r["macs_per_step"])
+        assert r["instructions_per_sample"] == r["instructions_per_step"] / r["batch"]
+        # ms at the board clock: the estimated cycles over the board's clock
+        ms = 1e3 * r["est_cycles_per_sample"] / (r["clock_mhz"] * 1e6)
+        assert r["est_ms_per_sample"] == pytest.approx(ms)
+        # the planner's arena is the arena the library links (up to 8-byte alignment)
+        assert 0 <= r["linked_arena"] - r["planned_arena"] < 8
+        # the library's linked RAM: its static part plus the stack it measured
+        assert r["linked_ram"] == r["linked_static_ram"] + r["stack_used"] and 0 < r["stack_used"] < 8192
+        # the image holds more than the library (the harness, newlib)
+        assert r["image_ram"] > r["linked_ram"] and r["image_flash"] > r["linked_flash"]
+    zo, bp = rows
+    assert (zo["board"], zo["clock_mhz"], bp["board"], bp["clock_mhz"]) == ("nrf52840", 64.0, "rp2040", 133.0)
+    # the ZO step with every layer trainable: planned RAM within 5% of the linked library + stack
+    assert abs(zo["ram_diff_pct"]) < 5.0
+    assert abs(zo["static_ram_diff_pct"]) < 5.0 and abs(bp["static_ram_diff_pct"]) < 5.0
+    # the DSP kernels stay within a few instructions per MAC; the M0+ reference loops do not
+    assert 1.0 < zo["instructions_per_mac"] < 4.0 < bp["instructions_per_mac"]
+
+
+def test_markdown_names_pending_cases():
+    done = {"model": "small-cnn", "setting": "zo", "options": "--method zo", "core": "cortex-m4",
+            "kernels": "dsp", "batch": 1, "macs_per_step": 10, "instructions_per_step": 30.0,
+            "instructions_per_sample": 30.0, "instructions_per_mac": 3.0, "est_ms_per_sample": 1.0,
+            "clock_mhz": 64.0, "seed_ms": 897.6, "planned_ram": 1050, "linked_ram": 1000,
+            "ram_diff_pct": 5.0, "planned_flash": 2048, "linked_flash": 2048, "flash_diff_pct": 0.0,
+            "fits_board": True, "bit_exact": True, "input_shape": [28, 28, 1]}
+    ref = {**done, "kernels": "ref", "instructions_per_step": 60.0}
+    pend = bench_mcu.pending_row(bench_mcu.SMALL_FQT[0], "cortex-m4", "dsp", "not implemented yet for C")
+    text = bench_mcu.markdown([ref, done, pend])
+    assert "| 2.00 |" in text   # ref/dsp = 60 / 30
+    assert "Pending" in text and "fqt uint8, all 4 layers" in text
+    assert "worst 5.0% (met)" in text and "pending (FQT in C)" in text
+
+
+def test_pending_when_run_lacks_the_method():
+    case = bench_mcu.Case("small-cnn", "x", ("--method", "nope"))
+    with pytest.raises(bench_mcu.Pending, match="not implemented yet for C"):
+        bench_mcu.method_args(case, "cortex-m4", "dsp")
