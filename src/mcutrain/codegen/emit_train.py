@@ -42,8 +42,8 @@ CTYPE = {"s8": "int8_t", "u8": "uint8_t", "s16": "int16_t", "s32": "int32_t", "s
          "f32": "float"}
 STATE_MAGIC = 0x5453544D
 """'MTST' little-endian: the first word of a saved training state."""
-TRAIN_METHODS = ("zo", "bp-qas")
-"""Methods whose schedules the generator can emit (FQT comes with its kernels)."""
+TRAIN_METHODS = ("zo", "bp-qas", "fqt")
+"""Methods whose schedules the generator can emit (fqt: `emit_fqt`, precision int8)."""
 
 
 def c_float(v: float) -> str:
@@ -605,8 +605,12 @@ class _PredictEmitter(_Emitter):
 
 
 def emit_training(method, batch: int = 1, kernels: str = "dsp", provenance: str = "") -> TrainSource:
-    """model.h / model.c for training `method` (ZOMethod or BPQASMethod) on batches of `batch`."""
+    """model.h / model.c for training `method` (ZOMethod, BPQASMethod or FQT) on batches of `batch`."""
     from mcutrain.codegen.emit import _check_supported
+
+    if getattr(method, "name", "") == "fqt":   # FQT's own kernels and state: emit_fqt
+        from mcutrain.codegen.emit_fqt import emit_fqt_training
+        return emit_fqt_training(getattr(method, "method", method), batch, kernels, provenance)
 
     check_trainable(method)
     qm = method.qm

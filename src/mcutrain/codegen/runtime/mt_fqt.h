@@ -1,0 +1,282 @@
+/*
+ * mcutrain runtime: the fully quantized training (FQT) kernels of precision int8 (public API).
+ *
+ * The C twins of mcutrain.methods.fqt (Deutel et al., "On-Device Training of Fully Quantized Deep
+ * Neural Networks on Cortex-M Microcontrollers", IEEE TCAD 44(4), 2025) in the project's int8
+ * format: per-output-channel symmetric int8 weights, asymmetric per-tensor int8 activations with
+ * fixed-point requantization, symmetric int8 errors with power-of-two scales, dynamic ranges
+ * (exponential moving averages, EMA) recomputed on the device, gradient standardization and an
+ * in-place update with stochastic rounding from the xorshift32 stream. docs/c-training-kernels.md
+ * ("FQT") gives every float32 operation order; build with -ffp-contract=off, no fast-math.
+ *
+ * Conventions as in mt_nn.h / mt_train.h: NHWC activations, OHWI filters, (O, I) linear weights;
+ * kernels overwrite their outputs unless they say "accumulate"; no allocation; MT_OK or MT_ERR_ARG.
+ */
+#ifndef MT_FQT_H
+#define MT_FQT_H
+
+#include <stdint.h>
+
+#include "mt_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One dynamic range: the EMA of a tensor's real [min, max] and what this step saw of it. */
+typedef struct {
+    float lo;          /* EMA of the minimum (valid once initialized) */
+    float hi;          /* EMA of the maximum */
+    float step_lo;     /* this step's minimum so far (valid when seen) */
+    float step_hi;     /* this step's maximum so far */
+    int32_t initialized; /* 0 until the first range arrives (errors: their first step) */
+    int32_t fresh;     /* 1: initialized from this step's range, so this step does not move it */
+    int32_t seen;      /* 1: step_lo / step_hi hold a range of this step */
+} mt_fqt_range;
+
+/* Record a range seen in this step (min/max merge with what the step saw before). */
+void mt_fqt_range_see(mt_fqt_range *r, float lo, float hi);
+
+/* An uninitialized range takes this step's range now (marked fresh); no-op otherwise. */
+void mt_fqt_range_seed(mt_fqt_range *r);
+
+/*
+ * End of step: lo <- (1 - a) * lo + a * step_lo (same for hi), float32 in that order, unless the
+ * range is fresh or saw nothing; then clears fresh / seen. alpha: float32 EMA rate in (0, 1].
+ */
+void mt_fqt_range_update(mt_fqt_range *r, float alpha);
+
+/*
+ * Asymmetric int8 qparams of [lo, hi] (quant.qparams.qparams_from_range): lo = min(lo, 0),
+ * hi = max(hi, 0), s = (hi - lo) / 255 (1.0 if 0, at least 2^-126), z = clamp(round_half_away(
+ * -128 - lo / s), -128, 127); all float32.
+ */
+void mt_fqt_qparams_s8(float lo, float hi, float *scale, int32_t *zero_point);
+
+/*
+ * Output clamp of a fused activation in the int8 domain (quant.fixedpoint.activation_range):
+ * act 0 none, 1 relu, 2 relu6 (6 / s rounded half away in float64).
+ */
+void mt_fqt_act_range_s8(float scale, int32_t zero_point, int32_t act, int32_t *act_min, int32_t *act_max);
+
+/*
+ * Exponent e of the power-of-two error scale 2^e of range [lo, hi] (fqt.pow2_symmetric_qparams):
+ * the smallest e >= -126 with 127 * 2^e >= max(-lo, hi); -24 for an all-zero range.
+ */
+int32_t mt_fqt_err_exp(float lo, float hi);
+
+/* Record the real range float32(acc_min) * scale .. float32(acc_max) * scale (errors, per tensor). */
+void mt_fqt_range_see_acc(mt_fqt_range *r, int32_t acc_min, int32_t acc_max, float scale);
+
+/* The power-of-two error scale 2^mt_fqt_err_exp(r->lo, r->hi) of an initialized error range. */
+float mt_fqt_err_scale(const mt_fqt_range *r);
+
+/*
+ * quantize_multiplier(m) of quant.fixedpoint for a float64 m >= 0: (multiplier, shift) with
+ * m = multiplier * 2^(shift - 31); (0, 0) for m < 2^-32. MT_ERR_ARG for m >= 2^30 (the output
+ * scale is far too small for its inputs) or a non-finite m.
+ */
+mt_status mt_fqt_quantize_multiplier(double m, int32_t *multiplier, int32_t *shift);
+
+/*
+ * Per-channel output multipliers of a conv / linear: M_c = (double)s_x * (double)s_w[c] / (double)s_y.
+ *   channels in: O;  s_w in: [O];  multiplier, shift out: [O]
+ */
+mt_status mt_fqt_output_multipliers(float s_x, const float *s_w, float s_y, int32_t channels,
+                                    int32_t *multiplier, int32_t *shift);
+
+/*
+ * The real range of a layer's outputs from per-channel accumulator extremes:
+ * min_c(float32(acc_min[c]) * float32(s_x * s_w[c])), likewise max, clipped by the activation
+ * (relu: at 0 from below; relu6: also at 6 from above), recorded into *r (mt_fqt_range_see).
+ */
+void mt_fqt_acc_range_f32(int32_t channels, const int32_t *acc_min, const int32_t *acc_max, float s_x,
+                          const float *s_w, int32_t act, mt_fqt_range *r);
+
+/*
+ * Conv forward that also reports per-channel accumulator extremes (FQT tracks output ranges on
+ * the fly, without a float copy). Same arithmetic as mt_conv2d_fwd_s8 (plain C loops).
+ *   acc_min, acc_max  in/out: [O] running extremes of bias + sum of products (merged, so a batch
+ *                     loop keeps them; initialise to INT32_MAX / INT32_MIN)
+ */
+mt_status mt_conv2d_fwd_s8_range(const mt_conv_params *params,
+                                 const mt_per_channel_quant *quant,
+                                 const mt_dims *input_dims,
+                                 const int8_t *input,
+                                 const mt_dims *filter_dims,
+                                 const int8_t *filter,
+                                 const int32_t *bias,
+                                 const mt_dims *output_dims,
+                                 int8_t *output,
+                                 int32_t *acc_min,
+                                 int32_t *acc_max);
+
+/* Linear forward with accumulator extremes, as mt_conv2d_fwd_s8_range. */
+mt_status mt_linear_fwd_s8_range(const mt_linear_params *params,
+                                 const mt_per_channel_quant *quant,
+                                 int32_t batch,
+                                 const int8_t *input,
+                                 int32_t in_features,
+                                 const int8_t *weight,
+                                 const int32_t *bias,
+                                 int32_t out_features,
+                                 int8_t *output,
+                                 int32_t *acc_min,
+                                 int32_t *acc_max);
+
+/* Max pooling that also keeps, per output, the tap index (i * kw + j) of its first maximum. */
+mt_status mt_maxpool_fwd_s8_argmax(const mt_pool_params *params,
+                                   const mt_dims *input_dims,
+                                   const int8_t *input,
+                                   const mt_dims *output_dims,
+                                   int8_t *output,
+                                   uint8_t *argmax);
+
+/*
+ * Max-pool backward for windows that tile the input (stride == kernel): each window's error goes
+ * to its argmax, every other input error is 0. e_x is overwritten.
+ */
+mt_status mt_maxpool_bwd_s8(const mt_pool_params *params,
+                            const mt_dims *input_dims,
+                            const mt_dims *output_dims,
+                            const uint8_t *argmax,
+                            const int8_t *e_y,
+                            int8_t *e_x);
+
+/* ReLU mask of int8 errors: e_out = e_in where lo < y (and y < hi if hi <= 127), else 0; in place allowed. */
+mt_status mt_relu_bwd_s8(int32_t size, int32_t lo, int32_t hi, const int8_t *y, const int8_t *e_in,
+                         int8_t *e_out);
+
+/*
+ * The logits' int8 error from the Q24 error p - onehot: its range (float32(min) * 2^-24, likewise
+ * max) goes into *r (seeding it on the first step); with e the exponent of r's scale,
+ * e_out = clamp(rounding_shift_right(err, 24 + e), -127, 127) (a left shift when 24 + e < 1).
+ */
+mt_status mt_fqt_logit_error_s8(int32_t size, const int32_t *err, mt_fqt_range *r, int8_t *e_out);
+
+/*
+ * int8 errors times Q15 ratios s_w[o] / max(s_w) into int16 (fqt._prescale_errors):
+ * r[o] = round_half_away(float32(s_w[o] / s_max) * 2^15), e16 = round_half_away(e * r[o] / 2^7).
+ *   rows in: positions (batch * H * W); channels in: O;  e in: [rows, O];  e16 out: [rows, O]
+ *   s_max out: max(s_w)
+ */
+mt_status mt_fqt_prescale_s16(int32_t rows, int32_t channels, const int8_t *e, const float *s_w, int16_t *e16,
+                              float *s_max);
+
+/*
+ * Transposed conv of prescaled errors: acc[n, h, w, c] = sum over taps (i, j) and output channels
+ * o of e16[n, oh, ow, o] * w[o, i, j, c]; int32 (the exporter checks the bound). The extremes of
+ * acc go to *acc_min / *acc_max (merged); with e_x non-NULL, also
+ * e_x = clamp(requantize(acc, multiplier, shift), -127, 127). Dense convs (groups 1) only.
+ */
+mt_status mt_conv2d_bwd_in_s8_s16(const mt_conv_params *params,
+                                  const mt_dims *output_dims,
+                                  const int16_t *e16,
+                                  const mt_dims *filter_dims,
+                                  const int8_t *filter,
+                                  const mt_dims *input_dims,
+                                  int32_t multiplier,
+                                  int32_t shift,
+                                  int8_t *e_x,
+                                  int32_t *acc_min,
+                                  int32_t *acc_max);
+
+/* Linear error propagation acc[b, i] = sum_o e16[b, o] * w[o, i], as mt_conv2d_bwd_in_s8_s16. */
+mt_status mt_linear_bwd_in_s8_s16(int32_t batch,
+                                  int32_t out_features,
+                                  const int16_t *e16,
+                                  const int8_t *weight,
+                                  int32_t in_features,
+                                  int32_t multiplier,
+                                  int32_t shift,
+                                  int8_t *e_x,
+                                  int32_t *acc_min,
+                                  int32_t *acc_max);
+
+/*
+ * Weight and bias gradients of a dense conv from the stored input and int8 errors, accumulated
+ * into int32 buffers: g[o, i, j, c] += sum over positions of e[o] * (x - z_x) (padding is real 0),
+ * gb[o] += sum of e[o]. Zero the buffers before the first sample of a step.
+ */
+mt_status mt_conv2d_bwd_w_s8_s8(const mt_conv_params *params,
+                                const mt_dims *input_dims,
+                                const int8_t *input,
+                                const mt_dims *output_dims,
+                                const int8_t *e,
+                                const mt_dims *filter_dims,
+                                int32_t *grad,
+                                int32_t *grad_bias);
+
+/* Linear gradients, accumulated: g[o, i] += sum_b e[b, o] * (x[b, i] - z_x), gb[o] += sum_b e[b, o]. */
+mt_status mt_linear_bwd_w_s8_s8(int32_t input_zero_point,
+                                int32_t batch,
+                                const int8_t *input,
+                                int32_t in_features,
+                                const int8_t *e,
+                                int32_t out_features,
+                                int32_t *grad,
+                                int32_t *grad_bias);
+
+/* Hyper-parameters and per-layer state of the FQT int8 update (float32 rates). */
+typedef struct {
+    float lr;         /* learning rate */
+    float alpha_norm; /* EMA rate of the gradient mean / standard deviation */
+    float alpha_w;    /* EMA rate of the per-channel weight ranges */
+    float g_scale;    /* float32(s_x * s_e): real value of one weight-gradient unit */
+    float gb_scale;   /* s_e: real value of one bias-gradient unit */
+} mt_fqt_upd_params;
+
+/*
+ * The in-place update of one layer (fqt._standardize + fqt._update_layer, int8 weights):
+ * per channel o with upd[o] (upd NULL: all), the real gradient row (K weights, then the bias) is
+ * standardized with EMA-smoothed mean / standard deviation, the weights dequantized, stepped by
+ * lr * g_hat, their channel range moved (alpha_w) and requantized with the new scale by
+ * stochastic rounding floor(v + u), u from *state (one draw per weight, rows in order).
+ *   channels, per_channel in: O, K;  grad, grad_bias in: [O, K], [O] int32
+ *   norm_mu, norm_sd in/out: [O] float32;  norm_init in/out: [O] int8 (0 / 1)
+ *   w in/out: [O, K] int8;  s_w in/out: [O];  w_lo, w_hi in/out: [O] EMA of the channel range
+ *   bias_step out: [O] lr * g_hat of the bias (0 where not updated), for mt_fqt_bias_rescale_s32
+ */
+mt_status mt_fqt_upd_s8(const mt_fqt_upd_params *p,
+                        int32_t channels,
+                        int32_t per_channel,
+                        const int32_t *grad,
+                        const int32_t *grad_bias,
+                        const uint8_t *upd,
+                        float *norm_mu,
+                        float *norm_sd,
+                        int8_t *norm_init,
+                        int8_t *w,
+                        float *s_w,
+                        float *w_lo,
+                        float *w_hi,
+                        float *bias_step,
+                        uint32_t *state);
+
+/*
+ * Move an int32 bias to the new accumulator scale float32(s_x) * s_w[c] and apply its step
+ * (fqt._rescale_bias): b = clamp(round_half_away((float32(b) * old[c] - step[c]) / new[c]), +-room)
+ * for channels whose scale changed or that were updated; room = max(2^31 - 1 - 255 * sum|w[c]|, 0).
+ *   acc_scale in/out: [O] the bias scales (old in, new out);  bias_step in: [O] or NULL
+ */
+mt_status mt_fqt_bias_rescale_s32(int32_t channels,
+                                  int32_t per_channel,
+                                  const int8_t *w,
+                                  float s_x,
+                                  const float *s_w,
+                                  const float *bias_step,
+                                  const uint8_t *upd,
+                                  float *acc_scale,
+                                  int32_t *bias);
+
+/*
+ * Jump the xorshift32 stream ahead: state <- T^n state with the 32 columns of T^n (the image of
+ * each unit bit, computed by the exporter); the same as n calls of mt_xorshift32_next.
+ */
+void mt_xorshift32_jump(uint32_t *state, const uint32_t *columns);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MT_FQT_H */

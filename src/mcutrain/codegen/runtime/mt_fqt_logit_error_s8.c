@@ -1,0 +1,38 @@
+/*
+ * The logits' int8 error from the integer softmax cross-entropy's Q24 error (Python twin:
+ * fqt.FQT._logit_error): range, first-step seeding of its EMA, power-of-two scale, rounding shift.
+ */
+#include "mt_fixedpoint.h"
+#include "mt_fqt.h"
+#include "mt_train_math.h"
+
+mt_status mt_fqt_logit_error_s8(int32_t size, const int32_t *err, mt_fqt_range *r, int8_t *e_out)
+{
+    int32_t lo = 0, hi = 0, i, e, n;
+    if (!err || !r || !e_out || size < 1) {
+        return MT_ERR_ARG;
+    }
+    for (i = 0; i < size; ++i) {
+        lo = (i == 0 || err[i] < lo) ? err[i] : lo;
+        hi = (i == 0 || err[i] > hi) ? err[i] : hi;
+    }
+    mt_fqt_range_see(r, mt_s64_to_f32(lo) * mt_pow2_f32(-24), mt_s64_to_f32(hi) * mt_pow2_f32(-24));
+    mt_fqt_range_seed(r);
+    e = mt_fqt_err_exp(r->lo, r->hi);
+    n = 24 + e;
+    for (i = 0; i < size; ++i) {
+        int64_t v;
+        if (n >= 1) {
+            v = mt_rounding_shift_right_s64(err[i], n);
+        } else {
+            /* |err| <= 2^24 and 24 + e >= -102: clamp before shifting what cannot stay in range */
+            v = err[i] == 0 ? 0 : (err[i] > 0 ? 127 : -127);
+            if (-n < 8) {
+                v = (int64_t)err[i] * ((int64_t)1 << -n);
+            }
+        }
+        v = v < -127 ? -127 : (v > 127 ? 127 : v);
+        e_out[i] = (int8_t)v;
+    }
+    return MT_OK;
+}
