@@ -1,7 +1,8 @@
 """`mcutrain export`: write a self-contained C99 library (model.c/h, runtime, build files).
 
-The library runs int8 inference bit-exactly like the simulator and, with `--method zo` or
-`--method bp-qas`, trains on the device exactly as `mcutrain train` simulates it:
+The library runs int8 inference bit-exactly like the simulator and, with `--method zo`,
+`--method bp-qas` or `--method fqt` (precision int8, batch 1), trains on the device exactly as
+`mcutrain train` simulates it:
 `model_train_step` runs the planner's schedule of the method over the planner's arena offsets,
 and the training state (weights, biases, RNG, step counter) saves to a byte blob. It allocates
 nothing; its kernels are the DSP ones where the target core has the DSP extension (M4, M7),
@@ -11,6 +12,7 @@ Examples:
     mcutrain export model.npz --target cortex-m4 -o build/model
     mcutrain export --arch digits-cnn --init random --seed 0 --target cortex-m0plus -o out --json
     mcutrain export model.npz --method zo --perturb mix --trainable last:2 --batch 4 --target nrf52840 -o out
+    mcutrain export --arch digits-cnn --init random --method fqt --precision int8 --target cortex-m4 -o out
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 from mcutrain.cli import UserError, print_json
 
-METHODS_IN_C = ("none", "zo", "bp-qas")
+METHODS_IN_C = ("none", "zo", "bp-qas", "fqt")
 """Training methods the C code generator supports so far (none = inference only)."""
 
 
@@ -32,7 +34,7 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
                    "random inputs, for trying the toolchain without a trained model")
     p.add_argument("--seed", type=int, default=0, help="seed of --init random and of data draws (default 0)")
     p.add_argument("--method", default="none", help="training method compiled in: none (inference only, "
-                   "default), zo or bp-qas")
+                   "default), zo, bp-qas or fqt")
     p.add_argument("--target", required=True, help="MCU target, e.g. cortex-m0plus, cortex-m4, cortex-m7")
     p.add_argument("--kernels", choices=["ref", "dsp"],
                    help="kernel build: dsp (default where the core has DSP) or ref (portable loops)")
@@ -40,11 +42,12 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
 
 def add_training_args(p: argparse.ArgumentParser, queries: int = 50) -> None:
     """The training options shared by export and run (they build the method `mcutrain train` runs)."""
-    g = p.add_argument_group("training (--method zo | bp-qas)")
+    g = p.add_argument_group("training (--method zo | bp-qas | fqt)")
     g.add_argument("--trainable", default="all", help="trainable layers: all, last:N, layers:a,b "
                    "(default all)")
     g.add_argument("--batch", type=int, default=1, help="samples per training step (default 1)")
-    g.add_argument("--precision", default="int8", help="number format: int8 (the only one of zo and bp-qas)")
+    g.add_argument("--precision", default="int8", help="number format: int8 (the only one of zo and bp-qas; "
+                   "fqt in C so far)")
     g.add_argument("--queries", type=int, default=queries,
                    help=f"zo: queries per layer and step (default {queries})")
     g.add_argument("--perturb", default="mix", help="zo: wp | np | mix | mix:LAYER (default mix)")
@@ -52,12 +55,25 @@ def add_training_args(p: argparse.ArgumentParser, queries: int = 50) -> None:
     g.add_argument("--no-qas", action="store_true", help="zo / bp-qas: no QAS scaling (ablation)")
     g.add_argument("--momentum", type=float, default=0.0, help="bp-qas: SGD momentum (default 0)")
     g.add_argument("--bias-last", type=int, default=0, help="bp-qas: also train biases of the last N layers")
+    g.add_argument("--partial", type=float, default=1.0, metavar="LAMBDA_MIN",
+                   help="fqt dynamic partial updates: lambda_min in [0, 1] (1 = off; the C step: 1 so far)")
+    g.add_argument("--alpha-a", type=float, default=0.1, help="fqt EMA rate of activation ranges")
+    g.add_argument("--alpha-e", type=float, default=0.1, help="fqt EMA rate of error ranges")
+    g.add_argument("--alpha-w", type=float, default=0.001, help="fqt EMA rate of weight ranges")
+    g.add_argument("--alpha-norm", type=float, default=0.1,
+                   help="fqt EMA rate of the gradient standardization statistics")
 
 
-def build_method(args: argparse.Namespace, qm):
-    """The training method of `--method` on `qm` (None for 'none'), as `mcutrain train` builds it."""
+def build_method(args: argparse.Namespace, qm, calib=None):
+    """The training method of `--method` on `qm` (None for 'none'), as `mcutrain train` builds it.
+
+    fqt trains the float graph of `qm` from its own dynamic ranges, which start from `calib` (a few
+    training samples); without them, from uniform [0, 1) inputs of `--seed`, as `--init random`'s PTQ.
+    """
     if args.method == "none":
         return None
+    if args.method == "fqt":
+        return _build_fqt(args, qm, calib)
     if args.precision != "int8":
         raise UserError(f"--precision {args.precision}: {args.method} trains the int8 graph; "
                         "use --precision int8")
@@ -73,6 +89,33 @@ def build_method(args: argparse.Namespace, qm):
                                            momentum=args.momentum, qas=not args.no_qas))
     except ValueError as e:
         raise UserError(str(e)) from None
+
+
+def _build_fqt(args: argparse.Namespace, qm, calib):
+    import numpy as np
+
+    from mcutrain.methods.fqt import FQT
+    from mcutrain.methods.fqt_state import FQTConfig
+
+    if args.batch < 1:
+        raise UserError(f"--batch must be at least 1, got {args.batch}")
+    if calib is None:
+        calib = np.random.default_rng(args.seed).random((64, *qm.graph.input_shape), dtype=np.float32)
+    try:
+        cfg = FQTConfig(precision=args.precision, trainable=args.trainable, alpha_a=args.alpha_a,
+                        alpha_e=args.alpha_e, alpha_w=args.alpha_w, alpha_norm=args.alpha_norm,
+                        lambda_min=args.partial, seed=args.seed)
+        return FQT(qm.graph, cfg, np.asarray(calib, np.float32))
+    except ValueError as e:
+        raise UserError(str(e)) from None
+
+
+def export_method(method):
+    """What `export_training_library` takes for `method` (fqt: its export view, `emit_fqt.for_export`)."""
+    if getattr(method, "name", "") == "fqt":
+        from mcutrain.codegen.emit_fqt import for_export
+        return for_export(method)
+    return method
 
 
 def resolve_target_and_kernels(args: argparse.Namespace):
@@ -124,15 +167,15 @@ def export(args: argparse.Namespace) -> dict[str, Any]:
             raise UserError(str(e)) from None
     try:
         qm, prov = resolve_model(args.model, args.arch, args.init, args.seed, calib_x=calib)
-        method = build_method(args, qm)
+        method = build_method(args, qm, None if calib is None else calib[:64])
         if method is None:
             res = export_library(qm, args.output, kernels=kernels, planner=args.planner, provenance=prov,
                                  target=target.name)
         else:
             if args.planner != "greedy":
                 raise UserError("--planner linear applies to inference libraries (--method none)")
-            res = export_training_library(method, args.output, batch=args.batch, kernels=kernels,
-                                          provenance=prov, target=target.name, lr=args.lr)
+            res = export_training_library(export_method(method), args.output, batch=args.batch,
+                                          kernels=kernels, provenance=prov, target=target.name, lr=args.lr)
     except (ModelSourceError, ExportError) as e:
         raise UserError(str(e)) from None
     except OSError as e:

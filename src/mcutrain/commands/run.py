@@ -1,9 +1,10 @@
 """`mcutrain run`: cross-build the C library for a Cortex-M core, run it in QEMU, compare with the simulator.
 
 `--method none`: N test samples go to the emulated MCU as a file (semihosting); the int8 logits
-it writes back must equal the golden engine's bit for bit. `--method zo | bp-qas`: N training
+it writes back must equal the golden engine's bit for bit. `--method zo | bp-qas | fqt`: N training
 steps on batches of the training set; after every step the losses, logits, every trainable
-weight and bias and the RNG state of the C library must equal the simulated method's.
+weight and bias and the RNG state of the C library must equal the simulated method's (fqt: also
+every dynamic range, weight scale, standardization statistic and bias scale of its state).
 Instructions are counted exactly, inside the inference or training-step calls only (never file
 I/O), and turned into an estimated cycle count at the target's clock with the instruction-mix
 model of `mcutrain.mcu.cycles` (an estimate).
@@ -14,6 +15,8 @@ Examples:
     mcutrain run --arch digits-cnn --init random --seed 0 --dataset digits --method zo \\
         --steps 4 --target cortex-m4 --dump out --json
     mcutrain run model.npz --dataset digits --method bp-qas --batch 4 --steps 3 --target nrf52840
+    mcutrain run --arch digits-cnn --init random --seed 0 --dataset digits --method fqt \
+        --precision int8 --trainable all --steps 4 --target cortex-m4 --dump out --json
 """
 
 from __future__ import annotations
@@ -74,6 +77,8 @@ def run_on_mcu(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     from mcutrain.mcu import BuildError, QemuError, ToolchainMissingError, estimate_cycles
 
     target, kernels = resolve_target_and_kernels(args)
+    if args.method == "fqt":
+        return run_fqt(args, work, target, kernels)
     if args.method != "none":
         from mcutrain.commands._run_train import run_training
         return run_training(args, work, target, kernels)
@@ -120,6 +125,102 @@ def run_on_mcu(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     }
     assert tuple(result) == JSON_KEYS
     return {**result, "kernels": kernels, "provenance": prov, "logits_sim": sim, "logits_mcu": mcu}
+
+
+def _simulate_fqt(method, batches_f: list[tuple[np.ndarray, np.ndarray]], lr: float, src):
+    """Per-step (losses, logits, state entries, rng) of the simulated FQT (stepped in place).
+
+    Losses and logits are those before the step's update, as the C step reports them.
+    """
+    from mcutrain.codegen.emit_fqt import state_arrays
+
+    out = []
+    for x, y in batches_f:
+        vals = method._forward(np.asarray(x, np.float32), None)
+        logits = vals[method.graph.output].reshape(len(x), -1)
+        losses, _ = method._loss(logits, np.asarray(y).astype(np.int64))
+        method.step(x, y, lr)
+        out.append((losses.astype(np.int32), logits.astype(np.int8), state_arrays(method, src),
+                    int(method.rng.state)))
+    return out
+
+
+def run_fqt(args: argparse.Namespace, work: Path, target, kernels: str) -> dict[str, Any]:
+    """`--method fqt`: export, cross-build, run in QEMU and compare every state entry after every step."""
+    from mcutrain.codegen.cross import build_mcu_train, run_mcu_train
+    from mcutrain.codegen.emit import ExportError
+    from mcutrain.codegen.library import export_training_library
+    from mcutrain.codegen.model_source import ModelSourceError, resolve_model
+    from mcutrain.commands._run_train import _first_mismatch
+    from mcutrain.commands.export import build_method, export_method
+    from mcutrain.commands.train import CALIB_SAMPLES
+    from mcutrain.data import load_dataset
+    from mcutrain.mcu import BuildError, LinkOverflowError, QemuError, ToolchainMissingError, estimate_cycles
+    from mcutrain.plan.memory import account, format_report
+
+    if args.steps < 1:
+        raise UserError(f"--steps must be at least 1, got {args.steps}")
+    try:
+        ds = load_dataset(args.dataset, seed=args.seed)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    n = args.steps * args.batch
+    if n > len(ds.y_train):
+        raise UserError(f"--steps {args.steps} x --batch {args.batch} exceeds the {len(ds.y_train)} training "
+                        f"samples of '{args.dataset}'")
+    try:
+        qm, prov = resolve_model(args.model, args.arch, args.init, args.seed, ds.num_classes,
+                                 tuple(ds.x_train.shape[1:]), calib_x=ds.x_train)
+    except ModelSourceError as e:
+        raise UserError(str(e)) from None
+    if tuple(ds.x_train.shape[1:]) != qm.graph.input_shape:
+        raise UserError(f"the model takes inputs {qm.graph.input_shape} but '{args.dataset}' has samples "
+                        f"{tuple(ds.x_train.shape[1:])}; pick a matching dataset")
+    calib = ds.x_train[np.random.default_rng([args.seed, 3]).permutation(len(ds.x_train))[:CALIB_SAMPLES]]
+    method, sim_method = build_method(args, qm, calib), build_method(args, qm, calib)
+    bsz = args.batch
+    batches_f = [(ds.x_train[i * bsz:(i + 1) * bsz], ds.y_train[i * bsz:(i + 1) * bsz])
+                 for i in range(args.steps)]
+    q_in = method.act_qparams("input")
+    batches_q = [(q_in.quantize(x, "nearest"), y) for x, y in batches_f]
+    try:
+        res = export_training_library(export_method(method), work / "lib", batch=bsz, kernels=kernels,
+                                      provenance=prov, target=target.name, lr=args.lr)
+        src = res.model
+        try:
+            b = build_mcu_train(work / "lib", target, work / "train.elf", kernels=kernels)
+        except LinkOverflowError as e:
+            rep = account(src.plan.schedule, target, src.plan)
+            raise UserError(f"{e}\nthe planner's breakdown:\n{format_report(rep)}") from None
+        mcu, prof, stack = run_mcu_train(b.elf, target, batches_q, args.lr, src, qm.graph.num_classes,
+                                         work / "run")
+    except (ExportError, BuildError, ToolchainMissingError, QemuError, RuntimeError) as e:
+        raise UserError(str(e)) from None
+    sim = _simulate_fqt(sim_method, batches_f, args.lr, src)
+    mismatch = _first_mismatch(sim, mcu)
+    region = prof.region
+    if region is None:
+        raise UserError("the instruction counter saw no training-step region (markers missing)")
+    est = estimate_cycles(region, target, prof.elf)
+    steps = args.steps
+    macs = int(sum(src.plan.schedule.macs_by_phase().values()))
+    per_step = region.total / steps
+    by_count = sorted(region.per_function.items(), key=lambda kv: -kv[1])
+    result = {
+        "target": target.name, "core": target.core, "bit_exact": not mismatch, "steps": steps,
+        "instructions_per_step": round(per_step, 1), "macs_per_step": macs,
+        "instructions_per_mac": round(per_step / macs, 4) if macs else None,
+        "est_cycles_per_step": round(est.est_cycles / steps, 1),
+        "est_ms_per_step": round(est.est_ms / steps, 4),
+        "ram_bytes": b.sizes.ram_bytes, "flash_bytes": b.sizes.flash_bytes,
+        "per_function": {k: round(v / steps, 1) for k, v in by_count},
+    }
+    assert tuple(result) == JSON_KEYS
+    dump_sim = {**sim[-1][2], "losses": np.stack([s[0] for s in sim])}
+    dump_mcu = {**{k: mcu[-1].state[k] for k in sim[-1][2]}, "losses": np.stack([r.losses for r in mcu])}
+    return {**result, "kernels": kernels, "provenance": prov, "mismatch": mismatch, "stack_used": stack,
+            "float_state_diff": (0, 0.0), "sizes": b.sizes, "src": src, "dump_sim": dump_sim,
+            "dump_mcu": dump_mcu, "method": args.method}
 
 
 def run(args: argparse.Namespace) -> int:
