@@ -1,0 +1,124 @@
+"""Generated FQT int8 libraries on the host (gcc, ASan + UBSan): after every step the C library's
+losses, logits and every entry of its saved state (weights, biases, weight scales and ranges,
+activation and error ranges and qparams, standardization statistics, bias scales, RNG, step
+counter) equal the simulated `FQT`'s; the arena is the planner's; unsupported settings are refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import needs_gcc
+
+from mcutrain import graph as G
+from mcutrain import zoo
+from mcutrain.codegen.emit import ExportError
+from mcutrain.codegen.emit_fqt import emit_fqt_training, for_export, jump_columns, state_arrays
+from mcutrain.codegen.library import export_training_library
+from mcutrain.codegen.train_harness import build_host_train, run_host_train
+from mcutrain.methods.fqt import FQT
+from mcutrain.methods.fqt_state import FQTConfig
+from mcutrain.plan.schedules import schedule_for
+from mcutrain.plan.training import plan_training
+from mcutrain.quant.rng import XorShift32
+
+
+def pool_graph() -> G.Graph:
+    """conv(relu6) -> maxpool 2x2 -> conv(relu, stride 2) -> flatten -> linear."""
+    nodes = [G.conv2d("conv1", G.INPUT, 4, 3, padding=1, act="relu6", in_channels=1),
+             G.maxpool("pool", "conv1", 2),
+             G.conv2d("conv2", "pool", 6, 3, stride=2, padding=1, act="relu", in_channels=4),
+             G.flatten("flat", "conv2"),
+             G.linear("fc", "flat", 5, in_features=2 * 2 * 6)]
+    return zoo.he_init(G.Graph((8, 8, 1), nodes, "fqt-pool"), seed=3)
+
+
+def make(arch: str, steps: int, trainable: str = "all", seed: int = 5):
+    rng = np.random.default_rng(0)
+    g = pool_graph() if arch == "pool" else zoo.build(arch, seed=1)
+    x = rng.random((8 + steps, *g.input_shape), dtype=np.float32)
+    y = rng.integers(0, g.num_classes, 8 + steps)
+    cfg = FQTConfig(precision="int8", trainable=trainable, seed=seed)
+    return (lambda: FQT(g, cfg, x[:8])), x[8:], y[8:]
+
+
+@needs_gcc
+@pytest.mark.parametrize(("arch", "trainable", "steps"), [("digits-cnn", "all", 4), ("pool", "all", 4),
+                                                           ("pool", "last:2", 3)])
+def test_c_steps_equal_the_simulator(tmp_path, arch, trainable, steps):
+    new, x, y = make(arch, steps, trainable)
+    m = new()
+    res = export_training_library(for_export(m), tmp_path / "lib", batch=1, kernels="ref")
+    src = res.model
+    exe = build_host_train(tmp_path / "lib", tmp_path / "train")
+    q_in = m.act_qparams("input")
+    lr = 0.05
+    results = run_host_train(exe, [(q_in.quantize(x[i:i + 1], "nearest"), y[i:i + 1]) for i in range(steps)],
+                             lr, src, m.graph.num_classes)
+    sim = new()
+    w0 = {k: v.copy() for k, v in sim.w.items()}
+    for s, r in enumerate(results):
+        vals = sim._forward(x[s:s + 1], None)
+        logits = vals[sim.graph.output].reshape(1, -1)
+        losses, _ = sim._loss(logits, y[s:s + 1].astype(np.int64))
+        np.testing.assert_array_equal(r.logits, logits, err_msg=f"step {s} logits")
+        np.testing.assert_array_equal(r.losses, losses, err_msg=f"step {s} losses")
+        sim.step(x[s:s + 1], y[s:s + 1], lr)
+        for name, want in state_arrays(sim, src).items():
+            np.testing.assert_array_equal(r.state[name], want, err_msg=f"step {s} {name}")
+        assert r.state["rng"] == sim.rng.state, f"step {s} RNG state"
+        assert r.state["steps"] == s + 1
+    changed = {k: int(np.sum(sim.w[k] != w0[k])) for k in w0}
+    for layer in sim.trainable:           # the equality is not that of untouched weights
+        assert changed[layer] > 0, changed
+    frozen = [n for n in w0 if n not in sim.trainable]
+    assert all(changed[n] == 0 for n in frozen)
+    names = {e.name for e in src.state}
+    assert {"err.fc.range", "act.fc.scale", "fc.norm_sd", "fc.bias_scale", "loss_max"} <= names
+
+
+def test_arena_is_the_planners_and_the_state_layout_is_named():
+    new, _, _ = make("digits-cnn", 1)
+    m = new()
+    src = emit_fqt_training(m, batch=1, kernels="ref")
+    plan = plan_training(schedule_for(m, batch=1, kernels="ref"))
+    assert src.arena_bytes == plan.arena_bytes
+    for t, off in plan.offsets.items():
+        assert f"(model_arena.bytes + {off})) /* {t}:" in src.source
+    assert [e.name for e in src.state][:4] == ["act.input.range", "act.input.scale", "act.input.zero_point",
+                                               "act.conv1.range"]
+    assert src.state_bytes == 16 + sum(e.nbytes for e in src.state)
+
+
+def test_jump_columns_advance_the_stream():
+    cols = jump_columns(1000)
+    s = 123456789
+    out = 0
+    for b in range(32):
+        if (s >> b) & 1:
+            out ^= int(cols[b])
+    g = XorShift32(s)
+    for _ in range(1000):
+        g.next_u32()
+    assert out == g.state
+
+
+@pytest.mark.parametrize(("kw", "batch", "msg"), [
+    ({"precision": "uint8"}, 1, "fqt --precision uint8 has no C step yet"),
+    ({}, 2, "fqt in C runs batch 1 so far"),
+    ({"lambda_min": 0.5}, 1, "partial updates (lambda_min < 1) have no C step yet"),
+])
+def test_unsupported_settings_are_refused(kw, batch, msg):
+    g = zoo.build("digits-cnn", seed=1)
+    x = np.random.default_rng(0).random((4, *g.input_shape), dtype=np.float32)
+    with pytest.raises(ExportError, match=msg.replace("(", r"\(").replace(")", r"\)")):
+        emit_fqt_training(FQT(g, FQTConfig(**kw), x), batch=batch)
+
+
+def test_depthwise_backward_is_refused():
+    nodes = [G.conv2d("dw", G.INPUT, 2, 3, padding=1, groups=2, act="relu", in_channels=2),
+             G.conv2d("pw", "dw", 4, 1, act="relu", in_channels=2),
+             G.flatten("flat", "pw"), G.linear("fc", "flat", 3, in_features=4 * 4 * 4)]
+    g = zoo.he_init(G.Graph((4, 4, 2), nodes, "dw"), seed=1)
+    x = np.random.default_rng(0).random((4, 4, 4, 2), dtype=np.float32)
+    with pytest.raises(ExportError, match="node 'dw': grouped/depthwise convs"):
+        emit_fqt_training(FQT(g, FQTConfig(), x))

@@ -1,0 +1,50 @@
+"""`mcutrain run --method fqt` on an emulated Cortex-M4: every step bit-exact with the simulated FQT
+(every state entry), the exact JSON, dumps with the same tensors; unsupported precisions refused."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from mcutrain.cli import main
+from mcutrain.commands.run import JSON_KEYS
+from mcutrain.mcu.qemu import find_qemu
+from mcutrain.mcu.toolchain import ToolchainMissingError, find_toolchain
+
+
+@pytest.fixture(scope="module")
+def arm_tools():
+    try:
+        find_toolchain()
+        find_qemu()
+    except ToolchainMissingError as e:
+        pytest.skip(str(e))
+
+
+BASE = ["run", "--arch", "digits-cnn", "--init", "random", "--seed", "0", "--dataset", "digits", "--json",
+        "--method", "fqt"]
+
+
+def test_fqt_int8_run_is_bit_exact(arm_tools, tmp_path, capsys):
+    dump = tmp_path / "D"
+    rc = main([*BASE, "--precision", "int8", "--trainable", "all", "--steps", "2", "--target", "cortex-m4",
+               "--dump", str(dump)])
+    r = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert tuple(r) == JSON_KEYS
+    assert r["bit_exact"] is True and r["steps"] == 2 and r["target"] == "cortex-m4"
+    assert sum(r["per_function"].values()) == pytest.approx(r["instructions_per_step"], abs=1)
+    for kernel in ("mt_conv2d_fwd_s8_range", "mt_conv2d_bwd_in_s8_s16", "mt_fqt_upd_s8"):
+        assert r["per_function"][kernel] > 0
+    sim, mcu = np.load(dump / "sim.npz"), np.load(dump / "mcu.npz")
+    assert sim.files == mcu.files
+    assert {"conv1.weight", "fc.w_scale", "err.fc.range", "act.conv2.zero_point", "losses"} <= set(sim.files)
+    for k in sim.files:
+        np.testing.assert_array_equal(sim[k], mcu[k], err_msg=k)
+
+
+def test_fqt_uint8_is_not_generated_yet(capsys):
+    assert main([*BASE, "--precision", "uint8", "--target", "cortex-m4"]) == 1
+    assert "fqt --precision uint8 has no C step yet" in capsys.readouterr().err
