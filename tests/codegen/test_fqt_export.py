@@ -35,34 +35,38 @@ def pool_graph() -> G.Graph:
 def make(arch: str, steps: int, trainable: str = "all", seed: int = 5):
     rng = np.random.default_rng(0)
     g = pool_graph() if arch == "pool" else zoo.build(arch, seed=1)
-    x = rng.random((8 + steps, *g.input_shape), dtype=np.float32)
-    y = rng.integers(0, g.num_classes, 8 + steps)
+    x = rng.random((8 + 4 * steps, *g.input_shape), dtype=np.float32)
+    y = rng.integers(0, g.num_classes, 8 + 4 * steps)
     cfg = FQTConfig(precision="int8", trainable=trainable, seed=seed)
     return (lambda: FQT(g, cfg, x[:8])), x[8:], y[8:]
 
 
 @needs_gcc
-@pytest.mark.parametrize(("arch", "trainable", "steps"), [("digits-cnn", "all", 4), ("pool", "all", 4),
-                                                           ("pool", "last:2", 3)])
-def test_c_steps_equal_the_simulator(tmp_path, arch, trainable, steps):
+@pytest.mark.parametrize(("arch", "trainable", "steps", "bsz"), [
+    ("digits-cnn", "all", 4, 1), ("pool", "last:2", 3, 1), ("pool", "all", 3, 3)])
+def test_c_steps_equal_the_simulator(tmp_path, arch, trainable, steps, bsz):
+    """Batch 3: one sample at a time, gradients summed over the batch, error ranges of the whole
+    batch on the first step (the seeding pass)."""
     new, x, y = make(arch, steps, trainable)
     m = new()
-    res = export_training_library(for_export(m), tmp_path / "lib", batch=1, kernels="ref")
+    res = export_training_library(for_export(m), tmp_path / "lib", batch=bsz, kernels="ref")
     src = res.model
     exe = build_host_train(tmp_path / "lib", tmp_path / "train")
     q_in = m.act_qparams("input")
     lr = 0.05
-    results = run_host_train(exe, [(q_in.quantize(x[i:i + 1], "nearest"), y[i:i + 1]) for i in range(steps)],
-                             lr, src, m.graph.num_classes)
+    xs = [x[i * bsz:(i + 1) * bsz] for i in range(steps)]
+    ys = [y[i * bsz:(i + 1) * bsz] for i in range(steps)]
+    results = run_host_train(exe, [(q_in.quantize(a, "nearest"), b) for a, b in zip(xs, ys)], lr, src,
+                             m.graph.num_classes)
     sim = new()
     w0 = {k: v.copy() for k, v in sim.w.items()}
     for s, r in enumerate(results):
-        vals = sim._forward(x[s:s + 1], None)
-        logits = vals[sim.graph.output].reshape(1, -1)
-        losses, _ = sim._loss(logits, y[s:s + 1].astype(np.int64))
+        vals = sim._forward(xs[s], None)
+        logits = vals[sim.graph.output].reshape(bsz, -1)
+        losses, _ = sim._loss(logits, ys[s].astype(np.int64))
         np.testing.assert_array_equal(r.logits, logits, err_msg=f"step {s} logits")
         np.testing.assert_array_equal(r.losses, losses, err_msg=f"step {s} losses")
-        sim.step(x[s:s + 1], y[s:s + 1], lr)
+        sim.step(xs[s], ys[s], lr)
         for name, want in state_arrays(sim, src).items():
             np.testing.assert_array_equal(r.state[name], want, err_msg=f"step {s} {name}")
         assert r.state["rng"] == sim.rng.state, f"step {s} RNG state"
@@ -104,7 +108,6 @@ def test_jump_columns_advance_the_stream():
 
 @pytest.mark.parametrize(("kw", "batch", "msg"), [
     ({"precision": "uint8"}, 1, "fqt --precision uint8 has no C step yet"),
-    ({}, 2, "fqt in C runs batch 1 so far"),
     ({"lambda_min": 0.5}, 1, "partial updates (lambda_min < 1) have no C step yet"),
 ])
 def test_unsupported_settings_are_refused(kw, batch, msg):

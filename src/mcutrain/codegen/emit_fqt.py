@@ -74,8 +74,6 @@ def check_fqt(method, batch: int) -> None:
     p = method.prec
     if p.name != "int8":
         raise ExportError(f"fqt --precision {p.name} has no C step yet; use --precision int8")
-    if batch != 1:
-        raise ExportError(f"fqt in C runs batch 1 so far (got --batch {batch}); use --batch 1")
     if method.partial.active:
         raise ExportError("fqt partial updates (lambda_min < 1) have no C step yet; use --lambda-min 1")
     if p.weight_rounding != "stochastic" or p.relative_update:
@@ -114,6 +112,7 @@ class _FqtEmitter:
         self.tids = unique_idents(sorted(plan.offsets))
         self.trained = [n.name for n in self.g.parametric() if n.name in method.trainable]
         self.err_key = self._error_keys()
+        self.seed_pass = False
 
     def _error_keys(self) -> dict[str, str]:
         """Node -> the tensor whose error EMA gives the scale of that node's output error."""
@@ -217,12 +216,19 @@ def _fwd(e: _FqtEmitter, k: Kernel) -> list[str]:
 def _loss(e: _FqtEmitter, k: Kernel) -> list[str]:
     kk = e.g.num_classes
     logits, loss, err = e.t(k.reads[0]), e.t(k.writes[0]), e.t(k.writes[1])
-    ya = e.act(e.g.output)
-    return [*_call("mt_softmax_ce_s8", ["1", str(kk), logits, f"{ya}_scale", "labels", loss, "fqt_errq"]),
-            "if (logits != NULL) {", f"    memcpy(logits, {logits}, {kk});", "}",
-            f"memcpy(losses, {loss}, 4);",
+    ya, er = e.act(e.g.output), e.err(e.g.output)
+    lines = _call("mt_softmax_ce_s8", ["1", str(kk), logits, f"{ya}_scale", "labels + b", loss, "fqt_errq"])
+    if e.seed_pass:    # a batch's first step: only the logits' error range
+        return [*lines, *_call("mt_fqt_logit_error_s8", [str(kk), "fqt_errq", "0", f"&{er}", err]),
+                f"if (!{er}.initialized) {{", "    continue;", "}"]
+    return [*lines, "if (logits != NULL) {", f"    memcpy(logits + b * {kk}, {logits}, {kk});", "}",
+            f"losses[b] = {loss}[0];",
             f"if ({loss}[0] > fqt_loss_max) {{", f"    fqt_loss_max = {loss}[0];", "}",
-            *_call("mt_fqt_logit_error_s8", [str(kk), "fqt_errq", f"&{e.err(e.g.output)}", err])]
+            *_call("mt_fqt_logit_error_s8", [str(kk), "fqt_errq", str(int(e.s.batch == 1)), f"&{er}", err])]
+
+
+def _zero(e: _FqtEmitter, k: Kernel) -> list[str]:
+    return [f"memset({e.t(w)}, 0, {e.s.tensors[w].nbytes});" for w in k.writes]
 
 
 def _bwd_in(e: _FqtEmitter, k: Kernel) -> list[str]:
@@ -253,15 +259,22 @@ def _bwd_in(e: _FqtEmitter, k: Kernel) -> list[str]:
             *_call("mt_fqt_prescale_s16", [str(rows), str(o), ein, f"{lid}_s_w",
                                            f"(int16_t *)(void *){pre}", "&smax"]),
             f"s_acc = (smax * mt_fqt_err_scale(&{e.err(n.name)})) * 0x1p-8f; /* (s_max * s_e) * 2^-8 */",
-            f"if (!{de}.initialized) {{ /* first step: this tensor's range seeds its EMA */",
-            *("    " + s for s in kern("NULL", "0", "0")),
-            f"    mt_fqt_range_see_acc(&{de}, amin, amax, s_acc);",
-            f"    mt_fqt_range_seed(&{de});",
-            "}",
+            *_first_range(e, de, kern("NULL", "0", "0")),
             *_call("mt_fqt_quantize_multiplier", [f"(double)s_acc / (double)mt_fqt_err_scale(&{de})", "&mult",
                                                   "&shift"]),
             *kern(e.t(dst), "mult", "shift"),
             f"mt_fqt_range_see_acc(&{de}, amin, amax, s_acc);"]
+
+
+def _first_range(e: _FqtEmitter, de: str, range_only: list[str]) -> list[str]:
+    """An error tensor without a range yet: batch 1 seeds it from this sample; a batch's seeding
+    pass records this sample's range and stops the sample's backward there."""
+    if e.s.batch > 1 and not e.seed_pass:
+        return []      # the seeding pass gave every error tensor its range
+    last = "    continue;" if e.seed_pass else f"    mt_fqt_range_seed(&{de});"
+    return [f"if (!{de}.initialized) {{ /* first step: this tensor's range seeds its EMA */",
+            *("    " + x for x in range_only), f"    mt_fqt_range_see_acc(&{de}, amin, amax, s_acc);", last,
+            "}"]
 
 
 def _bwd_w(e: _FqtEmitter, k: Kernel) -> list[str]:
@@ -270,7 +283,7 @@ def _bwd_w(e: _FqtEmitter, k: Kernel) -> list[str]:
     gw = e.t(next(w for w in k.writes if w.endswith(".weight")))
     gb = e.t(next(w for w in k.writes if w.endswith(".bias")))
     w = n.params["weight"]
-    zero = [f"memset({gw}, 0, {4 * w.size});", f"memset({gb}, 0, {4 * w.shape[0]});"]
+    zero = [] if e.s.batch > 1 else [f"memset({gw}, 0, {4 * w.size});", f"memset({gb}, 0, {4 * w.shape[0]});"]
     if n.op == Op.LINEAR:
         return [*zero, *_call("mt_linear_bwd_w_s8_s8", [f"{e.act(n.inputs[0])}_zp", "1", x, str(w.shape[1]),
                                                          ein, str(w.shape[0]), gw, gb])]
@@ -355,7 +368,7 @@ FQT_KERNEL_EMITTERS: dict[str, Callable[[_FqtEmitter, Kernel], list[str]]] = {
     "softmax_ce": _loss, "linear_bwd_in": _bwd_in, "conv2d_bwd_in": _bwd_in,
     "linear_bwd_w": _bwd_w, "conv2d_bwd_w": _bwd_w, "fqt_update": _update,
     "relu_bwd": _relu_bwd, "relu6_bwd": _relu_bwd, "maxpool_bwd": _pool_bwd, "reshape": _alias,
-    "ema_update": _ema_update,
+    "ema_update": _ema_update, "zero": _zero,
 }
 """FQT schedule op -> emitter of its C code (int8 precision)."""
 
@@ -446,6 +459,74 @@ def _state(e: _FqtEmitter) -> tuple[list[str], list[StateEntry], list[tuple[str,
     return defs, entries, io
 
 
+def _block(body: list[str], k: Kernel, ind: str) -> list[str]:
+    return [f"{ind}{{ /* {k.name} ({k.phase}) */", *(f"{ind}    {x}" if x else "" for x in body), f"{ind}}}"]
+
+
+def _step(e: _FqtEmitter, s: Schedule, in_size: int) -> list[str]:
+    """The body of model_train_step after the forward helpers: the schedule, its sample loop opened."""
+    lines: list[str] = []
+    open_loop, fwd_done = None, False
+    for k in s.kernels:
+        if k.loop != open_loop:
+            if open_loop is not None:
+                lines.append("    }")
+            if k.loop is not None:
+                lines += [f"    for (b = 0; b < {k.repeat}; ++b) {{ /* one sample at a time */",
+                          f"        memcpy({e.t(INPUT)}, fqt_batch_in + b * {in_size}, {in_size});"]
+            open_loop, fwd_done = k.loop, False
+        ind = "        " if open_loop else "    "
+        if k.phase == "forward":
+            if not fwd_done:
+                lines += _try([f"st = fqt_forward(1); /* {k.name} ... */"]) if not open_loop else \
+                    [f"{ind}{x}" for x in _try(["st = fqt_forward(1);"])]
+                fwd_done = True
+            continue
+        lines += _block(FQT_KERNEL_EMITTERS[k.op](e, k), k, ind)
+    if open_loop is not None:
+        lines.append("    }")
+    return [x if x.startswith(" ") or not x else "    " + x for x in lines]
+
+
+def _seed_function(e: _FqtEmitter, s: Schedule, in_size: int) -> str:
+    """fqt_seed(): a batch's first step gives each error tensor the range of the whole batch.
+
+    One pass over the batch per error tensor that has no range yet (in backward order): forward,
+    then backward until that tensor, whose range it records; the ranges seed their EMAs (fresh,
+    as the simulator's `_err_qparams`). Later steps find every range set and skip it.
+    """
+    e.seed_pass = True
+    body: list[str] = []
+    for k in s.kernels:
+        if k.loop is None or k.phase == "forward" or k.op in ("linear_bwd_w", "conv2d_bwd_w", "zero"):
+            continue
+        body += _block(FQT_KERNEL_EMITTERS[k.op](e, k), k, "            ")
+    e.seed_pass = False
+    unset = " || ".join(f"!err_{e.ids[key]}.initialized" for key in e.err_keys)
+    seeds = "\n".join(f"        mt_fqt_range_seed(&err_{e.ids[key]});" for key in e.err_keys)
+    return f"""
+/* A batch's first step: every error tensor gets the range of the whole batch (see emit_fqt). */
+static mt_status fqt_seed(const int32_t *labels)
+{{
+    mt_status st = MT_OK;
+    int32_t round;
+    int32_t b;
+    for (round = 0; round < {len(e.err_keys)} && ({unset}); ++round) {{
+        for (b = 0; b < {s.batch}; ++b) {{
+            memcpy({e.t(INPUT)}, fqt_batch_in + b * {in_size}, {in_size});
+            st = fqt_forward(0);
+            if (st != MT_OK) {{
+                return st;
+            }}
+{chr(10).join(body)}
+        }}
+{seeds}
+    }}
+    return st;
+}}
+"""
+
+
 def _jump_array(name: str, n: int, comment: str) -> str:
     cols = [f"0x{int(v):08X}u" for v in jump_columns(n)]
     rows = [", ".join(cols[i:i + 6]) for i in range(0, 32, 6)]
@@ -488,11 +569,12 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
     if unknown:
         raise ExportError(f"fqt schedule ops without C code yet: {', '.join(unknown)}")
 
-    fwd_lines, step_lines = [], []
+    fwd_lines = []
     for k in s.kernels:
-        body = FQT_KERNEL_EMITTERS[k.op](e, k)
-        block = [f"    {{ /* {k.name} ({k.phase}) */", *(f"        {x}" if x else "" for x in body), "    }"]
-        (fwd_lines if k.phase == "forward" else step_lines).extend(block)
+        if k.phase == "forward":
+            fwd_lines += _block(FQT_KERNEL_EMITTERS[k.op](e, k), k, "    ")
+    step_lines = _step(e, s, in_size := int(np.prod(g.input_shape)))
+    seed_fn = _seed_function(e, s, in_size) if batch > 1 and e.err_keys else ""
     macros = []
     for t in sorted(plan.offsets, key=lambda t: (plan.offsets[t], t)):
         tt = s.tensors[t]
@@ -508,7 +590,6 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
                                                       f"{lid}_shift"])
     state_bytes = 4 * STATE_HEADER_WORDS + sum(x.nbytes for x in entries)
     ishape = g.input_shape if len(g.input_shape) == 3 else (1, 1, *g.input_shape)
-    in_size = int(np.prod(g.input_shape))
     qin = method.act_qparams(INPUT)
     c = method.cfg
     opts = {"method": "fqt", "precision": c.precision, "alpha_a": c.alpha_a, "alpha_e": c.alpha_e,
@@ -530,7 +611,12 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
         jumps="\n\n".join(jumps) or "/* no stochastic draws */", macros="\n".join(macros),
         rng0=int(method.rng.state), steps0=int(method.steps), magic=STATE_MAGIC, fp=fp, max_o=max_o,
         k=g.num_classes, prepare="\n".join(f"    {x}" for x in prepare), fwd="\n".join(fwd_lines),
-        step="\n".join(step_lines), train_in=e.t(INPUT), logits=e.t(g.output), batch_in=in_size,
+        step="\n".join(step_lines), train_in=e.t(INPUT) if batch == 1 else "fqt_batch_in",
+        sample_in=e.t(INPUT), logits=e.t(g.output), batch_in=in_size * batch, seed_fn=seed_fn,
+        batch_buf=(f"static int8_t fqt_batch_in[{batch * in_size}]; /* the caller's batch */\n"
+                   if batch > 1 else ""),
+        seed_call=("    st = fqt_seed(labels);\n    if (st != MT_OK) {\n        return st;\n    }\n"
+                   if seed_fn else ""),
         save=save, load=load)
     ram = sum(method.w[n].size + 4 * method.b[n].size for n in e.trained)
     const = sum(method.w[n.name].size for n in g.parametric() if n.name not in e.trained)
@@ -572,6 +658,7 @@ static union {{
 /* The training step's tensors at the planner's offsets. */
 {macros}
 
+{batch_buf}
 static struct {{
     uint32_t rng;   /* the method's xorshift32 state */
     uint32_t steps; /* steps taken */
@@ -606,6 +693,7 @@ static mt_status fqt_forward(int32_t record)
     return st;
 }}
 
+{seed_fn}
 mt_status model_init(void)
 {{
     return MT_OK;
@@ -620,7 +708,7 @@ void model_set_layer_hook(model_layer_hook hook)
 
 int8_t *model_input_buffer(void)
 {{
-    return {train_in};
+    return {sample_in};
 }}
 
 mt_status model_predict(const int8_t *input, int8_t *logits)
@@ -629,8 +717,8 @@ mt_status model_predict(const int8_t *input, int8_t *logits)
     if (!input || !logits) {{
         return MT_ERR_ARG;
     }}
-    if (input != {train_in}) {{
-        memcpy({train_in}, input, MODEL_INPUT_SIZE);
+    if (input != {sample_in}) {{
+        memcpy({sample_in}, input, MODEL_INPUT_SIZE);
     }}
     st = fqt_prepare();
     if (st == MT_OK) {{
@@ -655,6 +743,7 @@ mt_status model_train_step(const int8_t *inputs, const int32_t *labels, float lr
 {{
     mt_status st = MT_OK;
     const uint32_t rng0 = model_state.rng;
+    int32_t b = 0;
     if (!inputs || !labels || !losses) {{
         return MT_ERR_ARG;
     }}
@@ -663,15 +752,12 @@ mt_status model_train_step(const int8_t *inputs, const int32_t *labels, float lr
     }}
     (void)rng0;
     (void)lr;
+    (void)b;
     st = fqt_prepare();
     if (st != MT_OK) {{
         return st;
     }}
-    st = fqt_forward(1);
-    if (st != MT_OK) {{
-        return st;
-    }}
-{step}
+{seed_call}{step}
     model_state.steps++;
     return st;
 }}

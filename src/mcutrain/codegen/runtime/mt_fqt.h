@@ -149,10 +149,12 @@ mt_status mt_relu_bwd_s8(int32_t size, int32_t lo, int32_t hi, const int8_t *y, 
 
 /*
  * The logits' int8 error from the Q24 error p - onehot: its range (float32(min) * 2^-24, likewise
- * max) goes into *r (seeding it on the first step); with e the exponent of r's scale,
- * e_out = clamp(rounding_shift_right(err, 24 + e), -127, 127) (a left shift when 24 + e < 1).
+ * max) goes into *r, which `seed` != 0 initializes from it if it has no range yet (batch 1; a batch
+ * seeds after seeing all its samples). With r initialized and e the exponent of its scale,
+ * e_out = clamp(rounding_shift_right(err, 24 + e), -127, 127) (a left shift when 24 + e < 1);
+ * without a range yet e_out is left untouched.
  */
-mt_status mt_fqt_logit_error_s8(int32_t size, const int32_t *err, mt_fqt_range *r, int8_t *e_out);
+mt_status mt_fqt_logit_error_s8(int32_t size, const int32_t *err, int32_t seed, mt_fqt_range *r, int8_t *e_out);
 
 /*
  * int8 errors times Q15 ratios s_w[o] / max(s_w) into int16 (fqt._prescale_errors):

@@ -6,7 +6,7 @@
 #include "mt_fqt.h"
 #include "mt_train_math.h"
 
-mt_status mt_fqt_logit_error_s8(int32_t size, const int32_t *err, mt_fqt_range *r, int8_t *e_out)
+mt_status mt_fqt_logit_error_s8(int32_t size, const int32_t *err, int32_t seed, mt_fqt_range *r, int8_t *e_out)
 {
     int32_t lo = 0, hi = 0, i, e, n;
     if (!err || !r || !e_out || size < 1) {
@@ -17,7 +17,12 @@ mt_status mt_fqt_logit_error_s8(int32_t size, const int32_t *err, mt_fqt_range *
         hi = (i == 0 || err[i] > hi) ? err[i] : hi;
     }
     mt_fqt_range_see(r, mt_s64_to_f32(lo) * mt_pow2_f32(-24), mt_s64_to_f32(hi) * mt_pow2_f32(-24));
-    mt_fqt_range_seed(r);
+    if (seed) {
+        mt_fqt_range_seed(r);
+    }
+    if (!r->initialized) {
+        return MT_OK;
+    }
     e = mt_fqt_err_exp(r->lo, r->hi);
     n = 24 + e;
     for (i = 0; i < size; ++i) {
