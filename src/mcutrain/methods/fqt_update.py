@@ -1,0 +1,164 @@
+"""FQT phase 4: EMA ranges, gradient standardization and the in-place requantized update (a mixin of `FQT`).
+
+docs/integer-semantics.md, sections 13.6-13.7, define every operation here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mcutrain.engines import fqt_kernels as K
+from mcutrain.graph import Node
+from mcutrain.methods.fqt_common import (
+    F32,
+    NORM_EPS,
+    X_MAX,
+    _Batch,
+)
+from mcutrain.quant.rounding import round_half_away, round_mode
+
+
+class FQTUpdate:
+    """The end of a step: ranges move, weights and biases are updated in place."""
+
+    def _update(self, rec: _Batch, lr: float) -> None:
+        old_acc_scale = dict(self.b_acc_scale)
+        for t, rng in rec.act_ranges.items():
+            if self.dynamic[t] and ("act", t) not in rec.fresh:
+                self.act_ema[t].update(*rng)
+        for t, rng in rec.err_ranges.items():
+            if ("err", t) not in rec.fresh:
+                self.err_ema[t].update(*rng)
+        for t, rng in rec.grad_ranges.items():
+            if ("grad", t) not in rec.fresh:
+                self.grad_ema[t].update(*rng)
+        lr32 = F32(lr)
+        if self.prec.weight_rounding == "stochastic" and self.prec.weights == "s8":
+            # NOTE: one draw call for the whole update: the same consecutive stream values as
+            # one call per layer (layers in graph order), without a jump-ahead per layer
+            sizes = [int(g[2].sum()) * int(np.prod(self.w[nm].shape[1:])) for nm, g in rec.grads.items()]
+            self._uniform = self.rng.uniform01(sum(sizes))
+        for n in self.graph.parametric():
+            name = n.name
+            if name in rec.grads:
+                self._update_layer(n, rec.grads[name], lr32)
+            if self.prec.quantized_acts:
+                self._rescale_bias(n, old_acc_scale[name], rec.grads.get(name), lr32)
+
+    def _standardize(self, name: str, g: np.ndarray, gb: np.ndarray,
+                     upd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(g - mu) / sd per filter with EMA mu, sd (alpha_norm); returns (g_hat, g_hat of the bias).
+
+        A filter's gradient is its K weights and its bias (K + 1 values, bias last).
+        NOTE: the bias belongs to the filter's statistics: dividing a bias gradient by
+        the sd of its weights alone blows up where the weights see (nearly) zero
+        inputs and the bias does not (a dead channel below).
+        """
+        o = g.shape[0]
+        g2 = np.concatenate([g.reshape(o, -1), gb.reshape(o, 1)], axis=1).astype(F32)
+        kk = F32(g2.shape[1])
+        mu_b = K.seq_sum(g2, 1) / kk
+        var_b = K.seq_sum((g2 - mu_b[:, None]) * (g2 - mu_b[:, None]), 1) / kk
+        sd_b = np.sqrt(var_b).astype(F32)
+        st = self.norm.setdefault(name, {"mu": np.zeros(o, F32), "sd": np.zeros(o, F32),
+                                         "init": np.zeros(o, bool)})
+        an = F32(self.cfg.alpha_norm)
+        keep = F32(1) - an
+        mu = np.where(st["init"], keep * st["mu"] + an * mu_b, mu_b).astype(F32)
+        sd = np.where(st["init"], keep * st["sd"] + an * sd_b, sd_b).astype(F32)
+        st["mu"] = np.where(upd, mu, st["mu"]).astype(F32)
+        st["sd"] = np.where(upd, sd, st["sd"]).astype(F32)
+        st["init"] = st["init"] | upd
+        den = st["sd"] + NORM_EPS
+        ghat = ((g2 - st["mu"][:, None]) / den[:, None]).astype(F32)
+        ghat[~upd | (st["sd"] == 0)] = 0
+        return ghat[:, :-1].reshape(g.shape), np.ascontiguousarray(ghat[:, -1])
+
+    def _update_layer(self, n: Node, grads: tuple, lr: F32) -> None:
+        name = n.name
+        g, gb, upd = grads
+        ghat, ghat_b = self._standardize(name, g, gb, upd)
+        w = self.w[name]
+        o = w.shape[0]
+        if self.prec.weights == "f32":
+            self.w[name] = (w - lr * ghat).astype(F32)
+            self.b[name] = (self.b[name] - lr * ghat_b).astype(F32)
+            return
+        self._bias_ghat[name] = ghat_b
+        qp = self.wqp[name]
+        self._bias_lr[name] = self._layer_lr(name, lr)
+        real = qp.dequantize(w)                           # float32(w - z) * s
+        step = self._layer_lr(name, lr)[:, None] * ghat.reshape(o, -1)
+        new = (real.reshape(o, -1) - step).reshape(w.shape).astype(F32)
+        ema = self.w_ema[name]
+        if self.prec.weights == "u8":
+            ema.update(new.min(), new.max())
+            qn = ema.qparams("uint8")
+            self.w[name] = qn.quantize(new, self.prec.weight_rounding, self.rng)
+            self.wqp[name] = qn
+            return
+        amax = np.abs(new.reshape(o, -1)).max(1)
+        lo_old, hi_old = ema.lo.copy(), ema.hi.copy()
+        ema.update(np.where(upd, -amax, lo_old), np.where(upd, amax, hi_old))
+        ema.lo, ema.hi = np.where(upd, ema.lo, lo_old).astype(F32), np.where(upd, ema.hi, hi_old).astype(F32)
+        qn = ema.qparams("int8", symmetric=True)
+        rows = np.flatnonzero(upd)
+        v = new.reshape(o, -1)[rows] / qn.scale[rows][:, None]
+        if self.prec.weight_rounding == "stochastic":
+            u, self._uniform = self._uniform[:v.size], self._uniform[v.size:]
+            r = np.floor(v + u.reshape(v.shape))          # round_stochastic with the pre-drawn stream
+        else:
+            r = round_mode(v, self.prec.weight_rounding, self.rng)
+        q = np.clip(r, -127, 127).astype(np.int8)
+        w2 = w.reshape(o, -1).copy()
+        w2[rows] = q
+        self.w[name] = w2.reshape(w.shape)
+        self.wqp[name] = qn
+
+    def _bias_room(self, name: str) -> np.ndarray:
+        """Largest |bias| per channel that keeps the int32 accumulator safe (as in PTQ).
+
+        NOTE: |acc| <= |b| + 255 * sum_k |w[c, k] - z_w|, so |b| <= 2^31 - 1 - 255 * L1(c)
+        makes every partial sum fit int32 whatever the weights did (a diverging run
+        saturates its biases instead of overflowing the C accumulator).
+        """
+        wc = self._wc(name)
+        l1 = np.abs(wc.reshape(wc.shape[0], -1).astype(np.float64)).sum(1)
+        return np.maximum(float(2**31 - 1) - X_MAX * l1, 0.0)
+
+    def _layer_lr(self, name: str, lr: F32) -> np.ndarray:
+        """Per-filter step size (O,): lr, or lr * the layer's initial max|w| with relative updates.
+
+        NOTE: the reference is the range at the start of training, not the current
+        one: a step proportional to the current range would let the range grow
+        geometrically under the random walk of the updates.
+        """
+        o = self.w[name].shape[0]
+        if not self.prec.relative_update:
+            return np.full(o, lr, F32)
+        return (lr * self.step_scale[name]).astype(F32)
+
+    def _rescale_bias(self, n: Node, old_scale: np.ndarray, grads: tuple | None, lr: F32) -> None:
+        """Move the int32 bias to the new accumulator scale s_x * s_w, applying its update if trained.
+
+        b_real = float32(b) * s_old - lr * g_hat_b; b = sat(round_half_away(b_real / s_new)).
+        Channels with no update and an unchanged scale keep their integer bias.
+        """
+        name = n.name
+        new_scale = self._acc_scale(name, n.inputs[0])
+        step = np.zeros_like(new_scale)
+        changed = new_scale != old_scale
+        if grads is not None:
+            lr = self._bias_lr.pop(name)
+            upd = grads[2]
+            step = (lr * self._bias_ghat.pop(name)).astype(F32)    # 0 where not updated
+            changed |= upd
+        if not changed.any():
+            return
+        real = (self.b[name].astype(F32) * old_scale - step).astype(F32)
+        with np.errstate(over="ignore"):      # a diverged run saturates (room clamp below)
+            q = round_half_away((real / new_scale).astype(F32)).astype(np.float64)
+        room = self._bias_room(name)
+        q = np.clip(q, -room, room).astype(np.int32)
+        self.b[name] = np.where(changed, q, self.b[name]).astype(np.int32)
+        self.b_acc_scale[name] = new_scale
