@@ -15,12 +15,17 @@ from mcutrain.mcu.toolchain import ToolchainMissingError, find_toolchain
 
 
 @pytest.fixture(scope="module")
-def quick_rows(tmp_path_factory):
+def arm_tools():
+    """Skips (with the apt command that installs them) without the ARM toolchain or QEMU."""
     try:
         find_toolchain()
         find_qemu()
     except ToolchainMissingError as e:
         pytest.skip(str(e))
+
+
+@pytest.fixture(scope="module")
+def quick_rows(arm_tools, tmp_path_factory):
     out = tmp_path_factory.mktemp("mcu")
     bench.run("mcu", quick=True, work=out / "work", results=out / "results", docs=out / "docs",
               log=lambda s: None)
@@ -77,3 +82,14 @@ def test_pending_when_run_lacks_the_method():
     case = bench_mcu.Case("small-cnn", "x", ("--method", "nope"))
     with pytest.raises(bench_mcu.Pending, match="not implemented yet for C"):
         bench_mcu.method_args(case, "cortex-m4", "dsp")
+
+
+def test_forward_proxy_scales_the_measured_forward_pass(arm_tools):
+    case = bench_mcu.Case("digits-cnn", "zo mix, 4 queries", ("--method", "zo", "--queries", "4"))
+    r = bench_mcu.forward_proxy(case, "cortex-m4", "dsp", log=lambda s: None)
+    assert r["forward_bit_exact"] is True and r["estimated_from_forward"] is True
+    assert r["forward_instructions_per_mac"] == r["forward_instructions"] / r["forward_macs"]
+    # queries re-run the net, so the step has more MACs than one forward pass
+    assert r["macs_per_step"] > r["forward_macs"]
+    assert r["est_instructions_per_sample"] == pytest.approx(
+        r["forward_instructions_per_mac"] * r["macs_per_step"] / r["batch"])

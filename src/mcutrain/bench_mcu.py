@@ -76,6 +76,9 @@ class Case:
     steps: int = 1
     seed_ms: dict[str, float] = field(default_factory=dict)
     reference: str = ""
+    forward_proxy: bool = False
+    """While the case cannot run in C: estimate its step from the measured int8 forward pass (valid
+    for ZO, whose step is forward passes and queries; not for back-propagation)."""
 
 
 def _fqt(setting: str, precision: str, partial: bool, **kw: Any) -> Case:
@@ -96,7 +99,8 @@ CASES: list[Case] = [
     *SMALL_FQT,
     Case("mcunet-5fps", "zo mix, sparse blocks.4-7.pw1, 8 queries",
          ("--method", "zo", "--perturb", "mix", "--queries", "8", "--trainable", "layers:blocks.4-7.pw1"),
-         runs=M7_RUNS, input_shape=MCUNET_SIZE, batch=1, steps=1, reference="seed B's sparse ZO"),
+         runs=M7_RUNS, input_shape=MCUNET_SIZE, batch=1, steps=1, reference="seed B's sparse ZO",
+         forward_proxy=True),
     Case("mcunet-5fps", "bp-qas sparse (Lin et al.), momentum 0.9",
          ("--method", "bp-qas", "--trainable", LIN_SPARSE, "--bias-last", "22", "--momentum", "0.9"),
          runs=M7_RUNS, input_shape=MCUNET_SIZE, batch=1, steps=1,
@@ -268,6 +272,7 @@ def measure(case: Case, core: str, kernels: str, prep: Prepared | None,
             log) -> tuple[dict[str, Any], Prepared]:
     """One row: build, run in QEMU, compare with the simulator, count, estimate, plan."""
     from mcutrain.codegen.cross import build_mcu_train, run_mcu_train
+    from mcutrain.codegen.emit import ExportError
     from mcutrain.codegen.library import export_training_library
     from mcutrain.commands._run_train import _first_mismatch
     from mcutrain.commands.export import build_method
@@ -280,8 +285,12 @@ def measure(case: Case, core: str, kernels: str, prep: Prepared | None,
     target, board = get_target(core), get_target(BOARDS[core])
     with tempfile.TemporaryDirectory(prefix="mt-bench-mcu-") as tmp:
         work = Path(tmp)
-        res = export_training_library(build_method(args, prep.qm), work / "lib", batch=case.batch,
-                                      kernels=kernels, provenance=prep.provenance, target=board.name, lr=LR)
+        try:
+            res = export_training_library(build_method(args, prep.qm), work / "lib", batch=case.batch,
+                                          kernels=kernels, provenance=prep.provenance, target=board.name,
+                                          lr=LR)
+        except ExportError as e:
+            raise Pending(str(e)) from None
         src = res.model
         b = build_mcu_train(work / "lib", target, work / "train.elf", kernels=kernels)
         mcu, prof, stack = run_mcu_train(b.elf, target, prep.batches_q, LR, src, prep.qm.graph.num_classes,
@@ -325,6 +334,54 @@ def measure(case: Case, core: str, kernels: str, prep: Prepared | None,
     return row, prep
 
 
+def forward_proxy(case: Case, core: str, kernels: str, log) -> dict[str, Any]:
+    """An estimated row: the int8 forward pass measured in QEMU, scaled to the ZO step's planned MACs.
+
+    A ZO step is a forward pass plus queries that re-run the net from the perturbed layer, so
+    its kernels are the forward kernels; the estimate assumes their instructions per MAC hold
+    for the partial passes and leaves out the perturbation and update kernels (a few % of a
+    small-cnn ZO step).
+    """
+    from mcutrain.codegen.cross import build_mcu, run_mcu
+    from mcutrain.codegen.library import export_library
+    from mcutrain.codegen.model_source import resolve_model
+    from mcutrain.engines import int_engine
+    from mcutrain.mcu import estimate_cycles, get_target
+    from mcutrain.plan.memory import account
+
+    args = method_args(case, core, kernels)
+    start = time.perf_counter()
+    qm, prov = resolve_model(arch=case.model, init="random", seed=0, num_classes=10,
+                             input_shape=case.input_shape)
+    x_q = int_engine.quantize_input(qm, np.random.default_rng(0).random((1, *qm.graph.input_shape),
+                                                                         dtype=np.float32))
+    target, board = get_target(core), get_target(BOARDS[core])
+    with tempfile.TemporaryDirectory(prefix="mt-bench-mcu-") as tmp:
+        export_library(qm, Path(tmp) / "lib", kernels=kernels, provenance=prov, target=board.name)
+        b = build_mcu(Path(tmp) / "lib", target, Path(tmp) / "m.elf", kernels=kernels)
+        logits, prof = run_mcu(b.elf, target, x_q, qm.graph.num_classes, Path(tmp) / "run")
+        est = estimate_cycles(prof.region, target, prof.elf)
+    from mcutrain.commands.export import build_method
+    from mcutrain.plan.schedules import schedule_for
+
+    rep = account(schedule_for(build_method(args, qm), batch=case.batch), board)
+    fwd_macs, step_macs = qm.graph.total_macs(), rep.macs_per_step["total"]
+    ipm = prof.region.total / fwd_macs
+    row = {"model": case.model, "setting": case.setting, "options": " ".join(case.argv), "core": core,
+           "kernels": kernels, "board": board.name, "clock_mhz": board.clock_hz / 1e6,
+           "input_shape": list(qm.graph.input_shape), "batch": case.batch, "estimated_from_forward": True,
+           "forward_bit_exact": bool(np.array_equal(logits, int_engine.forward(qm, x_q))),
+           "forward_macs": fwd_macs, "forward_instructions": prof.region.total,
+           "forward_instructions_per_mac": ipm, "macs_per_step": step_macs,
+           "est_instructions_per_sample": ipm * step_macs / case.batch,
+           "est_ms_per_sample": 1e3 * est.est_cycles / fwd_macs * step_macs / case.batch / board.clock_hz,
+           "reference": case.reference, "planned_ram": rep.ram_bytes, "planned_flash": rep.flash_bytes,
+           "fits_board": rep.fits, "wall_s": time.perf_counter() - start}
+    log(f"{case.model:<11} {case.setting:<44} {core:<13} {kernels}  forward {ipm:6.2f} instr/MAC -> est. "
+        f"{row['est_ms_per_sample']:9.1f} ms/sample @{row['clock_mhz']:.0f} MHz (from the forward pass)")
+    return row
+
+
 def pending_row(case: Case, core: str, kernels: str, why: str) -> dict[str, Any]:
     return {"model": case.model, "setting": case.setting, "options": " ".join(case.argv), "core": core,
             "kernels": kernels, "board": BOARDS[core], "pending": why, "seed_ms": case.seed_ms.get(core),
@@ -351,6 +408,12 @@ def run_mcu_bench(work: Path, results: Path, quick: bool, log, docs: Path) -> No
                 log(f"{case.model:<11} {case.setting:<44} {core:<13} {kernels}  FAILED: "
                     f"{str(e).splitlines()[0]}")
             rows.append(row)
+            if "pending" in row and case.forward_proxy:
+                try:
+                    rows.append(forward_proxy(case, core, kernels, log))
+                except (BuildError, QemuError, RuntimeError, subprocess.CalledProcessError) as e:
+                    log(f"{case.model:<11} {case.setting:<44} forward estimate FAILED: "
+                        f"{str(e).splitlines()[0]}")
             bench.write_results(results, "mcu", rows, quick, complete=False)
     bench.write_results(results, "mcu", rows, quick, complete=True, lr=LR, checks=checks(rows))
     if not quick:
@@ -397,7 +460,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     cols = list(table[0]) if table else ["model"]
     text = [
         "Training steps in C under QEMU (`mcutrain bench mcu`); untrained He-initialized models (PTQ on "
-        "random inputs), a few steps of batch 1-2. Instructions are exact counts inside "
+        "random inputs), one training step per row (batch in the table). Instructions: exact counts inside "
         "`model_train_step`; ms are **estimates** from the instruction-mix model at the board's clock "
         "(M0+ rp2040 133 MHz, M4 nrf52840 64 MHz, M7 imxrt1062 600 MHz; the generic targets carry the "
         "same clocks). MACs per step are the planner's, ZO queries included. ref/dsp: instructions of the "
@@ -408,10 +471,28 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         "measured stack); Flash: planned (code estimated) vs the library's linked code, constants and "
         "initial data. Every row is bit-exact with the simulator after every step.", "",
         bench.markdown_table(table, cols, {"instr/MAC": ".2f", "ref/dsp": ".2f"})]
-    pend = sorted({f"{r['model']} {r['setting']}" for r in rows if "pending" in r})
+    proxy = [{"model": f"{r['model']} {r['input_shape'][0]}x{r['input_shape'][1]}", "setting": r["setting"],
+              "core": f"{r['core'].removeprefix('cortex-')} {r['kernels']}",
+              "forward instr/MAC": r["forward_instructions_per_mac"], "step MACs": f"{r['macs_per_step']:,}",
+              "est. instr/sample": f"{r['est_instructions_per_sample'] / 1e6:,.1f} M",
+              "est. ms/sample": f"{r['est_ms_per_sample']:,.1f} @{r['clock_mhz']:.0f} MHz",
+              "seed ms": SEED_MCUNET, "RAM plan KB": f"{r['planned_ram'] / 1024:.1f}",
+              "fits board": "yes" if r["fits_board"] else "no",
+              "forward bit-exact": "yes" if r["forward_bit_exact"] else "NO"}
+             for r in rows if r.get("estimated_from_forward")]
+    if proxy:
+        text += ["", "Estimated from the measured int8 forward pass (the case cannot run in C yet, see "
+                 "Pending): a ZO step is forward passes and partial forward queries, so the forward "
+                 "kernels' instructions and estimated cycles per MAC are scaled to the planner's MACs of "
+                 "the step (perturbation and update kernels left out).", "",
+                 bench.markdown_table(proxy, list(proxy[0]), {"forward instr/MAC": ".2f"})]
+    pend = {f"{r['model']} {r['setting']}": r["pending"] for r in rows if "pending" in r}
     if pend:
-        why = next(r["pending"] for r in rows if "pending" in r)
-        text += ["", f"Pending (no C training code for the method yet: {why}): " + "; ".join(pend) + "."]
+        by_why: dict[str, list[str]] = {}
+        for what, why in pend.items():
+            by_why.setdefault(why, []).append(what)
+        text += ["", "Pending (not measurable in C yet):"] + [f"- {why}: {'; '.join(whats)}."
+                                                            for why, whats in by_why.items()]
     failed = [f"{r['model']} {r['setting']} on {r['core']} {r['kernels']}: {r['error'].splitlines()[0]}"
               for r in rows if "error" in r]
     if failed:
