@@ -182,6 +182,7 @@ def rows(runs: list[MethodRun]) -> list[dict[str, Any]]:
             "fits": p.fits if p else None, "batch": p.breakdown["batch"] if p else None,
             "macs_per_step": p.macs_per_step["total"] if p else m.get("macs_per_step"),
             "mcu": r.mcu_kind, "mcu_batch": m.get("batch"), "bit_exact": m.get("bit_exact"),
+            "mcu_partial_off": m.get("partial", 0.0) >= 1.0 and (r.config or {}).get("lambda_min", 1.0) < 1.0,
             "instructions_per_step": m.get("instructions_per_step"),
             "est_ms_per_step": m.get("est_ms_per_step"),
             "plan_error": r.plan_error,
@@ -201,7 +202,10 @@ def format_table(runs: list[MethodRun]) -> str:
     for row in rows(runs):
         mcu = "-"
         if row["mcu"]:
-            mcu = row["mcu"] + (f" (batch {row['mcu_batch']})" if row["mcu_batch"] else "")
+            notes = [f"batch {row['mcu_batch']}"] if row["mcu_batch"] else []
+            if row["mcu_partial_off"]:
+                notes.append("partial updates off")
+            mcu = row["mcu"] + (f" ({', '.join(notes)})" if notes else "")
             mcu += f", {'bit-exact' if row['bit_exact'] else 'MISMATCH'}"
         elif row["accuracy_after"] is not None:
             mcu = "not run"

@@ -61,8 +61,12 @@ def test_demo_mcu_stage_is_bit_exact_or_says_why(quick_demo):
     assert inf["bit_exact"] is True and inf["instructions_per_step"] > 0 and inf["target"] == "nrf52840"
     assert "BIT-EXACT" in lines[0]
     assert json.loads((out / "digits-cnn.mcu.json").read_text())["bit_exact"] is True
-    train = mcu["training"]
-    assert train.get("bit_exact") is True or "not available yet" in train["error"]
+    for method in ("fqt", "zo"):
+        train = mcu[method]
+        assert train.get("bit_exact") is True or "not available yet" in train["error"]
+        if "error" not in train:
+            assert train["method"] == method and train["batch"] == 4 and train["instructions_per_step"] > 0
+            assert json.loads((out / f"{method}.mcu.json").read_text())["bit_exact"] is True
 
 
 def test_adapt_commands_are_real_train_command_lines():
@@ -95,3 +99,16 @@ def test_mcu_stage_without_toolchain_says_how_and_drops_stale_results(tmp_path, 
     assert res == {"available": False, "reason": hint}
     assert said == [f"  MCU stage skipped: {hint}"]
     assert not list(tmp_path.glob("*.mcu.json"))
+
+
+def test_long_errors_are_cut_to_their_first_lines():
+    from mcutrain.demo.stages import short
+    assert short("one line") == "one line"
+    assert short("a\nb\nc\nd") == "a\n  b ... (the whole message is in demo.json)"
+    res = {"available": True, "inference": {"error": "x failed\nfile.c:1: error\nmore\n"},
+           "fqt": {"error": "not available yet"},
+           "zo": {"error": "y"}}
+    lines = describe_mcu(res, DemoConfig())
+    assert lines[0] == ("MCU int8 inference of digits-cnn: x failed\n  file.c:1: error ... "
+                        "(the whole message is in demo.json)")
+    assert lines[1].startswith("MCU fqt int8 training steps") and lines[1].endswith(": not available yet")

@@ -52,6 +52,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mcutrain.demo.stages import (
+        TRAINED,
         DemoConfig,
         adapt_stage,
         describe_mcu,
@@ -87,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     log(f"[1/5] pretrain: float accuracy {pre['float_accuracy']:.3f}, int8 (PTQ) {pre['int8_accuracy']:.3f} "
         f"on clean {cfg.dataset} -> {model}")
 
-    for i, method in enumerate(("fqt", "zo")):
+    for i, method in enumerate(TRAINED):
         t0 = time.perf_counter()
         r = adapt_stage(cfg, method, model, out, progress)
         summary["stages"][method], summary["seconds"][method] = r, time.perf_counter() - t0

@@ -19,6 +19,8 @@ from typing import Any
 from mcutrain import io
 
 Log = Callable[[str], None]
+TRAINED = ("fqt", "zo")
+"""The methods the demo adapts with, in this order; each writes NAME.npz, NAME.history.json."""
 
 
 @dataclass(frozen=True)
@@ -108,11 +110,24 @@ def _toolchain_missing() -> str | None:
     return None
 
 
-def training_in_c() -> bool:
-    """Whether `mcutrain run` can build and run ZO training steps (not only inference) yet."""
+def training_in_c(method: str) -> bool:
+    """Whether `mcutrain run` can build and run `method`'s training steps (not only inference) yet."""
     from mcutrain.commands.export import METHODS_IN_C
     # NOTE: export learned zo before run did; run trains only where it takes the training options
-    return "zo" in METHODS_IN_C and "--queries" in command_options("run")
+    return method in METHODS_IN_C and "--trainable" in command_options("run")
+
+
+def _train_options(cfg: DemoConfig, method: str) -> list[tuple[str, Any]]:
+    """The `mcutrain run` options of a method's training steps (those run does not know are dropped).
+
+    NOTE: a smaller batch than the simulation's: every ZO query is a forward pass in the emulator.
+    FQT's partial updates are not in the C step yet, so it runs with every filter trained (the
+    planner's worst case, which the RAM column shows anyway).
+    """
+    common = [("--trainable", "all"), ("--batch", cfg.mcu_batch)]
+    if method == "fqt":
+        return [*common, ("--precision", "int8"), ("--lr", cfg.fqt_lr)]
+    return [*common, ("--queries", cfg.zo_queries), ("--lr", cfg.zo_lr)]
 
 
 def _run_json(args: argparse.Namespace, path: Path) -> dict[str, Any]:
@@ -124,52 +139,53 @@ def _run_json(args: argparse.Namespace, path: Path) -> dict[str, Any]:
     doc["method"] = getattr(args, "method", "none")
     if doc["method"] != "none" and getattr(args, "batch", None) is not None:
         doc["batch"] = args.batch
+    if doc["method"] == "fqt":
+        doc["partial"] = args.partial
     io.atomic_write_bytes(path, lambda f: f.write(json.dumps(doc, indent=2).encode()))
     return doc
 
 
 def mcu_stage(cfg: DemoConfig, model: Path, out: Path, log: Log) -> dict[str, Any]:
-    """Build and run on the emulated core of `cfg.target`: int8 inference, and ZO steps once C has them.
+    """Build and run on the emulated core of `cfg.target`: int8 inference and each method's training steps.
 
     Results go to NAME.mcu.json beside the model they belong to (the report reads them). A missing
     toolchain or a part not built yet is said plainly and the demo goes on.
     """
     from mcutrain.cli import UserError
-    for name in (model.stem, "zo"):  # results of an earlier demo in this folder must not pass for these
+    for name in (model.stem, *TRAINED):  # results of an earlier demo in this folder must not pass for these
         (out / f"{name}.mcu.json").unlink(missing_ok=True)
     missing = _toolchain_missing()
     if missing:
         log(f"  MCU stage skipped: {missing}")
         return {"available": False, "reason": missing}
-    res: dict[str, Any] = {"available": True}
-    t0 = time.perf_counter()
-    args = parse("run", str(model), "--dataset", cfg.adapt_dataset, "--steps", str(cfg.mcu_steps),
-                 "--target", cfg.target, "--seed", str(cfg.seed))
-    try:
-        res["inference"] = _run_json(args, out / f"{model.stem}.mcu.json")
-    except UserError as e:
-        res["inference"] = {"error": str(e)}
-        log(f"  MCU inference failed: {e}")
-    res["inference_seconds"] = time.perf_counter() - t0
-    if not training_in_c():
-        res["training"] = {"error": "not available yet: 'mcutrain run' builds int8 inference only so far "
-                                    "(--method zo|bp-qas in C is in progress)"}
-        return res
-    t0 = time.perf_counter()
-    known = command_options("run")
-    argv = ["run", str(model), "--dataset", cfg.adapt_dataset, "--method", "zo",
-            "--steps", str(cfg.mcu_steps), "--target", cfg.target, "--seed", str(cfg.seed)]
-    # NOTE: a smaller batch than the simulation's: every query is a forward pass in the emulator.
-    for opt, value in (("--queries", cfg.zo_queries), ("--lr", cfg.zo_lr), ("--trainable", "all"),
-                       ("--batch", cfg.mcu_batch)):
-        if opt in known:
-            argv += [opt, str(value)]
-    try:
-        res["training"] = _run_json(parse(*argv), out / "zo.mcu.json")
-    except (UserError, SystemExit) as e:
-        res["training"] = {"error": f"'mcutrain {' '.join(argv)}' failed: {e}"}
-    res["training_seconds"] = time.perf_counter() - t0
+    res: dict[str, Any] = {"available": True, "seconds": {}}
+    common = ["--dataset", cfg.adapt_dataset, "--steps", str(cfg.mcu_steps), "--target", cfg.target,
+              "--seed", str(cfg.seed)]
+    for part in ("inference", *TRAINED):
+        t0 = time.perf_counter()
+        if part != "inference" and not training_in_c(part):
+            res[part] = {"error": f"not available yet: 'mcutrain run' has no {part} training step in C"}
+            continue
+        argv = ["run", str(model), *common]
+        if part != "inference":
+            known = command_options("run")
+            argv += ["--method", part]
+            argv += [x for opt, v in _train_options(cfg, part) if opt in known for x in (opt, str(v))]
+        name = model.stem if part == "inference" else part
+        try:
+            res[part] = _run_json(parse(*argv), out / f"{name}.mcu.json")
+        except (UserError, SystemExit) as e:
+            res[part] = {"error": f"'mcutrain {' '.join(argv)}' failed: {e}"}
+            log(f"  MCU {part} failed: {short(str(e))}")
+        res["seconds"][part] = time.perf_counter() - t0
     return res
+
+
+def short(message: str, lines: int = 2) -> str:
+    """The first lines of a long message (a compiler's output); the whole one stays in demo.json."""
+    parts = message.strip().splitlines()
+    more = " ... (the whole message is in demo.json)" if len(parts) > lines else ""
+    return "\n  ".join(parts[:lines]) + more
 
 
 def describe_mcu(res: dict[str, Any], cfg: DemoConfig) -> list[str]:
@@ -177,10 +193,12 @@ def describe_mcu(res: dict[str, Any], cfg: DemoConfig) -> list[str]:
     if not res.get("available"):
         return [f"MCU: not run ({res.get('reason')}); the rest of the demo is complete"]
     lines = []
-    for part, what in (("inference", f"int8 inference of {cfg.arch}"), ("training", "zo training steps")):
+    parts = [("inference", f"int8 inference of {cfg.arch}"), ("fqt", "fqt int8 training steps (partial "
+             "updates off: not in C yet)"), ("zo", f"zo training steps ({cfg.zo_queries} queries)")]
+    for part, what in parts:
         r = res.get(part) or {}
         if "error" in r:
-            lines.append(f"MCU {what}: {r['error']}")
+            lines.append(f"MCU {what}: {short(r['error'])}")
             continue
         batch = f" of batch {r['batch']}" if "batch" in r else ""
         lines.append(f"MCU {what} on {r['target']} ({r['core']}, emulated), {r['steps']} steps{batch}: "
