@@ -63,10 +63,8 @@ def test_demo_mcu_stage_is_bit_exact_or_says_why(quick_demo):
     assert json.loads((out / "digits-cnn.mcu.json").read_text())["bit_exact"] is True
     for method in ("fqt", "zo"):
         train = mcu[method]
-        assert train.get("bit_exact") is True or "not available yet" in train["error"]
-        if "error" not in train:
-            assert train["method"] == method and train["batch"] == 4 and train["instructions_per_step"] > 0
-            assert json.loads((out / f"{method}.mcu.json").read_text())["bit_exact"] is True
+        assert train == {"error": "skipped: --quick runs int8 inference only on the MCU"}
+        assert not (out / f"{method}.mcu.json").exists()
 
 
 def test_adapt_commands_are_real_train_command_lines():

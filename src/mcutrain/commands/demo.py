@@ -18,7 +18,7 @@ commands are printed so each step can be repeated by hand.
 Examples:
     mcutrain demo
     mcutrain demo --out demo-run --json
-    mcutrain demo --quick            (about 20 s: one adaptation epoch, two ZO queries)
+    mcutrain demo --quick            (about 20 s: one adaptation epoch, two ZO queries, MCU inference only)
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ def register(subparsers) -> None:
                    help="folder for the demo's files (default demo-run)")
     p.add_argument("--target", default="nrf52840", help="board to plan and emulate (default nrf52840)")
     p.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
-    p.add_argument("--quick", action="store_true", help="the fast variant: 1 adaptation epoch, 2 ZO queries")
+    p.add_argument("--quick", action="store_true",
+                   help="the fast variant: 1 adaptation epoch, 2 ZO queries, MCU inference only")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.set_defaults(func=run)
 

@@ -47,6 +47,8 @@ class DemoConfig:
     zo_queries: int = 10
     mcu_steps: int = 4
     mcu_batch: int = 4
+    mcu_training: bool = True
+    """Build and run the methods' training steps too (each a cross-build of about 15 s)."""
 
     @property
     def adapt_dataset(self) -> str:
@@ -54,8 +56,8 @@ class DemoConfig:
 
     @classmethod
     def quick(cls, seed: int = 0, target: str = "nrf52840") -> DemoConfig:
-        """The fast variant the test suite runs: one adaptation epoch, two ZO queries."""
-        return cls(seed=seed, target=target, adapt_epochs=1, zo_queries=2, mcu_steps=2)
+        """The fast variant the test suite runs: one adaptation epoch, two ZO queries, MCU inference only."""
+        return cls(seed=seed, target=target, adapt_epochs=1, zo_queries=2, mcu_steps=2, mcu_training=False)
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -163,6 +165,9 @@ def mcu_stage(cfg: DemoConfig, model: Path, out: Path, log: Log) -> dict[str, An
               "--seed", str(cfg.seed)]
     for part in ("inference", *TRAINED):
         t0 = time.perf_counter()
+        if part != "inference" and not cfg.mcu_training:
+            res[part] = {"error": "skipped: --quick runs int8 inference only on the MCU"}
+            continue
         if part != "inference" and not training_in_c(part):
             res[part] = {"error": f"not available yet: 'mcutrain run' has no {part} training step in C"}
             continue
