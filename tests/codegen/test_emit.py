@@ -40,8 +40,12 @@ def test_generated_code_uses_the_plan_verbatim():
     off, size = p.scratch["conv"]
     assert f"const mt_context ctx = {{model_arena.bytes + {off}, {size}}};" in src.source
     assert f"(model_arena.bytes + {p.offsets['fc']})" in src.source
-    # weights, biases, multipliers and shifts: 18 + 24 int8, (2 + 3) * 3 int32
-    assert src.const_bytes == 18 + 24 + 4 * 3 * 5
+    # weights, biases, multipliers and shifts: the conv's 18 weights widened to int16 with each
+    # kernel row padded to four (2 * 3 * 4 * 2 bytes), 24 int8, (2 + 3) * 3 int32
+    assert src.const_bytes == 48 + 24 + 4 * 3 * 5
+    assert "mt_conv2d_fwd_s8_s16(" in src.source and "conv_weight.v" in src.source
+    ref = emit_model(tiny_qmodel(), kernels="ref")
+    assert ref.const_bytes == 18 + 24 + 4 * 3 * 5 and "mt_conv2d_fwd_s8(" in ref.source
 
 
 def test_no_float_no_malloc_in_generated_or_runtime_code():

@@ -61,7 +61,13 @@ def test_scratch_sizes_mirror_the_c_companions():
             k = int(np.prod(n.params["weight"].shape[1:]))
             cg = n.params["weight"].shape[3]
             cols = 7 if k <= 256 else 2   # the 1x7 GEMM block, or 2x2 for long reductions
-            assert dsp == 2 * cols * k + (2 * k if cg % 4 else 0), n.name   # the stem has 3 channels
+            s8 = 2 * cols * k + (2 * k if cg % 4 else 0)   # the stem has 3 channels
+            o, kh, kw, _ = n.params["weight"].shape
+            kp = kh * ((kw * cg + 3) // 4 * 4)   # int16 weights: kernel rows padded to fours
+            if kp <= 256:   # mt_conv2d_fwd_s8_s16 (inference) or mt_conv2d_fwd_s8 (RAM weights)
+                assert dsp == max(s8, 14 * kp + 16 * o), n.name
+            else:
+                assert dsp == s8, n.name
         else:
             assert dsp == 0, n.name   # depthwise, pools, add: no scratch
 

@@ -25,7 +25,7 @@ from mcutrain.codegen.cformat import c_array, unique_idents
 from mcutrain.engines.int_engine import check_accumulator
 from mcutrain.graph import INPUT, Node, Op
 from mcutrain.plan import ArenaPlan, plan_inference_arena
-from mcutrain.plan.lifetimes import is_depthwise
+from mcutrain.plan.lifetimes import is_depthwise, widens_weights
 from mcutrain.qmodel import QuantModel
 
 SUPPORTED_OPS = frozenset({Op.CONV2D, Op.LINEAR, Op.MAXPOOL, Op.AVGPOOL, Op.GLOBAL_AVGPOOL, Op.FLATTEN,
@@ -75,9 +75,28 @@ def _dims(shape: tuple[int, ...]) -> str:
     return f"{{1, {h}, {w}, {c}}}"
 
 
+def widen_conv_weight(w: np.ndarray) -> np.ndarray:
+    """Conv weights [O, kh, kw, Cg] int8 as `mt_conv2d_fwd_s8_s16` reads them: [O, kh, R] int16.
+
+    R = kw * Cg rounded up to a multiple of 4 (zeros after each kernel row's weights), and every
+    group of four in SMLAD order (w0, w2, w1, w3), the order of the im2col columns.
+
+    >>> widen_conv_weight(np.arange(1, 7, dtype=np.int8).reshape(1, 1, 3, 2)).tolist()
+    [[[1, 3, 2, 4, 5, 0, 6, 0]]]
+    """
+    o, kh, kw, cg = w.shape
+    r = (kw * cg + 3) // 4 * 4
+    rows = np.zeros((o, kh, r), np.int16)
+    rows[:, :, : kw * cg] = w.reshape(o, kh, kw * cg)
+    return np.ascontiguousarray(rows.reshape(o, kh, r // 4, 4)[..., [0, 2, 1, 3]].reshape(o, kh, r))
+
+
 class _Emitter:
-    def __init__(self, qm: QuantModel, plan: ArenaPlan):
+    def __init__(self, qm: QuantModel, plan: ArenaPlan, widen: bool = False):
+        """`widen`: store the weights of the convs that `widens_weights` as int16 (inference
+        exports for DSP kernels; the training side keeps int8, its trainable weights are RAM)."""
         self.qm, self.g, self.plan = qm, qm.graph, plan
+        self.widen = widen and plan.kernels == "dsp"
         self.ids = unique_idents([INPUT] + [n.name for n in self.g.nodes])
         self.consts: list[str] = []
         self.const_bytes = 0
@@ -94,6 +113,17 @@ class _Emitter:
         per_line = 16 if ctype == "int8_t" else 8
         self.consts.append(c_array(ctype, name, arr, per_line=per_line, comment=comment))
         return name
+
+    def const_s16_aligned(self, name: str, values: np.ndarray, comment: str) -> str:
+        """An int16 constant array inside a union with an int32_t: 4-byte aligned (LDRD) in C99."""
+        arr = np.asarray(values)
+        self.const_bytes += 2 * arr.size
+        body = c_array("int16_t", "v", arr, per_line=16).split("\n")[1:-1]
+        self.consts.append("\n".join([f"/* {comment} */", "static const union {",
+                                       f"    int16_t v[{arr.size}];",
+                                       "    int32_t align; /* 4-byte alignment for LDRD */",
+                                       f"}} {name} = {{{{", *body, "}};"]))
+        return f"{name}.v"
 
     def scratch(self, n: Node) -> str:
         off, size = self.plan.scratch.get(n.name, (0, 0))
@@ -115,7 +145,14 @@ class _Emitter:
             mult, shift = qm.requant_params(n)
             lo, hi = qm.act_range(n)
             zx, zy = qm.zero_point(n.inputs[0]), qm.zero_point(n.name)
-            wn = self.const("int8_t", f"{nid}_weight", w, f"{n.name}: weight {list(w.shape)} int8")
+            wide = self.widen and widens_weights(g, n)
+            if wide:
+                w16 = widen_conv_weight(w)
+                wn = self.const_s16_aligned(
+                    f"{nid}_weight", w16, f"{n.name}: weight {list(w.shape)} as int16 "
+                    f"[{', '.join(map(str, w16.shape))}] (padded rows, SMLAD order)")
+            else:
+                wn = self.const("int8_t", f"{nid}_weight", w, f"{n.name}: weight {list(w.shape)} int8")
             bn = self.const("int32_t", f"{nid}_bias", b)
             mn = self.const("int32_t", f"{nid}_multiplier", mult)
             sn = self.const("int32_t", f"{nid}_shift", shift)
@@ -137,7 +174,8 @@ class _Emitter:
                 return [*head, *_call("mt_depthwise_conv2d_fwd_s8",
                                       ["&p", "&q", "&in_d", x, "&f_d", wn, bn, "&out_d", y])]
             return [*head, f"const mt_context ctx = {self.scratch(n)};",
-                    *_call("mt_conv2d_fwd_s8", ["&ctx", "&p", "&q", "&in_d", x, "&f_d", wn, bn, "&out_d", y])]
+                    *_call("mt_conv2d_fwd_s8_s16" if wide else "mt_conv2d_fwd_s8",
+                           ["&ctx", "&p", "&q", "&in_d", x, "&f_d", wn, bn, "&out_d", y])]
         if n.op in (Op.MAXPOOL, Op.AVGPOOL):
             (kh, kw), (sh, sw) = n.attrs["kernel"], n.attrs["stride"]
             fn = "mt_maxpool_fwd_s8" if n.op == Op.MAXPOOL else "mt_avgpool_fwd_s8"
@@ -184,7 +222,7 @@ def emit_model(qm: QuantModel, kernels: str = "dsp", planner: str = "greedy",
     _check_supported(qm)
     g = qm.graph
     plan = plan or plan_inference_arena(g, kernels=kernels, planner=planner)
-    em = _Emitter(qm, plan)
+    em = _Emitter(qm, plan, widen=True)
     blocks: list[str] = []
     scratch_checks: list[str] = []
     for i, n in enumerate(g.nodes):
@@ -209,7 +247,8 @@ def emit_model(qm: QuantModel, kernels: str = "dsp", planner: str = "greedy",
                 call = f"mt_linear_fwd_s8_get_buffer_size({qm.weights[n.name].shape[1]})"
             else:
                 w = qm.weights[n.name].shape
-                call = f"mt_conv2d_fwd_s8_get_buffer_size(&f_{em.ids[n.name]})"
+                fn = "mt_conv2d_fwd_s8_s16" if em.widen and widens_weights(g, n) else "mt_conv2d_fwd_s8"
+                call = f"{fn}_get_buffer_size(&f_{em.ids[n.name]})"
                 scratch_checks.append(f"    static const mt_dims f_{em.ids[n.name]} = "
                                       f"{{{', '.join(map(str, w))}}};")
             scratch_checks.append(f"    if ({call} > {size}) {{ /* {n.name} */")

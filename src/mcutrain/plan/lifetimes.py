@@ -47,14 +47,51 @@ def is_depthwise(graph: Graph, node: Node) -> bool:
     return node.attrs["groups"] == c > 1 and node.params["weight"].shape[3] == 1
 
 
+S16_K_MAX = 256
+"""Largest padded reduction length whose conv weights the exporter widens to int16 (the 1x7
+block's scratch, 14 bytes per k, stays within 3.5 KB)."""
+
+
+def s16_row(node: Node) -> int:
+    """Int16 weights per kernel row of a widened conv: kw * Cg rounded up to a multiple of 4."""
+    _, _, kw, cg = node.params["weight"].shape
+    return (kw * cg + 3) // 4 * 4
+
+
+def widens_weights(graph: Graph, node: Node) -> bool:
+    """Whether a DSP inference export stores this layer's (Flash) weights widened to int16.
+
+    Plain and grouped convs (not depthwise) whose padded reduction kh * `s16_row` is at most
+    `S16_K_MAX`: they run `mt_conv2d_fwd_s8_s16`, whose inner loop loads four weights with one
+    LDRD instead of widening int8 weights in registers (3 instructions per 4). The price is
+    Flash: 2 bytes per (padded) weight instead of 1.
+    """
+    if node.op != Op.CONV2D or is_depthwise(graph, node):
+        return False
+    return node.params["weight"].shape[1] * s16_row(node) <= S16_K_MAX
+
+
+def flash_weight_bytes(graph: Graph, node: Node, kernels: str = "dsp") -> int:
+    """Flash bytes of a frozen layer's weights in an inference export for `kernels`."""
+    w = node.params["weight"]
+    if kernels == "dsp" and widens_weights(graph, node):
+        return 2 * w.shape[0] * w.shape[1] * s16_row(node)
+    return int(w.size)
+
+
 def scratch_bytes(graph: Graph, node: Node, kernels: str = "dsp") -> int:
     """Scratch bytes the C kernel of `node` needs (0 for most ops).
 
     conv2d (not depthwise): one block of im2col columns of K = kh*kw*C/groups int16, 7 columns
     when K <= 256 (the 1x7 GEMM block; 14 * K bytes, at most 3.5 KB) else 2 (4 * K bytes), plus
     a plain int16 column (2 * K) when C/groups is not a multiple of 4; linear: the centred input
-    row as int16 = 2 * I bytes. Only the DSP kernels use scratch. Mirrors the C companions
-    `mt_conv2d_fwd_s8_get_buffer_size` and `mt_linear_fwd_s8_get_buffer_size`.
+    row as int16 = 2 * I bytes. Only the DSP kernels use scratch. A conv that `widens_weights`
+    runs `mt_conv2d_fwd_s8_s16` in an inference export (seven padded columns, 14 * kh * `s16_row`
+    bytes, and 16 bytes of prepared requantization constants per output channel) but the int8
+    kernel where its weights live in RAM (training libraries): it gets the larger of the two, so
+    either kernel finds its scratch. Mirrors the C companions
+    `mt_conv2d_fwd_s8_get_buffer_size`, `mt_conv2d_fwd_s8_s16_get_buffer_size` and
+    `mt_linear_fwd_s8_get_buffer_size`.
     """
     if kernels not in KERNELS:
         raise ValueError(f"unknown kernels {kernels!r}; use one of {', '.join(KERNELS)}")
@@ -64,7 +101,10 @@ def scratch_bytes(graph: Graph, node: Node, kernels: str = "dsp") -> int:
         _, kh, kw, cg = node.params["weight"].shape
         k = kh * kw * cg
         cols = 7 if k <= 256 else 2
-        return 2 * cols * k + (2 * k if cg % 4 else 0)
+        s8 = 2 * cols * k + (2 * k if cg % 4 else 0)
+        if widens_weights(graph, node):
+            return max(s8, 2 * 7 * kh * s16_row(node) + 16 * int(node.params["weight"].shape[0]))
+        return s8
     if node.op == Op.LINEAR:
         return 2 * int(node.params["weight"].shape[1])
     return 0

@@ -183,15 +183,15 @@ static MT_NOINLINE void dot_1x7(const int8_t *w, const int16_t *c, int32_t n4, i
  * through int8_t pointers may alias anything, so reading them from `q` in the loop would
  * reload them for every output.
  */
-static void requant_block(const int32_t *s,
-                          int32_t n,
-                          int32_t mult,
-                          int32_t shift,
-                          int32_t zp,
-                          int32_t act_min,
-                          int32_t act_max,
-                          int8_t *out,
-                          int32_t stride)
+void mt_requant_block(const int32_t *s,
+                      int32_t n,
+                      int32_t mult,
+                      int32_t shift,
+                      int32_t zp,
+                      int32_t act_min,
+                      int32_t act_max,
+                      int8_t *out,
+                      int32_t stride)
 {
     int32_t j;
     if (mt_requant_fast_ok(mult, shift)) {
@@ -264,7 +264,7 @@ void mt_mat_mult_s8_s16_7col(const int8_t *w,
             o[5 * stride] = (int8_t)mt_requantize_fast(s[5], mult, sh, c1);
             o[6 * stride] = (int8_t)mt_requantize_fast(s[6], mult, sh, c1);
         } else {
-            requant_block(s, n, mult, shift, zp, act_min, act_max, out + r, stride);
+            mt_requant_block(s, n, mult, shift, zp, act_min, act_max, out + r, stride);
         }
     }
 }
@@ -418,7 +418,7 @@ void mt_mat_mult_s8_s16_1col(const int8_t *w,
             }
         }
         for (j = 0; j < 4; j++) {
-            requant_block(&s[j], 1, q->multiplier[r + j], q->shift[r + j], zp, act_min, act_max, out + r + j, 0);
+            mt_requant_block(&s[j], 1, q->multiplier[r + j], q->shift[r + j], zp, act_min, act_max, out + r + j, 0);
         }
     }
     for (; r < rows; r++) { /* the last rows one at a time */
@@ -436,7 +436,7 @@ void mt_mat_mult_s8_s16_1col(const int8_t *w,
         for (; i < k; i++) {
             a0 += *w0++ * *c++;
         }
-        requant_block(&a0, 1, q->multiplier[r], q->shift[r], zp, act_min, act_max, out + r, 0);
+        mt_requant_block(&a0, 1, q->multiplier[r], q->shift[r], zp, act_min, act_max, out + r, 0);
     }
 }
 

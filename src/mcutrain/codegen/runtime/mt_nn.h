@@ -55,8 +55,35 @@ mt_status mt_conv2d_fwd_s8(const mt_context *ctx,
                            const mt_dims *output_dims,
                            int8_t *output);
 
-/* Scratch bytes mt_conv2d_fwd_s8 uses for `filter_dims`: 4 * kh * kw * Cg with MT_DSP, else 0. */
+/* Scratch bytes mt_conv2d_fwd_s8 uses for `filter_dims` with MT_DSP (0 without): 14 * K for
+   K = kh * kw * Cg <= 256, else 4 * K; plus 2 * K when Cg is not a multiple of 4. */
 int32_t mt_conv2d_fwd_s8_get_buffer_size(const mt_dims *filter_dims);
+
+/*
+ * 2-d convolution with the weights stored widened to int16 (frozen weights exported for DSP
+ * builds; same results as mt_conv2d_fwd_s8 with the int8 weights they came from).
+ *   filter_dims   in: (O, kh, kw, C / groups), the logical shape
+ *   filter        in: [O, kh, R] int16, 4-byte aligned, R = kw * Cg rounded up to a multiple of 4:
+ *                 each kernel row's kw * Cg weights (kx-major, as mt_conv2d_fwd_s8's), zeros up
+ *                 to R, every group of four stored as (w0, w2, w1, w3) (SMLAD order)
+ * Other parameters, bound and return codes as mt_conv2d_fwd_s8.
+ * Scratch: the DSP path needs seven int16 columns of kh * R and 16 bytes per output channel (see
+ * the companion); with less scratch or an unaligned filter it falls back to the reference loop
+ * (same results).
+ */
+mt_status mt_conv2d_fwd_s8_s16(const mt_context *ctx,
+                               const mt_conv_params *params,
+                               const mt_per_channel_quant *quant,
+                               const mt_dims *input_dims,
+                               const int8_t *input,
+                               const mt_dims *filter_dims,
+                               const int16_t *filter,
+                               const int32_t *bias,
+                               const mt_dims *output_dims,
+                               int8_t *output);
+
+/* Scratch bytes mt_conv2d_fwd_s8_s16 uses: 14 * kh * R + 16 * O with MT_DSP, else 0. */
+int32_t mt_conv2d_fwd_s8_s16_get_buffer_size(const mt_dims *filter_dims);
 
 /*
  * Depthwise 2-d convolution (groups == C, channel multiplier m = O / C >= 1):

@@ -66,6 +66,42 @@ void mt_mat_mult_s8_s16_7col(const int8_t *w,
                              int32_t stride,
                              int32_t n);
 
+/*
+ * The rows of int16 weights (SMLAD order, k a multiple of four, 4-byte aligned) times
+ * MT_GEMM_COLS columns: as mt_mat_mult_s8_s16_7col, with no tail (the exporter pads the weights).
+ * prep: NULL, or the [rows][4] table of mt_gemm_prepare_s16 when it returned 1 (every row takes
+ * the prepared requantization); it is used for full blocks (n == MT_GEMM_COLS).
+ */
+void mt_mat_mult_s16_s16_7col(const int16_t *w,
+                              const int16_t *cols,
+                              int32_t rows,
+                              int32_t k,
+                              const mt_gemm_out *q,
+                              const int32_t *prep,
+                              int8_t *out,
+                              int32_t stride,
+                              int32_t n);
+
+/*
+ * Per row (bias, multiplier, sh, c1) into prep [rows][4], once per layer call. Returns 1 when
+ * every row allows mt_requantize_fast and the clamp is [-128, 127] (prep is then usable), else 0.
+ */
+int32_t mt_gemm_prepare_s16(const mt_gemm_out *q, int32_t rows, int32_t *prep);
+
+/*
+ * Requantize the n sums s[0..n) of one output channel into out[j * stride]: mt_requantize_fast
+ * where the channel allows it, else mt_requantize (identical results).
+ */
+void mt_requant_block(const int32_t *s,
+                      int32_t n,
+                      int32_t mult,
+                      int32_t shift,
+                      int32_t zp,
+                      int32_t act_min,
+                      int32_t act_max,
+                      int8_t *out,
+                      int32_t stride);
+
 /* One column: out[r] = requant(bias[r] + w[r] . col) (matrix times vector); col plain-reordered. */
 void mt_mat_mult_s8_s16_1col(const int8_t *w,
                              const int16_t *col,

@@ -1,6 +1,6 @@
 /*
  * model.c: constants, arena and forward pass of the model (see model.h).
- * Kernels planned for: dsp; arena planner: greedy; arena 192 bytes.
+ * Kernels planned for: dsp; arena planner: greedy; arena 248 bytes.
  *
 node               op              output              params        MACs
 conv               conv2d          (4, 4, 2)               20         288
@@ -15,11 +15,14 @@ total                                                      47         312
 #include "model.h"
 #include "mt_nn.h"
 
-/* conv: weight [2, 3, 3, 1] int8 */
-static const int8_t conv_weight[18] = {
-    -127, -120, -113, -106, -99, -92, -85, -78, -71, -64, -57, -50, -43, -36, -29, -22,
-    -15, -8,
-};
+/* conv: weight [2, 3, 3, 1] as int16 [2, 3, 4] (padded rows, SMLAD order) */
+static const union {
+    int16_t v[24];
+    int32_t align; /* 4-byte alignment for LDRD */
+} conv_weight = {{
+    -127, -113, -120, 0, -106, -92, -99, 0, -85, -71, -78, 0, -64, -50, -57, 0,
+    -43, -29, -36, 0, -22, -8, -15, 0,
+}};
 
 static const int32_t conv_bias[2] = {
     100, -200,
@@ -66,13 +69,13 @@ void model_set_layer_hook(model_layer_hook hook)
 
 int8_t *model_input_buffer(void)
 {
-    return (model_arena.bytes + 176);
+    return (model_arena.bytes + 232);
 }
 
 mt_status model_init(void)
 {
     static const mt_dims f_conv = {2, 3, 3, 1};
-    if (mt_conv2d_fwd_s8_get_buffer_size(&f_conv) > 144) { /* conv */
+    if (mt_conv2d_fwd_s8_s16_get_buffer_size(&f_conv) > 200) { /* conv */
         return MT_ERR_BUFFER;
     }
     if (mt_linear_fwd_s8_get_buffer_size(8) > 16) { /* fc */
@@ -87,30 +90,30 @@ mt_status model_predict(const int8_t *input, int8_t *logits)
     if (!input || !logits) {
         return MT_ERR_ARG;
     }
-    if (input != (model_arena.bytes + 176)) {
-        memcpy((model_arena.bytes + 176), input, MODEL_INPUT_SIZE);
+    if (input != (model_arena.bytes + 232)) {
+        memcpy((model_arena.bytes + 232), input, MODEL_INPUT_SIZE);
     }
-    { /* [0] conv: conv2d, act relu -> [4, 4, 2] at arena offset 144 */
+    { /* [0] conv: conv2d, act relu -> [4, 4, 2] at arena offset 200 */
         static const mt_conv_params p = {-128, -100, 1, 1, 1, 1, 1, -100, 127};
         static const mt_per_channel_quant q = {conv_multiplier, conv_shift};
         static const mt_dims in_d = {1, 4, 4, 1};
         static const mt_dims f_d = {2, 3, 3, 1};
         static const mt_dims out_d = {1, 4, 4, 2};
-        const mt_context ctx = {model_arena.bytes + 0, 144};
-        st = mt_conv2d_fwd_s8(&ctx, &p, &q, &in_d, (model_arena.bytes + 176), &f_d, conv_weight, conv_bias,
-                              &out_d, (model_arena.bytes + 144));
+        const mt_context ctx = {model_arena.bytes + 0, 200};
+        st = mt_conv2d_fwd_s8_s16(&ctx, &p, &q, &in_d, (model_arena.bytes + 232), &f_d, conv_weight.v,
+                                  conv_bias, &out_d, (model_arena.bytes + 200));
         if (st != MT_OK) {
             return st;
         }
         if (model_layer_hook_fn) {
-            model_layer_hook_fn(0, "conv", (model_arena.bytes + 144), 32);
+            model_layer_hook_fn(0, "conv", (model_arena.bytes + 200), 32);
         }
     }
     { /* [1] pool: maxpool -> [2, 2, 2] at arena offset 16 */
         static const mt_pool_params p = {2, 2, 2, 2};
         static const mt_dims in_d = {1, 4, 4, 2};
         static const mt_dims out_d = {1, 2, 2, 2};
-        st = mt_maxpool_fwd_s8(&p, &in_d, (model_arena.bytes + 144), &out_d, (model_arena.bytes + 16));
+        st = mt_maxpool_fwd_s8(&p, &in_d, (model_arena.bytes + 200), &out_d, (model_arena.bytes + 16));
         if (st != MT_OK) {
             return st;
         }
