@@ -12,7 +12,13 @@ from conftest import needs_gcc
 from mcutrain import graph as G
 from mcutrain import zoo
 from mcutrain.codegen.emit import ExportError
-from mcutrain.codegen.emit_fqt import emit_fqt_training, for_export, jump_columns, state_arrays
+from mcutrain.codegen.emit_fqt import (
+    emit_fqt_training,
+    for_export,
+    jump_columns,
+    quantize_input,
+    state_arrays,
+)
 from mcutrain.codegen.library import export_training_library
 from mcutrain.codegen.train_harness import build_host_train, run_host_train
 from mcutrain.methods.fqt import FQT
@@ -32,31 +38,31 @@ def pool_graph() -> G.Graph:
     return zoo.he_init(G.Graph((8, 8, 1), nodes, "fqt-pool"), seed=3)
 
 
-def make(arch: str, steps: int, trainable: str = "all", seed: int = 5):
+def make(arch: str, steps: int, trainable: str = "all", seed: int = 5, precision: str = "int8"):
     rng = np.random.default_rng(0)
     g = pool_graph() if arch == "pool" else zoo.build(arch, seed=1)
     x = rng.random((8 + 4 * steps, *g.input_shape), dtype=np.float32)
     y = rng.integers(0, g.num_classes, 8 + 4 * steps)
-    cfg = FQTConfig(precision="int8", trainable=trainable, seed=seed)
+    cfg = FQTConfig(precision=precision, trainable=trainable, seed=seed)
     return (lambda: FQT(g, cfg, x[:8])), x[8:], y[8:]
 
 
 @needs_gcc
-@pytest.mark.parametrize(("arch", "trainable", "steps", "bsz"), [
-    ("digits-cnn", "all", 4, 1), ("pool", "last:2", 3, 1), ("pool", "all", 3, 3)])
-def test_c_steps_equal_the_simulator(tmp_path, arch, trainable, steps, bsz):
+@pytest.mark.parametrize(("arch", "trainable", "steps", "bsz", "precision"), [
+    ("digits-cnn", "all", 4, 1, "int8"), ("pool", "last:2", 3, 1, "int8"), ("pool", "all", 3, 3, "int8"),
+    ("pool", "all", 3, 1, "uint8")])
+def test_c_steps_equal_the_simulator(tmp_path, arch, trainable, steps, bsz, precision):
     """Batch 3: one sample at a time, gradients summed over the batch, error ranges of the whole
-    batch on the first step (the seeding pass)."""
-    new, x, y = make(arch, steps, trainable)
+    batch on the first step (the seeding pass). uint8: seed A's format (per-sample uint8 gradients)."""
+    new, x, y = make(arch, steps, trainable, precision=precision)
     m = new()
     res = export_training_library(for_export(m), tmp_path / "lib", batch=bsz, kernels="ref")
     src = res.model
     exe = build_host_train(tmp_path / "lib", tmp_path / "train")
-    q_in = m.act_qparams("input")
     lr = 0.05
     xs = [x[i * bsz:(i + 1) * bsz] for i in range(steps)]
     ys = [y[i * bsz:(i + 1) * bsz] for i in range(steps)]
-    results = run_host_train(exe, [(q_in.quantize(a, "nearest"), b) for a, b in zip(xs, ys)], lr, src,
+    results = run_host_train(exe, [(quantize_input(m, a), b) for a, b in zip(xs, ys)], lr, src,
                              m.graph.num_classes)
     sim = new()
     w0 = {k: v.copy() for k, v in sim.w.items()}
@@ -64,7 +70,7 @@ def test_c_steps_equal_the_simulator(tmp_path, arch, trainable, steps, bsz):
         vals = sim._forward(xs[s], None)
         logits = vals[sim.graph.output].reshape(bsz, -1)
         losses, _ = sim._loss(logits, ys[s].astype(np.int64))
-        np.testing.assert_array_equal(r.logits, logits, err_msg=f"step {s} logits")
+        np.testing.assert_array_equal(r.logits, logits.astype(np.int8), err_msg=f"step {s} logits")
         np.testing.assert_array_equal(r.losses, losses, err_msg=f"step {s} losses")
         sim.step(xs[s], ys[s], lr)
         for name, want in state_arrays(sim, src).items():
@@ -107,7 +113,8 @@ def test_jump_columns_advance_the_stream():
 
 
 @pytest.mark.parametrize(("kw", "batch", "msg"), [
-    ({"precision": "uint8"}, 1, "fqt --precision uint8 has no C step yet"),
+    ({"precision": "mixed"}, 1, "fqt --precision mixed has no C step yet"),
+    ({"precision": "uint8"}, 2, "fqt --precision uint8 in C runs batch 1 so far"),
     ({"lambda_min": 0.5}, 1, "partial updates (lambda_min < 1) have no C step yet"),
 ])
 def test_unsupported_settings_are_refused(kw, batch, msg):

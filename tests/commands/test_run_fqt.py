@@ -45,6 +45,6 @@ def test_fqt_int8_run_is_bit_exact(arm_tools, tmp_path, capsys):
         np.testing.assert_array_equal(sim[k], mcu[k], err_msg=k)
 
 
-def test_fqt_uint8_is_not_generated_yet(capsys):
-    assert main([*BASE, "--precision", "uint8", "--target", "cortex-m4"]) == 1
-    assert "fqt --precision uint8 has no C step yet" in capsys.readouterr().err
+def test_fqt_mixed_is_not_generated_yet(capsys):
+    assert main([*BASE, "--precision", "mixed", "--target", "cortex-m4"]) == 1
+    assert "fqt --precision mixed has no C step yet" in capsys.readouterr().err

@@ -72,11 +72,17 @@ def jump_columns(n: int) -> np.ndarray:
 def check_fqt(method, batch: int) -> None:
     """Refuse FQT settings the generated C does not implement yet, saying what to use instead."""
     p = method.prec
-    if p.name != "int8":
-        raise ExportError(f"fqt --precision {p.name} has no C step yet; use --precision int8")
+    if p.name not in ("int8", "uint8"):
+        raise ExportError(f"fqt --precision {p.name} has no C step yet; use --precision int8 or uint8")
+    if p.name == "uint8" and batch != 1:
+        raise ExportError(f"fqt --precision uint8 in C runs batch 1 so far (got --batch {batch}); "
+                          "use --batch 1")
+    if p.name == "uint8" and (p.weight_rounding != "nearest" or p.relative_update):
+        raise ExportError("fqt uint8 in C rounds weights to nearest with absolute steps; "
+                          "drop the weight_rounding / relative_update overrides")
     if method.partial.active:
         raise ExportError("fqt partial updates (lambda_min < 1) have no C step yet; use --lambda-min 1")
-    if p.weight_rounding != "stochastic" or p.relative_update:
+    if p.name == "int8" and (p.weight_rounding != "stochastic" or p.relative_update):
         raise ExportError("fqt int8 in C rounds weights stochastically with absolute steps; "
                           "drop the weight_rounding / relative_update overrides")
     g = method.graph
@@ -113,6 +119,15 @@ class _FqtEmitter:
         self.trained = [n.name for n in self.g.parametric() if n.name in method.trainable]
         self.err_key = self._error_keys()
         self.seed_pass = False
+        self.u8 = method.prec.name == "uint8"
+        self.q = "u8" if self.u8 else "s8"
+
+    def err_qp(self, node: str, scale: str, zp: str) -> list[str]:
+        """Declarations of `scale` (and for uint8 `zp`) of the error EMA of `node`'s output."""
+        r = self.err(node)
+        if not self.u8:
+            return [f"const float {scale} = mt_fqt_err_scale(&{r});"]
+        return [f"float {scale};", f"int32_t {zp};", f"mt_fqt_qparams_u8({r}.lo, {r}.hi, &{scale}, &{zp});"]
 
     def _error_keys(self) -> dict[str, str]:
         """Node -> the tensor whose error EMA gives the scale of that node's output error."""
@@ -184,6 +199,10 @@ def _fwd(e: _FqtEmitter, k: Kernel) -> list[str]:
                 f"static const mt_dims in_d = {e.dims(e.g.shape(n.inputs[0]))};",
                 f"static const mt_dims out_d = {e.dims(e.g.shape(n.name))};"]
         arg = [w for w in k.writes if w.endswith(".argmax")]
+        if e.u8:
+            return [*head, *_call("mt_maxpool_fwd_u8_argmax", ["&p", "&in_d", x, "&out_d", y,
+                                                                f"(uint8_t *)(void *){e.t(arg[0])}" if arg
+                                                                else "NULL"])]
         if arg:
             return [*head, *_call("mt_maxpool_fwd_s8_argmax", ["&p", "&in_d", x, "&out_d", y,
                                                                 f"(uint8_t *)(void *){e.t(arg[0])}"])]
@@ -191,6 +210,8 @@ def _fwd(e: _FqtEmitter, k: Kernel) -> list[str]:
     lid, o = e.lid(n.name), n.params["weight"].shape[0]
     xa, ya = e.act(n.inputs[0]), e.act(n.name)
     act = ACT_CODE[n.act]
+    if e.u8:
+        return _fwd_u8(e, n, x, y)
     lines = [f"const mt_per_channel_quant q = {{{lid}_mult, {lid}_shift}};"]
     if n.op == Op.LINEAR:
         lines.append(f"mt_linear_params p = {{{xa}_zp, {ya}_zp, -128, 127}};")
@@ -210,6 +231,29 @@ def _fwd(e: _FqtEmitter, k: Kernel) -> list[str]:
     return lines
 
 
+def _fwd_u8(e: _FqtEmitter, n: Node, x: str, y: str) -> list[str]:
+    lid, o = e.lid(n.name), n.params["weight"].shape[0]
+    xa, ya = e.act(n.inputs[0]), e.act(n.name)
+    act = ACT_CODE[n.act]
+    if n.op == Op.LINEAR:
+        lines = [f"mt_linear_params p = {{{xa}_zp, {ya}_zp, 0, 255}};"]
+        call = _call("mt_linear_fwd_u8_range", ["&p", f"{lid}_w_zp", f"{lid}_m", "1", x,
+                                                str(n.params["weight"].shape[1]), f"{lid}_weight",
+                                                f"{lid}_bias", str(o), y, "fqt_amin", "fqt_amax"])
+    else:
+        lines = e.conv_head(n)
+        call = _call("mt_conv2d_fwd_u8_range", ["&p", f"{lid}_w_zp", f"{lid}_m", "&in_d", x, "&f_d",
+                                                f"{lid}_weight", f"{lid}_bias", "&out_d", y, "fqt_amin",
+                                                "fqt_amax"])
+    lines += [f"mt_fqt_act_range_u8({ya}_scale, {ya}_zp, {act}, &p.act_min, &p.act_max);",
+              "fqt_reset_extremes(1);", *call]
+    if e.m.dynamic[n.name]:
+        lines += ["if (record) {",
+                  f"    mt_fqt_acc_range_f32(1, fqt_amin, fqt_amax, {xa}_scale, {lid}_s_w, {act}, &{ya});",
+                  "}"]
+    return lines
+
+
 # ---------------------------------------------------------------- loss and backward
 
 
@@ -217,14 +261,23 @@ def _loss(e: _FqtEmitter, k: Kernel) -> list[str]:
     kk = e.g.num_classes
     logits, loss, err = e.t(k.reads[0]), e.t(k.writes[0]), e.t(k.writes[1])
     ya, er = e.act(e.g.output), e.err(e.g.output)
-    lines = _call("mt_softmax_ce_s8", ["1", str(kk), logits, f"{ya}_scale", "labels + b", loss, "fqt_errq"])
+    lg = logits
+    lines = []
+    if e.u8:       # the zero point cancels in softmax: uint8 logits shifted by -128 are int8
+        lg = "lg8"
+        lines = [f"int8_t lg8[{kk}];", "int32_t k;", f"for (k = 0; k < {kk}; ++k) {{",
+                 f"    lg8[k] = (int8_t)((int32_t){logits}[k] - 128);", "}"]
+    lines += _call("mt_softmax_ce_s8", ["1", str(kk), lg, f"{ya}_scale", "labels + b", loss, "fqt_errq"])
+    if e.u8:
+        err = f"(uint8_t *)(void *){err}"
     if e.seed_pass:    # a batch's first step: only the logits' error range
-        return [*lines, *_call("mt_fqt_logit_error_s8", [str(kk), "fqt_errq", "0", f"&{er}", err]),
+        return [*lines, *_call(f"mt_fqt_logit_error_{e.q}", [str(kk), "fqt_errq", "0", f"&{er}", err]),
                 f"if (!{er}.initialized) {{", "    continue;", "}"]
     return [*lines, "if (logits != NULL) {", f"    memcpy(logits + b * {kk}, {logits}, {kk});", "}",
             f"losses[b] = {loss}[0];",
             f"if ({loss}[0] > fqt_loss_max) {{", f"    fqt_loss_max = {loss}[0];", "}",
-            *_call("mt_fqt_logit_error_s8", [str(kk), "fqt_errq", str(int(e.s.batch == 1)), f"&{er}", err])]
+            *_call(f"mt_fqt_logit_error_{e.q}", [str(kk), "fqt_errq", str(int(e.s.batch == 1)), f"&{er}",
+                                                 err])]
 
 
 def _zero(e: _FqtEmitter, k: Kernel) -> list[str]:
@@ -232,6 +285,8 @@ def _zero(e: _FqtEmitter, k: Kernel) -> list[str]:
 
 
 def _bwd_in(e: _FqtEmitter, k: Kernel) -> list[str]:
+    if e.u8:
+        return _bwd_in_u8(e, k)
     n = e.g.node(k.node)
     lid, o = e.lid(n.name), n.params["weight"].shape[0]
     ein = e.t(k.reads[0])
@@ -266,6 +321,34 @@ def _bwd_in(e: _FqtEmitter, k: Kernel) -> list[str]:
             f"mt_fqt_range_see_acc(&{de}, amin, amax, s_acc);"]
 
 
+def _bwd_in_u8(e: _FqtEmitter, k: Kernel) -> list[str]:
+    n = e.g.node(k.node)
+    lid, o = e.lid(n.name), n.params["weight"].shape[0]
+    ein = e.t(k.reads[0])
+    dst = e.t(next(w for w in k.writes if w.startswith("err:")))
+    de = e.err(n.inputs[0])
+    if n.op == Op.LINEAR:
+        i = n.params["weight"].shape[1]
+        head = []
+
+        def kern(out: str, mult: str, zp: str) -> list[str]:
+            return _call("mt_linear_bwd_in_u8", ["1", "z_e", f"{lid}_w_zp", str(o), ein, f"{lid}_weight",
+                                                 str(i), mult, zp, out, "&amin", "&amax"])
+    else:
+        head = e.conv_head(n)
+
+        def kern(out: str, mult: str, zp: str) -> list[str]:
+            return _call("mt_conv2d_bwd_in_u8", ["&p", "z_e", f"{lid}_w_zp", "&out_d", ein, "&f_d",
+                                                 f"{lid}_weight", "&in_d", mult, zp, out, "&amin", "&amax"])
+    return [*head, *e.err_qp(n.name, "s_e", "z_e"), "float s_acc;", "float s_x;", "int32_t z_x;",
+            "int32_t amin = INT32_MAX;", "int32_t amax = INT32_MIN;",
+            f"s_acc = {lid}_s_w[0] * s_e; /* float32(s_w * s_e) */",
+            *_first_range(e, de, kern("NULL", "0.0f", "0")),
+            f"mt_fqt_qparams_u8({de}.lo, {de}.hi, &s_x, &z_x);",
+            *kern(f"(uint8_t *)(void *){dst}", "s_acc / s_x", "z_x"),
+            f"mt_fqt_range_see_acc(&{de}, amin, amax, s_acc);"]
+
+
 def _first_range(e: _FqtEmitter, de: str, range_only: list[str]) -> list[str]:
     """An error tensor without a range yet: batch 1 seeds it from this sample; a batch's seeding
     pass records this sample's range and stops the sample's backward there."""
@@ -278,6 +361,8 @@ def _first_range(e: _FqtEmitter, de: str, range_only: list[str]) -> list[str]:
 
 
 def _bwd_w(e: _FqtEmitter, k: Kernel) -> list[str]:
+    if e.u8:
+        return _bwd_w_u8(e, k)
     n = e.g.node(k.node)
     ein, x = e.t(k.reads[0]), e.t(k.reads[1])
     gw = e.t(next(w for w in k.writes if w.endswith(".weight")))
@@ -291,7 +376,59 @@ def _bwd_w(e: _FqtEmitter, k: Kernel) -> list[str]:
             *_call("mt_conv2d_bwd_w_s8_s8", ["&p", "&in_d", x, "&out_d", ein, "&f_d", gw, gb])]
 
 
+def _bwd_w_u8(e: _FqtEmitter, k: Kernel) -> list[str]:
+    """Seed A's per-sample uint8 gradient: its range (a pass of its own on the first step) and EMA."""
+    n = e.g.node(k.node)
+    lid = e.lid(n.name)
+    ein, x = e.t(k.reads[0]), e.t(k.reads[1])
+    gw = e.t(next(w for w in k.writes if w.endswith(".weight")))
+    gb = e.t(next(w for w in k.writes if w.endswith(".bias")))
+    w = n.params["weight"]
+    xa = e.act(n.inputs[0])
+    if n.op == Op.LINEAR:
+        head = []
+
+        def kern(out: str, mult: str, zp: str) -> list[str]:
+            return _call("mt_linear_bwd_w_u8", [f"{xa}_zp", "z_e", x, str(w.shape[1]), ein, str(w.shape[0]),
+                                                mult, zp, out, gb, "&gmin", "&gmax"])
+    else:
+        head = e.conv_head(n)
+
+        def kern(out: str, mult: str, zp: str) -> list[str]:
+            return _call("mt_conv2d_bwd_w_u8", ["&p", "z_e", "&in_d", x, "&out_d", ein, "&f_d", mult, zp, out,
+                                                gb, "&gmin", "&gmax"])
+    gr = f"grad_{lid}"
+    return [*head, *e.err_qp(n.name, "s_e", "z_e"), "float s_g;", "float s_q;", "int32_t z_q;",
+            "int32_t gmin = INT32_MAX;", "int32_t gmax = INT32_MIN;",
+            f"s_g = {xa}_scale * s_e; /* float32(s_x * s_e) */",
+            f"memset({gb}, 0, {4 * w.shape[0]});",
+            f"if (!{gr}.initialized) {{ /* first step: this gradient's range seeds its EMA */",
+            *("    " + y for y in kern("NULL", "0.0f", "0")),
+            f"    mt_fqt_range_see_acc(&{gr}, gmin, gmax, s_g);", f"    mt_fqt_range_seed(&{gr});", "}",
+            f"mt_fqt_qparams_u8({gr}.lo, {gr}.hi, &s_q, &z_q);",
+            *kern(f"(uint8_t *)(void *){gw}", "s_g / s_q", "z_q"),
+            f"mt_fqt_range_see_acc(&{gr}, gmin, gmax, s_g);"]
+
+
+def _update_u8(e: _FqtEmitter, k: Kernel) -> list[str]:
+    n = e.g.node(k.node)
+    lid = e.lid(n.name)
+    w = n.params["weight"]
+    c = e.m.cfg
+    gw, gb = e.t(k.reads[0]), e.t(k.reads[1])
+    gr = f"grad_{lid}"
+    return [*e.err_qp(n.name, "s_e", "z_e"), "float s_q;", "int32_t z_q;", "(void)z_e;",
+            f"mt_fqt_qparams_u8({gr}.lo, {gr}.hi, &s_q, &z_q);",
+            f"const mt_fqt_upd_params up = {{lr, {c_float(c.alpha_norm)}, {c_float(c.alpha_w)}, s_q, s_e}};",
+            *_call("mt_fqt_upd_u8", ["&up", str(w.shape[0]), str(w.size // w.shape[0]),
+                                     f"(const uint8_t *)(void *){gw}", "z_q", gb, f"{lid}_norm_mu",
+                                     f"{lid}_norm_sd", f"{lid}_norm_init", f"{lid}_weight", f"{lid}_s_w",
+                                     f"&{lid}_w_zp", f"{lid}_w_lo", f"{lid}_w_hi", f"{lid}_bias_step"])]
+
+
 def _update(e: _FqtEmitter, k: Kernel) -> list[str]:
+    if e.u8:
+        return _update_u8(e, k)
     n = e.g.node(k.node)
     lid = e.lid(n.name)
     w = n.params["weight"]
@@ -315,12 +452,16 @@ def _relu_bwd(e: _FqtEmitter, k: Kernel) -> list[str]:
     ya = e.act(n.name)
     act = n.act if n.op in PARAMETRIC else n.op.value
     size = e.s.tensors[k.writes[0]].elements
-    hi = "hi" if act == "relu6" else "128"
-    return ["int32_t lo;", "int32_t hi;",
-            f"mt_fqt_act_range_s8({ya}_scale, {ya}_zp, {ACT_CODE[act]}, &lo, &hi);",
-            *(["(void)hi;"] if act != "relu6" else []),
-            *_call("mt_relu_bwd_s8", [str(size), "lo", hi, e.t(k.reads[1]), e.t(k.reads[0]),
-                                      e.t(k.writes[0])])]
+    hi = "hi" if act == "relu6" else ("256" if e.u8 else "128")
+    head = ["int32_t lo;", "int32_t hi;",
+            f"mt_fqt_act_range_{e.q}({ya}_scale, {ya}_zp, {ACT_CODE[act]}, &lo, &hi);",
+            *(["(void)hi;"] if act != "relu6" else [])]
+    if e.u8:
+        return [*head, *e.err_qp(n.name, "s_e", "z_e"), "(void)s_e;",
+                *_call("mt_relu_bwd_u8", [str(size), "lo", hi, e.t(k.reads[1]), "z_e", e.t(k.reads[0]),
+                                          e.t(k.writes[0])])]
+    return [*head, *_call("mt_relu_bwd_s8", [str(size), "lo", hi, e.t(k.reads[1]), e.t(k.reads[0]),
+                                             e.t(k.writes[0])])]
 
 
 def _pool_bwd(e: _FqtEmitter, k: Kernel) -> list[str]:
@@ -329,9 +470,13 @@ def _pool_bwd(e: _FqtEmitter, k: Kernel) -> list[str]:
     return [f"static const mt_pool_params p = {{{kh}, {kw}, {sh}, {sw}}};",
             f"static const mt_dims in_d = {e.dims(e.g.shape(n.inputs[0]))};",
             f"static const mt_dims out_d = {e.dims(e.g.shape(n.name))};",
-            *_call("mt_maxpool_bwd_s8", ["&p", "&in_d", "&out_d",
-                                         f"(const uint8_t *)(void *){e.t(k.reads[1])}", e.t(k.reads[0]),
-                                         e.t(k.writes[0])])]
+            *(_call("mt_maxpool_bwd_s8", ["&p", "&in_d", "&out_d",
+                                          f"(const uint8_t *)(void *){e.t(k.reads[1])}", e.t(k.reads[0]),
+                                          e.t(k.writes[0])]) if not e.u8 else
+              [*e.err_qp(n.name, "s_e", "z_e"), "(void)s_e;",
+               *_call("mt_maxpool_bwd_u8", ["&p", "z_e", "&in_d", "&out_d",
+                                            f"(const uint8_t *)(void *){e.t(k.reads[1])}", e.t(k.reads[0]),
+                                            e.t(k.writes[0])])])]
 
 
 def _alias(e: _FqtEmitter, k: Kernel) -> list[str]:
@@ -345,14 +490,22 @@ def _ema_update(e: _FqtEmitter, k: Kernel) -> list[str]:
         if m.dynamic.get(t, False):
             a = f"act_{e.ids[t]}"
             lines += [f"mt_fqt_range_update(&{a}, {c_float(c.alpha_a)});",
-                      f"mt_fqt_qparams_s8({a}.lo, {a}.hi, &{a}_scale, &{a}_zp);"]
+                      f"mt_fqt_qparams_{e.q}({a}.lo, {a}.hi, &{a}_scale, &{a}_zp);"]
     for key in e.err_keys:
         lines.append(f"mt_fqt_range_update(&err_{e.ids[key]}, {c_float(c.alpha_e)});")
+    if e.u8:
+        lines += [f"mt_fqt_range_update(&grad_{e.lid(t)}, {c_float(c.alpha_e)});" for t in e.trained]
     for n in e.g.parametric():
         if not m.dynamic[n.name]:
             continue
         lid, w = e.lid(n.name), n.params["weight"]
         step = f"{lid}_bias_step" if n.name in e.trained else "NULL"
+        if e.u8:
+            lines += _call("mt_fqt_bias_rescale_u8", [str(w.shape[0]), str(w.size // w.shape[0]),
+                                                      f"{lid}_weight", f"{lid}_w_zp",
+                                                      f"{e.act(n.inputs[0])}_scale", f"{lid}_s_w[0]", step,
+                                                      f"{lid}_bias_scale", f"{lid}_bias"])
+            continue
         lines += _call("mt_fqt_bias_rescale_s32", [str(w.shape[0]), str(w.size // w.shape[0]),
                                                    f"{lid}_weight", f"{e.act(n.inputs[0])}_scale",
                                                    f"{lid}_s_w", step, "NULL", f"{lid}_bias_scale",
@@ -432,21 +585,35 @@ def _state(e: _FqtEmitter) -> tuple[list[str], list[StateEntry], list[tuple[str,
         o = w.shape[0]
         qp = m.wqp[name]
         trained = name in e.trained
-        arr("int8_t", f"{lid}_weight", w, "s8", f"{name}.weight" if trained else None,
-            f"{name}: weight {list(w.shape)} int8" + (" (RAM, trained)" if trained else " (frozen)"),
+        nw = 1 if e.u8 else o            # uint8: one scale, zero point and range per tensor
+        wt = "uint8_t" if e.u8 else "int8_t"
+        arr(wt, f"{lid}_weight", w, "s8", f"{name}.weight" if trained else None,
+            f"{name}: weight {list(w.shape)} {wt[:-2]}" + (" (RAM, trained)" if trained else " (frozen)"),
             const=not trained)
         arr("int32_t", f"{lid}_bias", m.b[name], "s32", f"{name}.bias", f"{name}: bias int32 (RAM)")
-        arr("float", f"{lid}_s_w", np.broadcast_to(qp.scale, (o,)), "f32", f"{name}.w_scale",
-            f"{name}: weight scales s_w")
+        arr("float", f"{lid}_s_w", np.broadcast_to(qp.scale, (nw,)), "f32", f"{name}.w_scale",
+            f"{name}: weight scale(s) s_w")
         arr("float", f"{lid}_bias_scale", m.b_acc_scale[name], "f32", f"{name}.bias_scale",
             f"{name}: accumulator scales s_x * s_w of the bias")
-        defs.append(f"static int32_t {lid}_mult[{o}];\nstatic int32_t {lid}_shift[{o}];")
+        if e.u8:
+            defs.append(f"static int32_t {lid}_w_zp = {int(qp.zero_point)};\n"
+                        f"static float {lid}_m; /* forward multiplier float32(s_x * s_w) / s_y */")
+            entries.append(StateEntry(f"{name}.w_zero_point", "s32", (1,)))
+            io.append((f"memcpy(blob + off, &{lid}_w_zp, 4);", f"memcpy(&{lid}_w_zp, blob + off, 4);"))
+        else:
+            defs.append(f"static int32_t {lid}_mult[{o}];\nstatic int32_t {lid}_shift[{o}];")
         if trained:
             ema = m.w_ema[name]
-            arr("float", f"{lid}_w_lo", np.broadcast_to(ema.lo, (o,)), "f32", f"{name}.w_lo",
-                f"{name}: weight range minimum per channel (EMA)")
-            arr("float", f"{lid}_w_hi", np.broadcast_to(ema.hi, (o,)), "f32", f"{name}.w_hi",
-                f"{name}: weight range maximum per channel (EMA)")
+            arr("float", f"{lid}_w_lo", np.broadcast_to(ema.lo, (nw,)), "f32", f"{name}.w_lo",
+                f"{name}: weight range minimum (EMA)")
+            arr("float", f"{lid}_w_hi", np.broadcast_to(ema.hi, (nw,)), "f32", f"{name}.w_hi",
+                f"{name}: weight range maximum (EMA)")
+            if e.u8:
+                rng_struct(f"grad_{lid}", m.grad_ema.get(name), f"grad.{name}.range",
+                           f"{name}: per-sample gradient range (EMA)")
+                entries.append(StateEntry(f"grad.{name}.init", "s32", (1,)))
+                io.append((f"memcpy(blob + off, &grad_{lid}.initialized, 4);",
+                           f"memcpy(&grad_{lid}.initialized, blob + off, 4);"))
             st = m.norm.get(name, {"mu": np.zeros(o), "sd": np.zeros(o), "init": np.zeros(o, bool)})
             arr("float", f"{lid}_norm_mu", st["mu"], "f32", f"{name}.norm_mu", f"{name}: gradient mean (EMA)")
             arr("float", f"{lid}_norm_sd", st["sd"], "f32", f"{name}.norm_sd", f"{name}: gradient sd (EMA)")
@@ -538,6 +705,8 @@ def _draws(e: _FqtEmitter) -> tuple[list[str], int]:
     """Jump matrices to each trained layer's place in the step's stochastic-rounding stream."""
     out, off = [], 0
     e.jumps = set()
+    if e.m.prec.weight_rounding != "stochastic":
+        return out, 0
     for n in e.g.parametric():
         if n.name not in e.trained:
             continue
@@ -584,6 +753,9 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
     prepare = []
     for n in g.parametric():
         lid = e.lid(n.name)
+        if e.u8:
+            prepare.append(f"{lid}_m = ({e.act(n.inputs[0])}_scale * {lid}_s_w[0]) / {e.act(n.name)}_scale;")
+            continue
         prepare += _call("mt_fqt_output_multipliers", [f"{e.act(n.inputs[0])}_scale", f"{lid}_s_w",
                                                       f"{e.act(n.name)}_scale",
                                                       str(n.params["weight"].shape[0]), f"{lid}_mult",
@@ -708,7 +880,7 @@ void model_set_layer_hook(model_layer_hook hook)
 
 int8_t *model_input_buffer(void)
 {{
-    return {sample_in};
+    return (int8_t *)(void *){sample_in};
 }}
 
 mt_status model_predict(const int8_t *input, int8_t *logits)
@@ -717,7 +889,7 @@ mt_status model_predict(const int8_t *input, int8_t *logits)
     if (!input || !logits) {{
         return MT_ERR_ARG;
     }}
-    if (input != {sample_in}) {{
+    if ((const void *)input != (const void *){sample_in}) {{
         memcpy({sample_in}, input, MODEL_INPUT_SIZE);
     }}
     st = fqt_prepare();
@@ -730,7 +902,7 @@ mt_status model_predict(const int8_t *input, int8_t *logits)
 
 int8_t *model_train_input_buffer(void)
 {{
-    return {train_in};
+    return (int8_t *)(void *){train_in};
 }}
 
 uint32_t model_train_steps(void)
@@ -747,7 +919,7 @@ mt_status model_train_step(const int8_t *inputs, const int32_t *labels, float lr
     if (!inputs || !labels || !losses) {{
         return MT_ERR_ARG;
     }}
-    if (inputs != {train_in}) {{
+    if ((const void *)inputs != (const void *){train_in}) {{
         memcpy({train_in}, inputs, {batch_in});
     }}
     (void)rng0;
@@ -806,12 +978,14 @@ def _layer_field(method, layer: str, field: str) -> np.ndarray:
     if field in ("weight", "bias"):
         return (method.w if field == "weight" else method.b)[layer]
     if field == "w_scale":
-        return np.broadcast_to(method.wqp[layer].scale, (o,))
+        return np.asarray(method.wqp[layer].scale).reshape(-1)
+    if field == "w_zero_point":
+        return np.asarray(method.wqp[layer].zero_point).reshape(-1)
     if field == "bias_scale":
         return method.b_acc_scale[layer]
     if field in ("w_lo", "w_hi"):
         ema = method.w_ema[layer]
-        return np.broadcast_to(ema.lo if field == "w_lo" else ema.hi, (o,))
+        return np.asarray(ema.lo if field == "w_lo" else ema.hi).reshape(-1)
     st = method.norm.get(layer, {"mu": np.zeros(o), "sd": np.zeros(o), "init": np.zeros(o, bool)})
     return st[field[5:]]
 
@@ -823,10 +997,10 @@ def state_arrays(method, src: TrainSource) -> dict[str, np.ndarray]:
         name = ent.name
         if name == "loss_max":
             v = np.array([method.loss_max])
-        elif name.startswith(("act.", "err.")):
+        elif name.startswith(("act.", "err.", "grad.")):
             kind, rest = name.split(".", 1)
             t, field = rest.rsplit(".", 1)
-            ema = (method.act_ema if kind == "act" else method.err_ema).get(t)
+            ema = {"act": method.act_ema, "err": method.err_ema, "grad": method.grad_ema}[kind].get(t)
             if field == "range":
                 v = np.array([ema.lo, ema.hi]) if ema is not None and ema.initialized else np.zeros(2)
             elif field == "init":
@@ -839,5 +1013,14 @@ def state_arrays(method, src: TrainSource) -> dict[str, np.ndarray]:
             layer, field = name.rsplit(".", 1)
             v = _layer_field(method, layer, field)
         dt = {"s8": np.int8, "s32": np.int32, "f32": np.float32}[ent.dtype]
-        out[name] = np.asarray(v).astype(dt).reshape(ent.shape)
+        v = np.asarray(v)
+        v = v.view(np.int8) if v.dtype == np.uint8 else v      # uint8 weights travel as their bytes
+        out[name] = v.astype(dt).reshape(ent.shape)
     return out
+
+
+def quantize_input(method, x: np.ndarray) -> np.ndarray:
+    """Float samples as the library takes them: the simulator's input quantization (uint8: floor)."""
+    qp = method.act_qparams(INPUT)
+    q = qp.quantize(np.asarray(x, np.float32), "floor" if method.prec.acts == "u8" else "nearest")
+    return q.view(np.int8) if q.dtype == np.uint8 else q

@@ -149,6 +149,7 @@ def run_fqt(args: argparse.Namespace, work: Path, target, kernels: str) -> dict[
     """`--method fqt`: export, cross-build, run in QEMU and compare every state entry after every step."""
     from mcutrain.codegen.cross import build_mcu_train, run_mcu_train
     from mcutrain.codegen.emit import ExportError
+    from mcutrain.codegen.emit_fqt import quantize_input
     from mcutrain.codegen.library import export_training_library
     from mcutrain.codegen.model_source import ModelSourceError, resolve_model
     from mcutrain.commands._run_train import _first_mismatch
@@ -181,8 +182,7 @@ def run_fqt(args: argparse.Namespace, work: Path, target, kernels: str) -> dict[
     bsz = args.batch
     batches_f = [(ds.x_train[i * bsz:(i + 1) * bsz], ds.y_train[i * bsz:(i + 1) * bsz])
                  for i in range(args.steps)]
-    q_in = method.act_qparams("input")
-    batches_q = [(q_in.quantize(x, "nearest"), y) for x, y in batches_f]
+    batches_q = [(quantize_input(method, x), y) for x, y in batches_f]
     try:
         res = export_training_library(export_method(method), work / "lib", batch=bsz, kernels=kernels,
                                       provenance=prov, target=target.name, lr=args.lr)

@@ -147,3 +147,38 @@ float mt_fqt_err_scale(const mt_fqt_range *r)
 {
     return mt_pow2_f32(mt_fqt_err_exp(r->lo, r->hi));
 }
+
+void mt_fqt_qparams_u8(float lo, float hi, float *scale, int32_t *zero_point)
+{
+    const float lo32 = lo < 0.0f ? lo : 0.0f;
+    const float hi32 = hi > 0.0f ? hi : 0.0f;
+    const float width = hi32 - lo32;
+    float s = width / 255.0f;
+    float z;
+    if (width == 0.0f) {
+        s = 1.0f;
+    } else if (s < mt_pow2_f32(-126)) {
+        s = mt_pow2_f32(-126);
+    }
+    z = mt_floor_f32(-lo32 / s);
+    z = z < 0.0f ? 0.0f : (z > 255.0f ? 255.0f : z);
+    *scale = s;
+    *zero_point = (int32_t)z;
+}
+
+void mt_fqt_act_range_u8(float scale, int32_t zero_point, int32_t act, int32_t *act_min, int32_t *act_max)
+{
+    *act_min = act == 0 ? 0 : (zero_point > 0 ? zero_point : 0);
+    *act_max = 255;
+    if (act == 2) {
+        const double q = 6.0 / (double)scale;
+        const double t = q > 1024.0 ? 1024.0 : q;
+        int32_t six = (int32_t)t;
+        if (t - (double)six >= 0.5) {
+            ++six;
+        }
+        if (zero_point + six < 255) {
+            *act_max = zero_point + six;
+        }
+    }
+}

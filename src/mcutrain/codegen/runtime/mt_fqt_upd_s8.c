@@ -12,57 +12,9 @@
  *   w'     = clamp(floor(new / s_w' + u), -127, 127), u = uniform01 of the stream
  * No float copy of the gradient or of the new weights is stored: each is recomputed per pass.
  */
-#include <string.h>
-
 #include "mt_fqt.h"
+#include "mt_fqt_math.h"
 #include "mt_train.h"
-#include "mt_train_math.h"
-
-/* sqrt(x) of a float32 x >= 0, correctly rounded (what IEEE sqrtf gives), with integers only. */
-static float mt_sqrt_exact_f32(float x)
-{
-    uint32_t bits;
-    uint64_t m;
-    uint64_t q = 0;
-    uint64_t bit = (uint64_t)1 << 46;
-    int32_t e;
-    if (!(x > 0.0f)) {
-        return x; /* +0 (a variance is never negative) */
-    }
-    memcpy(&bits, &x, 4);
-    if ((bits >> 23) == 0u) {
-        m = bits & 0x7FFFFFu;
-        e = -149;
-    } else {
-        m = (bits & 0x7FFFFFu) | 0x800000u;
-        e = (int32_t)(bits >> 23) - 150; /* x = m * 2^e */
-    }
-    if (e & 1) {
-        m <<= 1;
-        --e;
-    }
-    while (m < ((uint64_t)1 << 46)) { /* m in [2^46, 2^48), e even: floor(sqrt(m)) in [2^23, 2^24) */
-        m <<= 2;
-        e -= 2;
-    }
-    while (bit > m) {
-        bit >>= 2;
-    }
-    while (bit != 0u) { /* bit-by-bit integer square root: q = floor(sqrt(m)), m becomes m - q^2 */
-        if (m >= q + bit) {
-            m -= q + bit;
-            q = (q >> 1) + bit;
-        } else {
-            q >>= 1;
-        }
-        bit >>= 2;
-    }
-    /* round to nearest: sqrt > q + 1/2 iff m - q^2 > q (an exact midpoint is impossible) */
-    if (m > q) {
-        ++q;
-    }
-    return (float)(uint32_t)q * mt_pow2_f32(e / 2);
-}
 
 mt_status mt_fqt_upd_s8(const mt_fqt_upd_params *p,
                         int32_t channels,
@@ -109,7 +61,7 @@ mt_status mt_fqt_upd_s8(const mt_fqt_upd_params *p,
             var += d * d;
         }
         var += (gb - mu_b) * (gb - mu_b);
-        sd_b = mt_sqrt_exact_f32(var / kk);
+        sd_b = mt_sqrt_f32(var / kk);
         if (norm_init[o]) {
             mu = keep_n * norm_mu[o] + an * mu_b;
             sd = keep_n * norm_sd[o] + an * sd_b;

@@ -1,0 +1,93 @@
+/*
+ * mcutrain runtime: internal helpers of the FQT kernels (not public API).
+ */
+#ifndef MT_FQT_MATH_H
+#define MT_FQT_MATH_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "mt_train_math.h"
+
+/*
+ * Seed A's float requantization (fqt_kernels.requant_f32_floor):
+ * clamp(floor(float32(acc) * m) + float32(z), lo, hi), every step a float32 operation.
+ */
+MT_INLINE int32_t mt_requant_f32_floor(int32_t acc, float m, int32_t z, int32_t lo, int32_t hi)
+{
+    float v = mt_floor_f32(mt_s64_to_f32(acc) * m) + (float)z;
+    if (!(v >= (float)lo)) {
+        return lo;
+    }
+    return v > (float)hi ? hi : (int32_t)v;
+}
+
+/* sqrt(x) of a float32 x >= 0, correctly rounded (what IEEE sqrtf gives), with integers only. */
+MT_INLINE float mt_sqrt_f32(float x)
+{
+    uint32_t bits;
+    uint64_t m;
+    uint64_t q = 0;
+    uint64_t bit = (uint64_t)1 << 46;
+    int32_t e;
+    if (!(x > 0.0f)) {
+        return x; /* +0 (a variance is never negative) */
+    }
+    memcpy(&bits, &x, 4);
+    if ((bits >> 23) == 0u) {
+        m = bits & 0x7FFFFFu;
+        e = -149;
+    } else {
+        m = (bits & 0x7FFFFFu) | 0x800000u;
+        e = (int32_t)(bits >> 23) - 150; /* x = m * 2^e */
+    }
+    if (e & 1) {
+        m <<= 1;
+        --e;
+    }
+    while (m < ((uint64_t)1 << 46)) { /* m in [2^46, 2^48), e even: floor(sqrt(m)) in [2^23, 2^24) */
+        m <<= 2;
+        e -= 2;
+    }
+    while (bit > m) {
+        bit >>= 2;
+    }
+    while (bit != 0u) { /* bit-by-bit integer square root: q = floor(sqrt(m)), m becomes m - q^2 */
+        if (m >= q + bit) {
+            m -= q + bit;
+            q = (q >> 1) + bit;
+        } else {
+            q >>= 1;
+        }
+        bit >>= 2;
+    }
+    /* round to nearest: sqrt > q + 1/2 iff m - q^2 > q (an exact midpoint is impossible) */
+    if (m > q) {
+        ++q;
+    }
+    return (float)(uint32_t)q * mt_pow2_f32(e / 2);
+}
+
+/*
+ * One channel of fqt._rescale_bias: b = clamp(round_half_away((float32(b) * s_old - step) / s_new),
+ * +-room), room = max(2^31 - 1 - 255 * l1, 0) in float64 (l1 = sum |w - z_w| of the channel).
+ */
+MT_INLINE int32_t mt_fqt_rescale_bias_one(int32_t b, float s_old, float s_new, float step, int64_t l1)
+{
+    const float real = mt_s64_to_f32(b) * s_old - step;
+    float q = real / s_new;
+    double qd;
+    double room = 2147483647.0 - 255.0 * (double)l1;
+    room = room > 0.0 ? room : 0.0;
+    if (q == q && q < 3.0e38f && q > -3.0e38f) {
+        q = mt_round_half_away_inline_f32(q);
+    }
+    qd = (double)q;
+    if (!(qd == qd)) {
+        qd = 0.0; /* NaN cannot arise from finite operands; keep the bias defined */
+    }
+    qd = qd > room ? room : (qd < -room ? -room : qd);
+    return (int32_t)qd;
+}
+
+#endif /* MT_FQT_MATH_H */

@@ -1,0 +1,101 @@
+/*
+ * Seed A's uint8 in-place update of one layer (Python twins: fqt.FQT._standardize and
+ * fqt.FQT._update_layer, uint8 weights): the gradient row of channel o is
+ * g[k] = float32(grad[k] - z_g) * s_g (the summed per-sample uint8 gradients of batch 1) and
+ * g[K] = float32(grad_bias) * gb_scale; standardization as in mt_fqt_upd_s8; then
+ * new = float32(w - z_w) * s_w - lr * g_hat over the whole tensor, the tensor's range EMA moves
+ * (lo <- (1 - a_w) lo + a_w min(new), likewise hi), its uint8 qparams follow, and
+ * w = clamp(round_half_away(new / s_w'), -z_w', 255 - z_w') + z_w' (rounding to nearest).
+ * Two passes over the tensor (the range of all new weights comes before the first requantization);
+ * the statistics of a channel are updated in the first.
+ */
+#include "mt_fqt.h"
+#include "mt_fqt_math.h"
+
+static float mt_upd_u8_grad(const uint8_t *grad, int32_t k, int32_t z, float s)
+{
+    return (float)((int32_t)grad[k] - z) * s;
+}
+
+mt_status mt_fqt_upd_u8(const mt_fqt_upd_params *p,
+                        int32_t channels,
+                        int32_t per_channel,
+                        const uint8_t *grad,
+                        int32_t grad_zero_point,
+                        const int32_t *grad_bias,
+                        float *norm_mu,
+                        float *norm_sd,
+                        int8_t *norm_init,
+                        uint8_t *w,
+                        float *s_w,
+                        int32_t *w_zero_point,
+                        float *w_lo,
+                        float *w_hi,
+                        float *bias_step)
+{
+    const float kk = (float)(per_channel + 1);
+    const float an = p ? p->alpha_norm : 0.0f;
+    const float keep_n = 1.0f - an;
+    float lo = 0.0f, hi = 0.0f, s_new;
+    int32_t o, k, z_new;
+    if (!p || !grad || !grad_bias || !norm_mu || !norm_sd || !norm_init || !w || !s_w || !w_zero_point ||
+        !w_lo || !w_hi || !bias_step || channels < 1 || per_channel < 1) {
+        return MT_ERR_ARG;
+    }
+    for (o = 0; o < channels; ++o) { /* pass 1: statistics and the range of the new weights */
+        const uint8_t *g = grad + o * per_channel;
+        const uint8_t *wr = w + o * per_channel;
+        const float gb = mt_s64_to_f32(grad_bias[o]) * p->gb_scale;
+        float sum = 0.0f, var = 0.0f, mu_b, sd_b, mu, sd, den;
+        for (k = 0; k < per_channel; ++k) {
+            sum += mt_upd_u8_grad(g, k, grad_zero_point, p->g_scale);
+        }
+        sum += gb;
+        mu_b = sum / kk;
+        for (k = 0; k < per_channel; ++k) {
+            const float d = mt_upd_u8_grad(g, k, grad_zero_point, p->g_scale) - mu_b;
+            var += d * d;
+        }
+        var += (gb - mu_b) * (gb - mu_b);
+        sd_b = mt_sqrt_f32(var / kk);
+        mu = norm_init[o] ? keep_n * norm_mu[o] + an * mu_b : mu_b;
+        sd = norm_init[o] ? keep_n * norm_sd[o] + an * sd_b : sd_b;
+        norm_mu[o] = mu;
+        norm_sd[o] = sd;
+        norm_init[o] = 1;
+        den = sd + 1e-12f;
+        for (k = 0; k < per_channel; ++k) {
+            const float gh = sd == 0.0f ? 0.0f : (mt_upd_u8_grad(g, k, grad_zero_point, p->g_scale) - mu) / den;
+            const float nw = (float)((int32_t)wr[k] - *w_zero_point) * *s_w - p->lr * gh;
+            if ((o == 0 && k == 0) || nw < lo) {
+                lo = nw;
+            }
+            if ((o == 0 && k == 0) || nw > hi) {
+                hi = nw;
+            }
+        }
+        bias_step[o] = sd == 0.0f ? 0.0f : p->lr * ((gb - mu) / den);
+    }
+    {
+        const float keep_w = 1.0f - p->alpha_w;
+        *w_lo = keep_w * *w_lo + p->alpha_w * lo;
+        *w_hi = keep_w * *w_hi + p->alpha_w * hi;
+    }
+    mt_fqt_qparams_u8(*w_lo, *w_hi, &s_new, &z_new);
+    for (o = 0; o < channels; ++o) { /* pass 2: requantize with the new qparams */
+        const uint8_t *g = grad + o * per_channel;
+        uint8_t *wr = w + o * per_channel;
+        const float mu = norm_mu[o], sd = norm_sd[o], den = sd + 1e-12f;
+        for (k = 0; k < per_channel; ++k) {
+            const float gh = sd == 0.0f ? 0.0f : (mt_upd_u8_grad(g, k, grad_zero_point, p->g_scale) - mu) / den;
+            const float nw = (float)((int32_t)wr[k] - *w_zero_point) * *s_w - p->lr * gh;
+            float v = mt_round_half_away_inline_f32(nw / s_new);
+            const float vlo = (float)(0 - z_new), vhi = (float)(255 - z_new);
+            v = v < vlo ? vlo : (v > vhi ? vhi : v);
+            wr[k] = (uint8_t)((int32_t)v + z_new);
+        }
+    }
+    *s_w = s_new;
+    *w_zero_point = z_new;
+    return MT_OK;
+}
