@@ -1,4 +1,4 @@
-"""`mcutrain demo`: the main job on the default data, start to end, in about a minute.
+"""`mcutrain demo`: the main job on the default data, start to end, in one to two minutes.
 
 1. pretrain the digits CNN in float on scikit-learn's bundled digits (always available) and
    quantize it to int8;
@@ -6,9 +6,9 @@
    with FQT (int8, dynamic partial updates) and with ZO (back-propagation free), simulated
    exactly;
 3. plan both training steps on a real board (nrf52840: Cortex-M4F, 256 KB RAM, 64 MHz);
-4. build the C library, run it on an emulated Cortex-M4 and check it bit for bit against the
-   simulator, counting instructions (without the ARM toolchain it says how to install it and
-   goes on);
+4. build the C libraries, run int8 inference and a few training steps of each method on an
+   emulated Cortex-M4 and check them bit for bit against the simulator, counting
+   instructions (without the ARM toolchain it says how to install it and goes on);
 5. print one summary table and write a report folder (training curves, memory breakdown per
    method, lifetime pictures): the same as `mcutrain report DIR` gives for any runs.
 

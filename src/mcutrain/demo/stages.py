@@ -25,7 +25,7 @@ TRAINED = ("fqt", "zo")
 
 @dataclass(frozen=True)
 class DemoConfig:
-    """What the demo runs. The defaults take about a minute on two cores; `quick()` a few seconds.
+    """What the demo runs. The defaults take one to two minutes on two cores; `quick()` about 20 s.
 
     The corruption 'stripe' at severity 5 drops the pretrained digits CNN from about 0.98 to
     0.40 test accuracy, and both methods recover most of it in five epochs (measured: fqt
