@@ -38,23 +38,26 @@ def pool_graph() -> G.Graph:
     return zoo.he_init(G.Graph((8, 8, 1), nodes, "fqt-pool"), seed=3)
 
 
-def make(arch: str, steps: int, trainable: str = "all", seed: int = 5, precision: str = "int8"):
+def make(arch: str, steps: int, trainable: str = "all", seed: int = 5, precision: str = "int8",
+         lambda_min: float = 1.0):
     rng = np.random.default_rng(0)
     g = pool_graph() if arch == "pool" else zoo.build(arch, seed=1)
     x = rng.random((8 + 4 * steps, *g.input_shape), dtype=np.float32)
     y = rng.integers(0, g.num_classes, 8 + 4 * steps)
-    cfg = FQTConfig(precision=precision, trainable=trainable, seed=seed)
+    cfg = FQTConfig(precision=precision, trainable=trainable, seed=seed, lambda_min=lambda_min,
+                    partial_output=lambda_min < 1)
     return (lambda: FQT(g, cfg, x[:8])), x[8:], y[8:]
 
 
 @needs_gcc
-@pytest.mark.parametrize(("arch", "trainable", "steps", "bsz", "precision"), [
-    ("digits-cnn", "all", 4, 1, "int8"), ("pool", "last:2", 3, 1, "int8"), ("pool", "all", 3, 3, "int8"),
-    ("pool", "all", 3, 1, "uint8")])
-def test_c_steps_equal_the_simulator(tmp_path, arch, trainable, steps, bsz, precision):
+@pytest.mark.parametrize(("arch", "trainable", "steps", "bsz", "precision", "lambda_min"), [
+    ("digits-cnn", "all", 4, 1, "int8", 0.1), ("pool", "last:2", 3, 1, "int8", 1.0),
+    ("pool", "all", 3, 3, "int8", 1.0), ("pool", "all", 3, 1, "uint8", 1.0)])
+def test_c_steps_equal_the_simulator(tmp_path, arch, trainable, steps, bsz, precision, lambda_min):
     """Batch 3: one sample at a time, gradients summed over the batch, error ranges of the whole
-    batch on the first step (the seeding pass). uint8: seed A's format (per-sample uint8 gradients)."""
-    new, x, y = make(arch, steps, trainable, precision=precision)
+    batch on the first step (the seeding pass). uint8: seed A's format (per-sample uint8 gradients).
+    lambda_min 0.1: partial updates chosen on the device (top-k per layer, the output layer too)."""
+    new, x, y = make(arch, steps, trainable, precision=precision, lambda_min=lambda_min)
     m = new()
     res = export_training_library(for_export(m), tmp_path / "lib", batch=bsz, kernels="ref")
     src = res.model
@@ -66,17 +69,20 @@ def test_c_steps_equal_the_simulator(tmp_path, arch, trainable, steps, bsz, prec
                              m.graph.num_classes)
     sim = new()
     w0 = {k: v.copy() for k, v in sim.w.items()}
+    full_wg, pruned_steps = bsz * sum(sim.graph.macs(sim.graph.node(t)) for t in sim.trainable), 0
     for s, r in enumerate(results):
         vals = sim._forward(xs[s], None)
         logits = vals[sim.graph.output].reshape(bsz, -1)
         losses, _ = sim._loss(logits, ys[s].astype(np.int64))
         np.testing.assert_array_equal(r.logits, logits.astype(np.int8), err_msg=f"step {s} logits")
         np.testing.assert_array_equal(r.losses, losses, err_msg=f"step {s} losses")
-        sim.step(xs[s], ys[s], lr)
+        stats = sim.step(xs[s], ys[s], lr)
+        pruned_steps += stats.macs["weight_grad"] < full_wg
         for name, want in state_arrays(sim, src).items():
             np.testing.assert_array_equal(r.state[name], want, err_msg=f"step {s} {name}")
         assert r.state["rng"] == sim.rng.state, f"step {s} RNG state"
         assert r.state["steps"] == s + 1
+    assert (pruned_steps > 0) == (lambda_min < 1)      # partial updates really pruned some steps
     changed = {k: int(np.sum(sim.w[k] != w0[k])) for k in w0}
     for layer in sim.trainable:           # the equality is not that of untouched weights
         assert changed[layer] > 0, changed
@@ -115,7 +121,7 @@ def test_jump_columns_advance_the_stream():
 @pytest.mark.parametrize(("kw", "batch", "msg"), [
     ({"precision": "mixed"}, 1, "fqt --precision mixed has no C step yet"),
     ({"precision": "uint8"}, 2, "fqt --precision uint8 in C runs batch 1 so far"),
-    ({"lambda_min": 0.5}, 1, "partial updates (lambda_min < 1) have no C step yet"),
+    ({"lambda_min": 0.5}, 2, "partial updates (lambda_min < 1) run in C with --precision int8 and --batch 1"),
 ])
 def test_unsupported_settings_are_refused(kw, batch, msg):
     g = zoo.build("digits-cnn", seed=1)

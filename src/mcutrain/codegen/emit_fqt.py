@@ -80,8 +80,9 @@ def check_fqt(method, batch: int) -> None:
     if p.name == "uint8" and (p.weight_rounding != "nearest" or p.relative_update):
         raise ExportError("fqt uint8 in C rounds weights to nearest with absolute steps; "
                           "drop the weight_rounding / relative_update overrides")
-    if method.partial.active:
-        raise ExportError("fqt partial updates (lambda_min < 1) have no C step yet; use --lambda-min 1")
+    if method.partial.active and (p.name != "int8" or batch != 1):
+        raise ExportError("fqt partial updates (lambda_min < 1) run in C with --precision int8 and --batch 1 "
+                          "so far")
     if p.name == "int8" and (p.weight_rounding != "stochastic" or p.relative_update):
         raise ExportError("fqt int8 in C rounds weights stochastically with absolute steps; "
                           "drop the weight_rounding / relative_update overrides")
@@ -120,6 +121,8 @@ class _FqtEmitter:
         self.err_key = self._error_keys()
         self.seed_pass = False
         self.u8 = method.prec.name == "uint8"
+        self.partial = [n for n in self.trained if method.partial.active
+                        and (n != self.g.output or method.cfg.partial_output)]
         self.q = "u8" if self.u8 else "s8"
 
     def err_qp(self, node: str, scale: str, zp: str) -> list[str]:
@@ -276,8 +279,39 @@ def _loss(e: _FqtEmitter, k: Kernel) -> list[str]:
     return [*lines, "if (logits != NULL) {", f"    memcpy(logits + b * {kk}, {logits}, {kk});", "}",
             f"losses[b] = {loss}[0];",
             f"if ({loss}[0] > fqt_loss_max) {{", f"    fqt_loss_max = {loss}[0];", "}",
+            *_keep_counts(e, loss),
             *_call(f"mt_fqt_logit_error_{e.q}", [str(kk), "fqt_errq", str(int(e.s.batch == 1)), f"&{er}",
                                                  err])]
+
+
+def _keep_counts(e: _FqtEmitter, loss: str) -> list[str]:
+    """Partial updates: each layer's k from this sample's loss, and each layer's place in the stream
+    of the update's draws (the kept rows of the earlier layers in graph order)."""
+    if not e.partial:
+        return []
+    c = e.m.cfg
+    lines, off = [], []
+    for n in e.g.parametric():
+        if n.name not in e.trained:
+            continue
+        lid, w = e.lid(n.name), n.params["weight"]
+        per = w.size // w.shape[0]
+        if n.name in e.partial:
+            lines.append(f"fqt_k_{lid} = mt_fqt_keep_count({loss}[0], fqt_loss_max, {c_float(c.lambda_min)}, "
+                         f"{c_float(c.lambda_max)}, {w.shape[0]});")
+        lines.append(f"fqt_off_{lid} = {' + '.join(off) or '0'};")
+        off.append(f"fqt_k_{lid} * {per}" if n.name in e.partial else str(w.size))
+    return [*lines, f"fqt_draws = {' + '.join(off)};"]
+
+
+def _topk(e: _FqtEmitter, k: Kernel) -> list[str]:
+    n = e.g.node(k.node)
+    if n.name not in e.partial:
+        return ["/* this layer trains fully (the output layer, unless partial_output) */"]
+    lid, o = e.lid(n.name), n.params["weight"].shape[0]
+    rows = e.s.tensors[k.reads[0]].elements // o
+    return _call("mt_fqt_topk_s8", [str(rows), str(o), f"fqt_k_{lid}", e.t(k.reads[0]), f"{lid}_keep",
+                                    f"{lid}_upd", f"&fqt_n_{lid}"])
 
 
 def _zero(e: _FqtEmitter, k: Kernel) -> list[str]:
@@ -294,19 +328,21 @@ def _bwd_in(e: _FqtEmitter, k: Kernel) -> list[str]:
     pre = e.t(next(w for w in k.writes if w.endswith(".prescale")))
     rows = e.s.tensors[k.reads[0]].elements // o
     de = e.err(n.inputs[0])
+    chans = [f"{lid}_keep", f"fqt_n_{lid}"] if n.name in e.partial else ["NULL", "0"]
     if n.op == Op.LINEAR:
         i = n.params["weight"].shape[1]
         head = []
 
         def kern(out: str, mult: str, shift: str) -> list[str]:
-            return _call("mt_linear_bwd_in_s8_s16", ["1", str(o), f"(const int16_t *)(void *){pre}",
+            return _call("mt_linear_bwd_in_s8_s16", ["1", *chans, str(o), f"(const int16_t *)(void *){pre}",
                                                      f"{lid}_weight", str(i), mult, shift, out, "&amin",
                                                      "&amax"])
     else:
         head = e.conv_head(n)
 
         def kern(out: str, mult: str, shift: str) -> list[str]:
-            return _call("mt_conv2d_bwd_in_s8_s16", ["&p", "&out_d", f"(const int16_t *)(void *){pre}",
+            return _call("mt_conv2d_bwd_in_s8_s16", ["&p", *chans, "&out_d",
+                                                     f"(const int16_t *)(void *){pre}",
                                                      "&f_d", f"{lid}_weight", "&in_d", mult, shift, out,
                                                      "&amin", "&amax"])
     return [*head, "float smax;", "float s_acc;", "int32_t mult;", "int32_t shift;",
@@ -437,12 +473,15 @@ def _update(e: _FqtEmitter, k: Kernel) -> list[str]:
     gw, gb = e.t(k.reads[0]), e.t(k.reads[1])
     jump = [f"mt_xorshift32_jump(&r, {lid}_jump); /* to this layer's place in the step's stream */"] \
         if f"{lid}_jump" in e.jumps else []
+    if e.partial:
+        jump = [f"mt_xorshift32_jump_n(&r, (uint32_t)fqt_off_{lid}, &fqt_jump_pow[0][0], {e.jump_bits});"]
+    upd = f"{lid}_upd" if n.name in e.partial else "NULL"
     s_e = f"mt_fqt_err_scale(&{e.err(n.name)})"
     return ["uint32_t r = rng0;", *jump,
             f"const float s_e = {s_e};",
             f"const mt_fqt_upd_params up = {{lr, {c_float(c.alpha_norm)}, {c_float(c.alpha_w)}, "
             f"{e.act(n.inputs[0])}_scale * s_e, s_e}};",
-            *_call("mt_fqt_upd_s8", ["&up", str(o), str(per), gw, gb, "NULL", f"{lid}_norm_mu",
+            *_call("mt_fqt_upd_s8", ["&up", str(o), str(per), gw, gb, upd, f"{lid}_norm_mu",
                                      f"{lid}_norm_sd", f"{lid}_norm_init", f"{lid}_weight", f"{lid}_s_w",
                                      f"{lid}_w_lo", f"{lid}_w_hi", f"{lid}_bias_step", "&r"])]
 
@@ -508,9 +547,15 @@ def _ema_update(e: _FqtEmitter, k: Kernel) -> list[str]:
             continue
         lines += _call("mt_fqt_bias_rescale_s32", [str(w.shape[0]), str(w.size // w.shape[0]),
                                                    f"{lid}_weight", f"{e.act(n.inputs[0])}_scale",
-                                                   f"{lid}_s_w", step, "NULL", f"{lid}_bias_scale",
+                                                   f"{lid}_s_w", step,
+                                                   f"{lid}_upd" if n.name in e.partial else "NULL",
+                                                   f"{lid}_bias_scale",
                                                    f"{lid}_bias"])
-    if e.total_draws:
+    if e.partial:
+        lines += ["model_state.rng = rng0;",
+                  f"mt_xorshift32_jump_n(&model_state.rng, (uint32_t)fqt_draws, &fqt_jump_pow[0][0], "
+                  f"{e.jump_bits});"]
+    elif e.total_draws:
         lines += ["model_state.rng = rng0;",
                   "mt_xorshift32_jump(&model_state.rng, fqt_jump_total); /* past every draw of the step */"]
     return lines
@@ -521,7 +566,7 @@ FQT_KERNEL_EMITTERS: dict[str, Callable[[_FqtEmitter, Kernel], list[str]]] = {
     "softmax_ce": _loss, "linear_bwd_in": _bwd_in, "conv2d_bwd_in": _bwd_in,
     "linear_bwd_w": _bwd_w, "conv2d_bwd_w": _bwd_w, "fqt_update": _update,
     "relu_bwd": _relu_bwd, "relu6_bwd": _relu_bwd, "maxpool_bwd": _pool_bwd, "reshape": _alias,
-    "ema_update": _ema_update, "zero": _zero,
+    "ema_update": _ema_update, "zero": _zero, "partial_topk": _topk,
 }
 """FQT schedule op -> emitter of its C code (int8 precision)."""
 
@@ -707,6 +752,23 @@ def _draws(e: _FqtEmitter) -> tuple[list[str], int]:
     e.jumps = set()
     if e.m.prec.weight_rounding != "stochastic":
         return out, 0
+    if e.partial:
+        full = sum(e.m.w[n].size for n in e.trained)
+        e.jump_bits = max(int(full).bit_length(), 1)
+        rows = []
+        for i in range(e.jump_bits):
+            cols = ", ".join(f"0x{int(v):08X}u" for v in jump_columns(1 << i))
+            rows.append(f"    {{{cols}}}")
+        decl = [f"static int32_t fqt_k_{e.lid(n)};\nstatic int32_t fqt_n_{e.lid(n)};\n"
+                f"static int32_t {e.lid(n)}_keep[{e.m.w[n].shape[0]}];\n"
+                f"static uint8_t {e.lid(n)}_upd[{e.m.w[n].shape[0]}];" for n in e.partial]
+        decl += [f"static int32_t fqt_off_{e.lid(n)};" for n in e.trained]
+        out.append("/* Partial updates: k, kept channels and update mask per layer; draw offsets. */\n"
+                   + "\n".join(decl) + "\nstatic int32_t fqt_draws;\n"
+                   f"/* columns of the xorshift32 jumps by 2^i draws */\n"
+                   f"static const uint32_t fqt_jump_pow[{e.jump_bits}][32] = {{\n" + ",\n".join(rows)
+                   + "\n};")
+        return out, full
     for n in e.g.parametric():
         if n.name not in e.trained:
             continue

@@ -8,6 +8,8 @@
 #include "mt_fqt.h"
 
 mt_status mt_conv2d_bwd_in_s8_s16(const mt_conv_params *params,
+                                  const int32_t *channels,
+                                  int32_t n_channels,
                                   const mt_dims *output_dims,
                                   const int16_t *e16,
                                   const mt_dims *filter_dims,
@@ -49,8 +51,16 @@ mt_status mt_conv2d_bwd_in_s8_s16(const mt_conv_params *params,
                             }
                             pe = e16 + ((b * ho + oy) * wo + ox) * o_n;
                             pw = filter + (i * kw + j) * c_n + c;
-                            for (o = 0; o < o_n; ++o) {
-                                acc += (int32_t)pe[o] * pw[o * kh * kw * c_n];
+                            if (channels) {
+                                int32_t t;
+                                for (t = 0; t < n_channels; ++t) {
+                                    o = channels[t];
+                                    acc += (int32_t)pe[o] * pw[o * kh * kw * c_n];
+                                }
+                            } else {
+                                for (o = 0; o < o_n; ++o) {
+                                    acc += (int32_t)pe[o] * pw[o * kh * kw * c_n];
+                                }
                             }
                         }
                     }

@@ -170,8 +170,12 @@ mt_status mt_fqt_prescale_s16(int32_t rows, int32_t channels, const int8_t *e, c
  * o of e16[n, oh, ow, o] * w[o, i, j, c]; int32 (the exporter checks the bound). The extremes of
  * acc go to *acc_min / *acc_max (merged); with e_x non-NULL, also
  * e_x = clamp(requantize(acc, multiplier, shift), -127, 127). Dense convs (groups 1) only.
+ * channels: NULL (every output channel) or the n_channels output channels to sum over (partial
+ * updates: the others' errors are 0, so skipping them is exact and is the saving).
  */
 mt_status mt_conv2d_bwd_in_s8_s16(const mt_conv_params *params,
+                                  const int32_t *channels,
+                                  int32_t n_channels,
                                   const mt_dims *output_dims,
                                   const int16_t *e16,
                                   const mt_dims *filter_dims,
@@ -185,6 +189,8 @@ mt_status mt_conv2d_bwd_in_s8_s16(const mt_conv_params *params,
 
 /* Linear error propagation acc[b, i] = sum_o e16[b, o] * w[o, i], as mt_conv2d_bwd_in_s8_s16. */
 mt_status mt_linear_bwd_in_s8_s16(int32_t batch,
+                                  const int32_t *channels,
+                                  int32_t n_channels,
                                   int32_t out_features,
                                   const int16_t *e16,
                                   const int8_t *weight,
@@ -441,6 +447,27 @@ mt_status mt_fqt_bias_rescale_u8(int32_t channels,
  * each unit bit, computed by the exporter); the same as n calls of mt_xorshift32_next.
  */
 void mt_xorshift32_jump(uint32_t *state, const uint32_t *columns);
+
+/* Jump by n with the columns of T^(2^i), i < bits, at powers + 32 * i (n < 2^bits). */
+void mt_xorshift32_jump_n(uint32_t *state, uint32_t n, const uint32_t *powers, int32_t bits);
+
+/* ------------------------------------------------------------------ dynamic partial updates */
+
+/*
+ * k of seed A's partial updates (methods.partial.PartialPolicy.keep_counts), float32 in order:
+ * r = |float32(loss)| / float32(max(loss_max, 1)), lam = min(lambda_min + r * (lambda_max -
+ * lambda_min), 1), k = clamp(floor(lam * n), 1, n).
+ */
+int32_t mt_fqt_keep_count(int32_t loss, int32_t loss_max, float lambda_min, float lambda_max, int32_t n);
+
+/*
+ * Keep the k channels of e [rows, channels] (one sample) with the largest sum of |e|, ties to the
+ * lower index; zero the other channels' errors in place. mask out: [channels] 0 / 1; list out:
+ * [channels], the first *kept entries the kept channels in increasing order (also the scratch of
+ * the magnitudes).
+ */
+mt_status mt_fqt_topk_s8(int32_t rows, int32_t channels, int32_t k, int8_t *e, int32_t *list, uint8_t *mask,
+                         int32_t *kept);
 
 #ifdef __cplusplus
 }

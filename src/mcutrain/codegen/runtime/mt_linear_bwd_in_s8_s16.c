@@ -7,6 +7,8 @@
 #include "mt_fqt.h"
 
 mt_status mt_linear_bwd_in_s8_s16(int32_t batch,
+                                  const int32_t *channels,
+                                  int32_t n_channels,
                                   int32_t out_features,
                                   const int16_t *e16,
                                   const int8_t *weight,
@@ -25,8 +27,16 @@ mt_status mt_linear_bwd_in_s8_s16(int32_t batch,
         const int16_t *e = e16 + b * out_features;
         for (i = 0; i < in_features; ++i) {
             int32_t acc = 0;
-            for (o = 0; o < out_features; ++o) {
-                acc += (int32_t)e[o] * weight[o * in_features + i];
+            if (channels) {
+                int32_t t;
+                for (t = 0; t < n_channels; ++t) {
+                    o = channels[t];
+                    acc += (int32_t)e[o] * weight[o * in_features + i];
+                }
+            } else {
+                for (o = 0; o < out_features; ++o) {
+                    acc += (int32_t)e[o] * weight[o * in_features + i];
+                }
             }
             *acc_min = acc < *acc_min ? acc : *acc_min;
             *acc_max = acc > *acc_max ? acc : *acc_max;
