@@ -116,9 +116,9 @@ QUICK_CASES: list[Case] = [
     Case("small-cnn", "zo mix, all 4 layers, 2 queries",
          ("--method", "zo", "--perturb", "mix", "--queries", "2", "--trainable", "all"),
          runs=(("cortex-m4", "dsp"),), batch=1, steps=1, seed_ms=SEED_SMALL_MS),
-    Case("small-cnn", "bp-qas, fc2",
-         ("--method", "bp-qas", "--trainable", "layers:fc2"), runs=(("cortex-m0plus", "ref"),), batch=1,
-         steps=1, seed_ms=SEED_SMALL_MS),
+    Case("small-cnn", "fqt int8, fc2",
+         ("--method", "fqt", "--precision", "int8", "--trainable", "layers:fc2"),
+         runs=(("cortex-m0plus", "ref"),), batch=1, steps=1, seed_ms=SEED_SMALL_MS),
 ]
 
 
@@ -156,7 +156,6 @@ class Prepared:
     qm: Any
     provenance: str
     batches_f: list[tuple[np.ndarray, np.ndarray]]
-    batches_q: list[tuple[np.ndarray, np.ndarray]]
     sim: list[Any]
     data: str
 
@@ -167,7 +166,6 @@ LR = 0.05
 def prepare(case: Case) -> Prepared:
     """Model (He init + PTQ, seed 0) and the first steps x batch samples (fashion-mnist for 28x28x1)."""
     from mcutrain.codegen.model_source import resolve_model
-    from mcutrain.engines import int_engine
 
     qm, prov = resolve_model(arch=case.model, init="random", seed=0, num_classes=10,
                              input_shape=case.input_shape)
@@ -186,17 +184,35 @@ def prepare(case: Case) -> Prepared:
         y = rng.integers(0, qm.graph.num_classes, n)
     bsz = case.batch
     batches_f = [(x[i * bsz:(i + 1) * bsz], y[i * bsz:(i + 1) * bsz]) for i in range(case.steps)]
-    batches_q = [(int_engine.quantize_input(qm, xb), yb) for xb, yb in batches_f]
-    return Prepared(qm, prov, batches_f, batches_q, [], data)
+    return Prepared(qm, prov, batches_f, [], data)
 
 
-def simulate(prep: Prepared, args: argparse.Namespace, names: list[str]) -> list[Any]:
-    """The simulated method's per-step results (computed once per case)."""
+def quantize_batches(prep: Prepared, method) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The int8 batches the device gets: the int8 graph's input quantization, or FQT's own input range."""
+    from mcutrain.engines import int_engine
+
+    if getattr(method, "name", "") == "fqt":
+        q_in = method.act_qparams("input")
+        return [(q_in.quantize(x, "nearest"), y) for x, y in prep.batches_f]
+    return [(int_engine.quantize_input(prep.qm, x), y) for x, y in prep.batches_f]
+
+
+def simulate(prep: Prepared, args: argparse.Namespace, src) -> list[Any]:
+    """The simulated method's per-step results, as `mcutrain run` compares them (once per case).
+
+    FQT starts from the ranges of `--init random` (uniform [0, 1) inputs of seed 0), like `run`
+    without a dataset to calibrate on.
+    """
     from mcutrain.commands._run_train import _simulate
     from mcutrain.commands.export import build_method
 
     if not prep.sim:
-        prep.sim = _simulate(build_method(args, prep.qm), prep.batches_f, LR, names)
+        method = build_method(args, prep.qm)
+        if args.method == "fqt":
+            from mcutrain.commands.run import _simulate_fqt
+            prep.sim = _simulate_fqt(method, prep.batches_f, LR, src)
+        else:
+            prep.sim = _simulate(method, prep.batches_f, LR, [e.name for e in src.state])
     return prep.sim
 
 
@@ -271,11 +287,12 @@ def library_footprint(elf: Path, lib: Path, target, kernels: str) -> dict[str, i
 def measure(case: Case, core: str, kernels: str, prep: Prepared | None,
             log) -> tuple[dict[str, Any], Prepared]:
     """One row: build, run in QEMU, compare with the simulator, count, estimate, plan."""
+    from mcutrain.cli import UserError
     from mcutrain.codegen.cross import build_mcu_train, run_mcu_train
     from mcutrain.codegen.emit import ExportError
     from mcutrain.codegen.library import export_training_library
     from mcutrain.commands._run_train import _first_mismatch
-    from mcutrain.commands.export import build_method
+    from mcutrain.commands.export import build_method, export_method
     from mcutrain.mcu import estimate_cycles, get_target
     from mcutrain.plan.memory import STACK_ALLOWANCE, account
 
@@ -286,18 +303,19 @@ def measure(case: Case, core: str, kernels: str, prep: Prepared | None,
     with tempfile.TemporaryDirectory(prefix="mt-bench-mcu-") as tmp:
         work = Path(tmp)
         try:
-            res = export_training_library(build_method(args, prep.qm), work / "lib", batch=case.batch,
+            method = build_method(args, prep.qm)
+            res = export_training_library(export_method(method), work / "lib", batch=case.batch,
                                           kernels=kernels, provenance=prep.provenance, target=board.name,
                                           lr=LR)
-        except ExportError as e:
+        except (ExportError, UserError) as e:
             raise Pending(str(e)) from None
         src = res.model
         b = build_mcu_train(work / "lib", target, work / "train.elf", kernels=kernels)
-        mcu, prof, stack = run_mcu_train(b.elf, target, prep.batches_q, LR, src, prep.qm.graph.num_classes,
-                                         work / "run", timeout=900)
+        mcu, prof, stack = run_mcu_train(b.elf, target, quantize_batches(prep, method), LR, src,
+                                         prep.qm.graph.num_classes, work / "run", timeout=900)
         est = estimate_cycles(prof.region, target, prof.elf)
         lib = library_footprint(b.elf, work / "lib", target, kernels)
-    sim = simulate(prep, args, [e.name for e in src.state])
+    sim = simulate(prep, args, src)
     mismatch = _first_mismatch(sim, mcu)
     rep = account(src.plan.schedule, board, src.plan)
     steps, samples = case.steps, case.steps * case.batch
@@ -469,7 +487,10 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         "MBedNet) to 377.6 ms (Lin et al.'s int8 SGD+M+QAS). RAM: planned (arena + trainable tensors + "
         "state + 8 KB stack allowance, on the board) vs linked (the library's data + bss in the ELF + the "
         "measured stack); Flash: planned (code estimated) vs the library's linked code, constants and "
-        "initial data. Every row is bit-exact with the simulator after every step.", "",
+        "initial data. Bit-exact: losses, logits and every state entry equal the simulator's after "
+        "every step" + ("" if all(r["bit_exact"] for r in rows if "bit_exact" in r) else
+                        " (rows marked NO do not; see `mismatch` in the JSON)") + ". Small-cnn rows train on "
+        "Fashion-MNIST samples (when installed); FQT starts from ranges calibrated on uniform inputs.", "",
         bench.markdown_table(table, cols, {"instr/MAC": ".2f", "ref/dsp": ".2f"})]
     proxy = [{"model": f"{r['model']} {r['input_shape'][0]}x{r['input_shape'][1]}", "setting": r["setting"],
               "core": f"{r['core'].removeprefix('cortex-')} {r['kernels']}",
