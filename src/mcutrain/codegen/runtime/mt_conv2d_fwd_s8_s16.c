@@ -123,6 +123,16 @@ MT_INLINE int16_t *copy_groups(const int8_t *x, int16_t *d, int32_t n, int32_t o
 {
 #if defined(MT_DSP_NATIVE)
     int32_t v, lo, hi;
+    if (__builtin_constant_p(n) && n == 1) {
+        __asm__ volatile("ldr     %[v], [%[x]]\n\t"
+                         "sxtab16 %[lo], %[o], %[v]\n\t"
+                         "sxtab16 %[hi], %[o], %[v], ror #8\n\t"
+                         "strd    %[lo], %[hi], [%[d]], %[st]\n\t"
+                         : [d] "+r"(d), [v] "=&r"(v), [lo] "=&r"(lo), [hi] "=&r"(hi)
+                         : [x] "r"(x), [o] "r"(off2), [st] "i"(2 * MT_STEP)
+                         : "memory");
+        return d;
+    }
     __asm__ volatile("1:\n\t"
                      "ldr     %[v], [%[x]], #4\n\t"
                      "sxtab16 %[lo], %[o], %[v]\n\t"
@@ -145,23 +155,36 @@ MT_INLINE int16_t *copy_groups(const int8_t *x, int16_t *d, int32_t n, int32_t o
     return d;
 }
 
+/* Longest padded kernel row gathered through the stack buffer of row_by_taps (the exporter's
+   widened layers have kh * R <= 256). */
+#define MT_GATHER_MAX 256
+
 /*
- * One padded kernel row of one column, tap by tap (padding, borders, grouped convs): padding
- * taps are zeros; with Cg a multiple of four every tap is whole groups (word copies), else the
- * row is zeroed and the values are placed one by one at their SMLAD-order places. `d` points at
- * the row's first group of the column's slot.
+ * One padded kernel row of one column, tap by tap (padding, borders, grouped convs): `d` points
+ * at the row's first group of the column's slot. A row outside the image is zeros. With Cg a
+ * multiple of four every tap is whole groups (word copies, or zeros for a padding tap); else the
+ * row's bytes are gathered with z_x for padding taps and the tail (both centre to 0), then
+ * copied by words.
  */
 static MT_NOINLINE void row_by_taps(const im2col_geom *m, const int8_t *img, int32_t iy, int32_t ix0, int32_t c0,
                                     int16_t *d)
 {
     const int32_t cg = m->cg;
+    const int32_t kw = m->kw;
     const int32_t zx = m->zx;
-    const int row_in = iy >= 0 && iy < m->in_h;
     int32_t e, kx, i;
+    if (iy < 0 || iy >= m->in_h) {
+        for (e = 0; e < m->krow4; e += 4) {
+            mt_write_s16x2(d, 0);
+            mt_write_s16x2(d + 2, 0);
+            d += MT_STEP;
+        }
+        return;
+    }
     if ((cg & 3) == 0) {
-        for (kx = 0; kx < m->kw; kx++) {
+        for (kx = 0; kx < kw; kx++) {
             const int32_t ix = ix0 + kx;
-            if (row_in && ix >= 0 && ix < m->in_w) {
+            if (ix >= 0 && ix < m->in_w) {
                 d = copy_groups(img + (iy * m->in_w + ix) * m->in_c + c0, d, cg >> 2, m->off2);
             } else {
                 for (i = 0; i < cg; i += 4) {
@@ -173,14 +196,30 @@ static MT_NOINLINE void row_by_taps(const im2col_geom *m, const int8_t *img, int
         }
         return;
     }
+    if (m->krow4 <= MT_GATHER_MAX) {
+        int8_t buf[MT_GATHER_MAX + 4];
+        e = 0;
+        for (kx = 0; kx < kw; kx++) {
+            const int32_t ix = ix0 + kx;
+            const int in = ix >= 0 && ix < m->in_w;
+            /* written as a select (x is only read for an in-range tap) so that the compiler does
+               not call memcpy / memset for a few bytes */
+            const int8_t *x = in ? img + (iy * m->in_w + ix) * m->in_c + c0 : buf;
+            for (i = 0; i < cg; i++) {
+                buf[e++] = in ? x[i] : (int8_t)zx;
+            }
+        }
+        /* the tail (fewer than four bytes) as one word: buf has four spare bytes */
+        mt_write_s8x4(buf + e, (int32_t)(((uint32_t)zx & 0xFFu) * 0x01010101u));
+        copy_groups(buf, d, m->krow4 >> 2, m->off2);
+        return;
+    }
+    /* rows too long for the buffer: zeros, then the values one by one at their places */
     for (e = 0; e < m->krow4; e += 4) {
         mt_write_s16x2(d + MT_STEP * (e >> 2), 0);
         mt_write_s16x2(d + MT_STEP * (e >> 2) + 2, 0);
     }
-    if (!row_in) {
-        return;
-    }
-    for (kx = 0; kx < m->kw; kx++) {
+    for (kx = 0; kx < kw; kx++) {
         const int32_t ix = ix0 + kx;
         const int8_t *x;
         if (ix < 0 || ix >= m->in_w) {
@@ -195,59 +234,104 @@ static MT_NOINLINE void row_by_taps(const im2col_geom *m, const int8_t *img, int
 }
 
 /*
- * The MT_GEMM_COLS interleaved columns (mt_support.h layout, padded kernel rows) of output pixels
- * px0 .. px0 + count - 1 of image `img`, channels from c0; slots from `count` on repeat the
- * last pixel.
+ * Columns of r consecutive output pixels of one output row, every kernel row inside the image:
+ * the first pixel's rows start at x, the next pixel's step_x bytes further; slot by slot from d.
  */
-static MT_NOINLINE void im2col_block(const im2col_geom *m, const int8_t *img, int32_t px0, int32_t count,
-                                     int32_t c0, int16_t *cols)
+static void columns_inside(const int8_t *x, int16_t *d, int32_t r, const im2col_geom *m, int32_t step_x)
 {
-    /* locals: the copies' stores may alias anything, so fields would be reloaded per pixel */
     const int32_t kh = m->kh;
     const int32_t groups = m->krow4 >> 2;
     const int32_t row_bytes = m->in_w * m->in_c;
     const int32_t off2 = m->off2;
+    int32_t ky;
+    if (groups == 1) {
+        /* tiny rows (kw * Cg <= 4, e.g. 3x3 over one channel): no inner loop */
+        do {
+            const int8_t *xr = x;
+            int16_t *dr = d;
+            ky = kh;
+            do {
+                dr = copy_groups(xr, dr, 1, off2);
+                xr += row_bytes;
+            } while (--ky != 0);
+            x += step_x;
+            d += 4;
+        } while (--r != 0);
+        return;
+    }
+    do {
+        const int8_t *xr = x;
+        int16_t *dr = d;
+        ky = kh;
+        do {
+            dr = copy_groups(xr, dr, groups, off2);
+            xr += row_bytes;
+        } while (--ky != 0);
+        x += step_x;
+        d += 4;
+    } while (--r != 0);
+}
+
+/* min(a, b) */
+static int32_t min_s32(int32_t a, int32_t b)
+{
+    return a < b ? a : b;
+}
+
+/*
+ * The MT_GEMM_COLS interleaved columns (mt_support.h layout, padded kernel rows) of output pixels
+ * px0 .. px0 + count - 1 of image `img`, channels from c0; slots from `count` on repeat the
+ * last pixel. Runs of pixels whose kernel rows all lie inside the image go through
+ * columns_inside (word copies only); the others kernel row by kernel row through row_by_taps.
+ */
+static MT_NOINLINE void im2col_block(const im2col_geom *m, const int8_t *img, int32_t px0, int32_t count,
+                                     int32_t c0, int16_t *cols)
+{
+    const int32_t row_bytes = m->in_w * m->in_c;
     const int32_t out_w = m->out_w;
-    const int32_t step_x = m->stride_w * m->in_c;
+    const int32_t sw = m->stride_w;
+    const int32_t step_x = sw * m->in_c;
     /* whole-word rows need an ungrouped conv (a kernel row's taps are one run) and all taps of
        the row in range: 0 <= ix0 <= x_hi */
     const int32_t x_hi = m->whole ? m->in_w - m->kw : -1;
     /* last start of a pixel's first kernel row whose kh whole-word rows stay inside the image:
        a padded row reads krow4 - kw * Cg bytes past its run (the next pixels' values, which
        meet zero weights) */
-    const int32_t last = m->img_bytes - m->krow4 - (kh - 1) * row_bytes;
+    const int32_t last = m->img_bytes - m->krow4 - (m->kh - 1) * row_bytes;
     int32_t oy = px0 / out_w;
     int32_t ox = px0 - oy * out_w;
-    int32_t iy0 = oy * m->stride_h - m->pad_top;
-    int32_t ix0 = ox * m->stride_w - m->pad_left;
-    int32_t off = iy0 * row_bytes + ix0 * m->in_c;
-    int32_t j, ky;
-    for (j = 0; j < MT_GEMM_COLS; j++) {
-        int16_t *d = cols + 4 * j;
-        if (ix0 >= 0 && ix0 <= x_hi && off >= 0 && off <= last) {
-            /* every kernel row inside the image (most pixels): word copies only */
-            const int8_t *x = img + off;
-            ky = kh;
-            do {
-                d = copy_groups(x, d, groups, off2);
-                x += row_bytes;
-            } while (--ky > 0);
+    int32_t j = 0;
+    while (j < MT_GEMM_COLS) {
+        const int32_t iy0 = oy * m->stride_h - m->pad_top;
+        const int32_t ix0 = ox * sw - m->pad_left;
+        const int32_t off = iy0 * row_bytes + ix0 * m->in_c;
+        int32_t r = 1;
+        if (j >= count) {
+            /* slots past the last pixel repeat it: copy the finished column */
+            const int16_t *src = cols + 4 * (count - 1);
+            int32_t e;
+            for (e = 0; e < m->kh * m->krow4; e += 4) {
+                mt_write_s16x2(cols + 4 * j + e * MT_GEMM_COLS, mt_read_s16x2(src + e * MT_GEMM_COLS));
+                mt_write_s16x2(cols + 4 * j + e * MT_GEMM_COLS + 2, mt_read_s16x2(src + e * MT_GEMM_COLS + 2));
+            }
+        } else if (ix0 >= 0 && ix0 <= x_hi && off >= 0 && off <= last) {
+            /* this pixel and the next r - 1 of its output row, up to the first that is not inside */
+            r = min_s32(min_s32(count - j, out_w - ox), (x_hi - ix0) / sw + 1);
+            r = min_s32(r, (last - off) / step_x + 1);
+            columns_inside(img + off, cols + 4 * j, r, m, step_x);
         } else {
-            for (ky = 0; ky < kh; ky++) {
+            int16_t *d = cols + 4 * j;
+            int32_t ky;
+            for (ky = 0; ky < m->kh; ky++) {
                 row_by_taps(m, img, iy0 + ky, ix0, c0, d);
-                d += MT_STEP * groups;
+                d += MT_STEP * (m->krow4 >> 2);
             }
         }
-        if (j + 1 < count) {
-            ox++;
-            ix0 += m->stride_w;
-            off += step_x;
-            if (ox == out_w) {
-                ox = 0;
-                iy0 += m->stride_h;
-                ix0 = -m->pad_left;
-                off = iy0 * row_bytes + ix0 * m->in_c;
-            }
+        j += r;
+        ox += r;
+        if (ox >= out_w) {
+            ox -= out_w;
+            oy++;
         }
     }
 }

@@ -38,6 +38,32 @@
     "smlad  %[a6], %[t], %[x0], %[a6]\n\t"                                                                    \
     "smlad  %[a6], %[u], %[x1], %[a6]\n\t"
 
+/* the first group of four k with every accumulator still equal to a0 (the bias): columns 1..6
+   use a0 as the addend, column 0 comes last, so no accumulator needs a copy of the bias */
+#define MT_GROUP7_S16_FIRST                                                                                   \
+    "ldrd   %[t], %[u], [%[w]], #8\n\t"                                                                       \
+    "ldrd   %[x0], %[x1], [%[c], #8]\n\t"                                                                     \
+    "smlad  %[a1], %[t], %[x0], %[a0]\n\t"                                                                    \
+    "smlad  %[a1], %[u], %[x1], %[a1]\n\t"                                                                    \
+    "ldrd   %[x0], %[x1], [%[c], #16]\n\t"                                                                    \
+    "smlad  %[a2], %[t], %[x0], %[a0]\n\t"                                                                    \
+    "smlad  %[a2], %[u], %[x1], %[a2]\n\t"                                                                    \
+    "ldrd   %[x0], %[x1], [%[c], #24]\n\t"                                                                    \
+    "smlad  %[a3], %[t], %[x0], %[a0]\n\t"                                                                    \
+    "smlad  %[a3], %[u], %[x1], %[a3]\n\t"                                                                    \
+    "ldrd   %[x0], %[x1], [%[c], #32]\n\t"                                                                    \
+    "smlad  %[a4], %[t], %[x0], %[a0]\n\t"                                                                    \
+    "smlad  %[a4], %[u], %[x1], %[a4]\n\t"                                                                    \
+    "ldrd   %[x0], %[x1], [%[c], #40]\n\t"                                                                    \
+    "smlad  %[a5], %[t], %[x0], %[a0]\n\t"                                                                    \
+    "smlad  %[a5], %[u], %[x1], %[a5]\n\t"                                                                    \
+    "ldrd   %[x0], %[x1], [%[c], #48]\n\t"                                                                    \
+    "smlad  %[a6], %[t], %[x0], %[a0]\n\t"                                                                    \
+    "smlad  %[a6], %[u], %[x1], %[a6]\n\t"                                                                    \
+    "ldrd   %[x0], %[x1], [%[c]], #56\n\t"                                                                    \
+    "smlad  %[a0], %[t], %[x0], %[a0]\n\t"                                                                    \
+    "smlad  %[a0], %[u], %[x1], %[a0]\n\t"
+
 #if defined(MT_DSP_NATIVE)
 /* a0..a6 += row w (n4 groups of four) . the seven columns at c; w, c, n4 are consumed.
    NOTE: out of line, in assembly: the loop needs all 14 registers, which GCC's allocator does
@@ -58,7 +84,29 @@
                          :                                                                                    \
                          : "cc", "memory");                                                                   \
     } while (0)
+/* The same with a1..a6 undefined on entry and a0 the bias, n4 >= 1 (the first group peeled). */
+#define MT_DOT7_S16_FROM_BIAS(w, c, n4)                                                                       \
+    do {                                                                                                      \
+        int32_t t, u, x0, x1;                                                                                 \
+        __asm__ volatile(MT_GROUP7_S16_FIRST "subs   %[n], %[n], #1\n\t"                                       \
+                         "lsrs   %[n], %[n], #1\n\t"                                                           \
+                         "bcc    2f\n\t" MT_GROUP7_S16 "2:\n\t"                                               \
+                         "beq    3f\n\t"                                                                      \
+                         "1:\n\t" MT_GROUP7_S16 MT_GROUP7_S16 "subs   %[n], %[n], #1\n\t"                      \
+                         "bne    1b\n\t"                                                                      \
+                         "3:\n\t"                                                                             \
+                         : [a0] "+r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [a4] "=&r"(a4),     \
+                           [a5] "=&r"(a5), [a6] "=&r"(a6), [w] "+r"(w), [c] "+r"(c), [n] "+r"(n4),            \
+                           [t] "=&r"(t), [u] "=&r"(u), [x0] "=&r"(x0), [x1] "=&r"(x1)                         \
+                         :                                                                                    \
+                         : "cc", "memory");                                                                   \
+    } while (0)
 #else /* !MT_DSP_NATIVE: the same loop in C (emulated instructions) */
+#define MT_DOT7_S16_FROM_BIAS(w, c, n4)                                                                       \
+    do {                                                                                                      \
+        a1 = a2 = a3 = a4 = a5 = a6 = a0;                                                                     \
+        MT_DOT7_S16(w, c, n4);                                                                                \
+    } while (0)
 #define MT_DOT7_S16(w, c, n4)                                                                                 \
     do {                                                                                                      \
         while ((n4)-- > 0) {                                                                                  \
@@ -100,15 +148,10 @@ static MT_NOINLINE void rows_fast(const int16_t *w,
         const int16_t *c = cols;
         int32_t n = n4;
         int32_t a0 = prep[0];
-        int32_t a1 = a0;
-        int32_t a2 = a0;
-        int32_t a3 = a0;
-        int32_t a4 = a0;
-        int32_t a5 = a0;
-        int32_t a6 = a0;
+        int32_t a1, a2, a3, a4, a5, a6;
         int32_t mult, sh, c1;
         int8_t *o = out;
-        MT_DOT7_S16(w, c, n);
+        MT_DOT7_S16_FROM_BIAS(w, c, n);
 #if defined(__GNUC__)
         /* NOTE: hides o's relation to the previous row's, or GCC keeps seven output pointers
            (o + j * stride) on the stack and updates each of them per row */
@@ -175,7 +218,7 @@ void mt_mat_mult_s16_s16_7col(const int16_t *w,
                               int32_t n)
 {
     int32_t r;
-    if (prep && n == MT_GEMM_COLS && rows > 0) {
+    if (prep && n == MT_GEMM_COLS && rows > 0 && k >= 4) {
         rows_fast(w, cols, k >> 2, prep, out, stride, rows);
         return;
     }
