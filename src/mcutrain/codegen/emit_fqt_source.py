@@ -1,0 +1,336 @@
+"""The parts of an FQT `model.c` around the step: state variables, stream jumps, the file template.
+
+The state that moves every step (ranges, qparams, weight scales and ranges, standardization
+statistics, bias scales, largest loss) is emitted as static C variables with the simulator's
+current values, and listed as `StateEntry`s in blob order with the C that saves and loads each.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mcutrain.codegen.cformat import c_array
+from mcutrain.codegen.emit_fqt_ops import _FqtEmitter
+from mcutrain.codegen.emit_train import StateEntry, c_float
+from mcutrain.quant.rng import XorShift32
+
+
+def jump_columns(n: int) -> np.ndarray:
+    """Columns of the xorshift32 jump matrix T^n: the state reached from each unit bit after n steps."""
+    cols = []
+    for b in range(32):
+        g = XorShift32(1 << b)
+        g.advance(n)
+        cols.append(g.state)
+    return np.array(cols, np.uint32)
+
+
+def _f32(v) -> np.ndarray:
+    return np.asarray(v, np.float32).reshape(-1)
+
+
+def _state(e: _FqtEmitter) -> tuple[list[str], list[StateEntry], list[tuple[str, str]]]:
+    """C definitions of the FQT state, its blob entries and (save, load) code per entry."""
+    m, g = e.m, e.g
+    defs: list[str] = []
+    entries: list[StateEntry] = []
+    io: list[tuple[str, str]] = []
+
+    def arr(ctype: str, name: str, values: np.ndarray, dtype: str, entry: str | None, comment: str,
+            const: bool = False) -> None:
+        v = np.asarray(values)
+        if ctype == "float":
+            items = ", ".join(c_float(x) for x in _f32(v).tolist())
+            defs.append(f"/* {comment} */\nstatic float {name}[{v.size}] = {{{items}}};")
+        else:
+            text = c_array(ctype, name, v, per_line=16, comment=comment)
+            defs.append(text if const else text.replace("static const ", "static ", 1))
+        if entry is not None:
+            entries.append(StateEntry(entry, dtype, tuple(v.shape)))
+            nb = entries[-1].nbytes
+            io.append((f"memcpy(blob + off, {name}, {nb});", f"memcpy({name}, blob + off, {nb});"))
+
+    def rng_struct(name: str, ema, entry: str, comment: str) -> None:
+        init = ema is not None and ema.initialized
+        lo, hi = (float(ema.lo), float(ema.hi)) if init else (0.0, 0.0)
+        defs.append(f"/* {comment} */\nstatic mt_fqt_range {name} = {{{c_float(lo)}, {c_float(hi)}, "
+                    f"0.0f, 0.0f, {int(init)}, 0, 0}};")
+        entries.append(StateEntry(entry, "f32", (2,)))
+        io.append((f"memcpy(blob + off, &{name}.lo, 4);\n    memcpy(blob + off + 4, &{name}.hi, 4);",
+                   f"memcpy(&{name}.lo, blob + off, 4);\n    memcpy(&{name}.hi, blob + off + 4, 4);"))
+
+    for t in e.act_owners:
+        a = f"act_{e.ids[t]}"
+        qp = m.act_qparams(t)
+        rng_struct(a, m.act_ema[t], f"act.{t}.range", f"{t}: activation range (EMA)")
+        defs.append(f"static float {a}_scale = {c_float(qp.scale)};\n"
+                    f"static int32_t {a}_zp = {int(qp.zero_point)};")
+        entries += [StateEntry(f"act.{t}.scale", "f32", (1,)), StateEntry(f"act.{t}.zero_point", "s32", (1,))]
+        io += [(f"memcpy(blob + off, &{a}_scale, 4);", f"memcpy(&{a}_scale, blob + off, 4);"),
+               (f"memcpy(blob + off, &{a}_zp, 4);", f"memcpy(&{a}_zp, blob + off, 4);")]
+    for key in e.err_keys:
+        name = f"err_{e.ids[key]}"
+        ema = m.err_ema.get(key)
+        rng_struct(name, ema, f"err.{key}.range", f"{key}: error range (EMA)")
+        entries.append(StateEntry(f"err.{key}.init", "s32", (1,)))
+        io.append((f"memcpy(blob + off, &{name}.initialized, 4);",
+                   f"memcpy(&{name}.initialized, blob + off, 4);"))
+    for n in g.parametric():
+        lid, name = e.lid(n.name), n.name
+        w = m.w[name]
+        o = w.shape[0]
+        qp = m.wqp[name]
+        trained = name in e.trained
+        nw = 1 if e.u8 else o            # uint8: one scale, zero point and range per tensor
+        wt = "uint8_t" if e.u8 else "int8_t"
+        arr(wt, f"{lid}_weight", w, "s8", f"{name}.weight" if trained else None,
+            f"{name}: weight {list(w.shape)} {wt[:-2]}" + (" (RAM, trained)" if trained else " (frozen)"),
+            const=not trained)
+        arr("int32_t", f"{lid}_bias", m.b[name], "s32", f"{name}.bias", f"{name}: bias int32 (RAM)")
+        arr("float", f"{lid}_s_w", np.broadcast_to(qp.scale, (nw,)), "f32", f"{name}.w_scale",
+            f"{name}: weight scale(s) s_w")
+        arr("float", f"{lid}_bias_scale", m.b_acc_scale[name], "f32", f"{name}.bias_scale",
+            f"{name}: accumulator scales s_x * s_w of the bias")
+        if e.u8:
+            defs.append(f"static int32_t {lid}_w_zp = {int(qp.zero_point)};\n"
+                        f"static float {lid}_m; /* forward multiplier float32(s_x * s_w) / s_y */")
+            entries.append(StateEntry(f"{name}.w_zero_point", "s32", (1,)))
+            io.append((f"memcpy(blob + off, &{lid}_w_zp, 4);", f"memcpy(&{lid}_w_zp, blob + off, 4);"))
+        else:
+            defs.append(f"static int32_t {lid}_mult[{o}];\nstatic int32_t {lid}_shift[{o}];")
+        if trained:
+            ema = m.w_ema[name]
+            arr("float", f"{lid}_w_lo", np.broadcast_to(ema.lo, (nw,)), "f32", f"{name}.w_lo",
+                f"{name}: weight range minimum (EMA)")
+            arr("float", f"{lid}_w_hi", np.broadcast_to(ema.hi, (nw,)), "f32", f"{name}.w_hi",
+                f"{name}: weight range maximum (EMA)")
+            if e.u8:
+                rng_struct(f"grad_{lid}", m.grad_ema.get(name), f"grad.{name}.range",
+                           f"{name}: per-sample gradient range (EMA)")
+                entries.append(StateEntry(f"grad.{name}.init", "s32", (1,)))
+                io.append((f"memcpy(blob + off, &grad_{lid}.initialized, 4);",
+                           f"memcpy(&grad_{lid}.initialized, blob + off, 4);"))
+            st = m.norm.get(name, {"mu": np.zeros(o), "sd": np.zeros(o), "init": np.zeros(o, bool)})
+            arr("float", f"{lid}_norm_mu", st["mu"], "f32", f"{name}.norm_mu", f"{name}: gradient mean (EMA)")
+            arr("float", f"{lid}_norm_sd", st["sd"], "f32", f"{name}.norm_sd", f"{name}: gradient sd (EMA)")
+            arr("int8_t", f"{lid}_norm_init", st["init"].astype(np.int8), "s8", f"{name}.norm_init",
+                f"{name}: statistics initialized")
+            defs.append(f"static float {lid}_bias_step[{o}];")
+    defs.append(f"static int32_t fqt_loss_max = {int(m.loss_max)};")
+    entries.append(StateEntry("loss_max", "s32", (1,)))
+    io.append(("memcpy(blob + off, &fqt_loss_max, 4);", "memcpy(&fqt_loss_max, blob + off, 4);"))
+    return defs, entries, io
+
+
+def _jump_array(name: str, n: int, comment: str) -> str:
+    cols = [f"0x{int(v):08X}u" for v in jump_columns(n)]
+    rows = [", ".join(cols[i:i + 6]) for i in range(0, 32, 6)]
+    body = ",\n".join(f"    {r}" for r in rows)
+    return f"/* {comment} */\nstatic const uint32_t {name}[32] = {{\n{body}\n}};"
+
+
+def _draws(e: _FqtEmitter) -> tuple[list[str], int]:
+    """Jump matrices to each trained layer's place in the step's stochastic-rounding stream."""
+    out, off = [], 0
+    e.jumps = set()
+    if e.m.prec.weight_rounding != "stochastic":
+        return out, 0
+    if e.partial:
+        full = sum(e.m.w[n].size for n in e.trained)
+        e.jump_bits = max(int(full).bit_length(), 1)
+        rows = []
+        for i in range(e.jump_bits):
+            cols = ", ".join(f"0x{int(v):08X}u" for v in jump_columns(1 << i))
+            rows.append(f"    {{{cols}}}")
+        decl = [f"static int32_t fqt_k_{e.lid(n)};\nstatic int32_t fqt_n_{e.lid(n)};\n"
+                f"static int32_t {e.lid(n)}_keep[{e.m.w[n].shape[0]}];\n"
+                f"static uint8_t {e.lid(n)}_upd[{e.m.w[n].shape[0]}];" for n in e.partial]
+        decl += [f"static int32_t fqt_off_{e.lid(n)};" for n in e.trained]
+        out.append("/* Partial updates: k, kept channels and update mask per layer; draw offsets. */\n"
+                   + "\n".join(decl) + "\nstatic int32_t fqt_draws;\n"
+                   f"/* columns of the xorshift32 jumps by 2^i draws */\n"
+                   f"static const uint32_t fqt_jump_pow[{e.jump_bits}][32] = {{\n" + ",\n".join(rows)
+                   + "\n};")
+        return out, full
+    for n in e.g.parametric():
+        if n.name not in e.trained:
+            continue
+        if off:
+            e.jumps.add(f"{e.lid(n.name)}_jump")
+            out.append(_jump_array(f"{e.lid(n.name)}_jump", off,
+                                   f"{n.name}: xorshift32 jump by {off} draws (earlier layers' weights)"))
+        off += n.params["weight"].size
+    if off:
+        out.append(_jump_array("fqt_jump_total", off, f"xorshift32 jump by the step's {off} draws"))
+    return out, off
+
+
+_SOURCE = """\
+/*
+ * model.c: FQT int8 training (see model.h): the state that moves every step, the arena, the
+ * forward pass and the training step of the planner's schedule. Arena {arena} bytes.
+ *
+{graph}
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "model.h"
+#include "mt_fqt.h"
+#include "mt_nn.h"
+#include "mt_train.h"
+
+{state}
+
+{jumps}
+
+/* Per-channel accumulator extremes of the layer running now, and the logits' Q24 error. */
+static int32_t fqt_amin[{max_o}];
+static int32_t fqt_amax[{max_o}];
+static int32_t fqt_errq[{k}];
+
+/* The working memory of predict and train_step (never both at once). */
+static union {{
+    int64_t align; /* 8-byte alignment for word and doubleword accesses */
+    int8_t bytes[MODEL_ARENA_BYTES];
+}} model_arena;
+
+/* The training step's tensors at the planner's offsets. */
+{macros}
+
+{batch_buf}
+static struct {{
+    uint32_t rng;   /* the method's xorshift32 state */
+    uint32_t steps; /* steps taken */
+}} model_state = {{{rng0}u, {steps0}u}};
+
+#define MODEL_STATE_MAGIC {magic}u
+#define MODEL_STATE_FINGERPRINT {fp}u
+
+static void fqt_reset_extremes(int32_t channels)
+{{
+    int32_t c;
+    for (c = 0; c < channels; ++c) {{
+        fqt_amin[c] = INT32_MAX;
+        fqt_amax[c] = INT32_MIN;
+    }}
+}}
+
+/* Requantization multipliers from the current scales (they move with the ranges and weights). */
+static mt_status fqt_prepare(void)
+{{
+    mt_status st = MT_OK;
+{prepare}
+    return st;
+}}
+
+/* The forward pass on the sample in the input tensor; `record`: note the output ranges. */
+static mt_status fqt_forward(int32_t record)
+{{
+    mt_status st = MT_OK;
+    (void)record;
+{fwd}
+    return st;
+}}
+
+{seed_fn}
+mt_status model_init(void)
+{{
+    return MT_OK;
+}}
+
+static model_layer_hook model_layer_hook_fn = NULL;
+
+void model_set_layer_hook(model_layer_hook hook)
+{{
+    model_layer_hook_fn = hook; /* FQT libraries do not call it (no per-layer inference blocks) */
+}}
+
+int8_t *model_input_buffer(void)
+{{
+    return (int8_t *)(void *){sample_in};
+}}
+
+mt_status model_predict(const int8_t *input, int8_t *logits)
+{{
+    mt_status st;
+    if (!input || !logits) {{
+        return MT_ERR_ARG;
+    }}
+    if ((const void *)input != (const void *){sample_in}) {{
+        memcpy({sample_in}, input, MODEL_INPUT_SIZE);
+    }}
+    st = fqt_prepare();
+    if (st == MT_OK) {{
+        st = fqt_forward(0);
+    }}
+    memcpy(logits, {logits}, MODEL_OUTPUT_SIZE);
+    return st;
+}}
+
+int8_t *model_train_input_buffer(void)
+{{
+    return (int8_t *)(void *){train_in};
+}}
+
+uint32_t model_train_steps(void)
+{{
+    return model_state.steps;
+}}
+
+mt_status model_train_step(const int8_t *inputs, const int32_t *labels, float lr, int32_t *losses,
+                           int8_t *logits)
+{{
+    mt_status st = MT_OK;
+    const uint32_t rng0 = model_state.rng;
+    int32_t b = 0;
+    if (!inputs || !labels || !losses) {{
+        return MT_ERR_ARG;
+    }}
+    if ((const void *)inputs != (const void *){train_in}) {{
+        memcpy({train_in}, inputs, {batch_in});
+    }}
+    (void)rng0;
+    (void)lr;
+    (void)b;
+    st = fqt_prepare();
+    if (st != MT_OK) {{
+        return st;
+    }}
+{seed_call}{step}
+    model_state.steps++;
+    return st;
+}}
+
+mt_status model_save_state(uint8_t *blob, int32_t size)
+{{
+    const uint32_t head[4] = {{MODEL_STATE_MAGIC, MODEL_STATE_FINGERPRINT, 0u, 0u}};
+    size_t off = sizeof(head);
+    if (!blob || size < MODEL_STATE_BYTES) {{
+        return MT_ERR_ARG;
+    }}
+    memcpy(blob, head, sizeof(head));
+    memcpy(blob + 8, &model_state.steps, 4);
+    memcpy(blob + 12, &model_state.rng, 4);
+{save}
+    return MT_OK;
+}}
+
+mt_status model_load_state(const uint8_t *blob, int32_t size)
+{{
+    uint32_t head[4];
+    size_t off = sizeof(head);
+    if (!blob || size < MODEL_STATE_BYTES) {{
+        return MT_ERR_ARG;
+    }}
+    memcpy(head, blob, sizeof(head));
+    if (head[0] != MODEL_STATE_MAGIC || head[1] != MODEL_STATE_FINGERPRINT) {{
+        return MT_ERR_ARG;
+    }}
+    model_state.steps = head[2];
+    model_state.rng = head[3];
+{load}
+    return MT_OK;
+}}
+"""
