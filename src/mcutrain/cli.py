@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mcutrain",
         description="Train fully quantized neural networks on microcontrollers.",
-        epilog="Run 'mcutrain COMMAND --help' for a command's options and examples.")
+        epilog="Start with 'mcutrain demo'. Run 'mcutrain COMMAND --help' for a command's options "
+               "and examples.")
     parser.add_argument("--version", action="version", version=f"mcutrain {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
