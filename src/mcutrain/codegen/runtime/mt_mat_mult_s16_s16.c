@@ -84,15 +84,20 @@
                          :                                                                                    \
                          : "cc", "memory");                                                                   \
     } while (0)
-/* The same with a1..a6 undefined on entry and a0 the bias, n4 >= 1 (the first group peeled). */
+/* The same with a1..a6 undefined on entry and a0 the bias, n4 >= 1: the first group peeled, then
+   bit 0 and bit 1 of the remaining count (one group, two groups; LSRS leaves them in C and the
+   groups leave the flags alone), then four groups per loop pass (one SUBS + BNE per 112 MACs). */
 #define MT_DOT7_S16_FROM_BIAS(w, c, n4)                                                                       \
     do {                                                                                                      \
         int32_t t, u, x0, x1;                                                                                 \
         __asm__ volatile(MT_GROUP7_S16_FIRST "subs   %[n], %[n], #1\n\t"                                       \
                          "lsrs   %[n], %[n], #1\n\t"                                                           \
                          "bcc    2f\n\t" MT_GROUP7_S16 "2:\n\t"                                               \
+                         "lsrs   %[n], %[n], #1\n\t"                                                           \
+                         "bcc    4f\n\t" MT_GROUP7_S16 MT_GROUP7_S16 "4:\n\t"                                 \
                          "beq    3f\n\t"                                                                      \
-                         "1:\n\t" MT_GROUP7_S16 MT_GROUP7_S16 "subs   %[n], %[n], #1\n\t"                      \
+                         "1:\n\t" MT_GROUP7_S16 MT_GROUP7_S16 MT_GROUP7_S16 MT_GROUP7_S16                     \
+                         "subs   %[n], %[n], #1\n\t"                                                           \
                          "bne    1b\n\t"                                                                      \
                          "3:\n\t"                                                                             \
                          : [a0] "+r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [a4] "=&r"(a4),     \
