@@ -334,8 +334,8 @@ void mt_mat_mult_s8_s16_2col(const int8_t *w,
 /*
  * The 4x1 matrix-vector loop over n4 > 0 groups of four k: s[i] += w_i[0..4 n4) . col (i < 4).
  * Per group: 1 LDRD of the column, then per row 1 LDR + 2 SXTB16 + 2 SMLAD = 21 instructions for
- * 16 MACs; every weight is used once, so its load and widening (3 per 4 weights) plus the 2 SMLAD
- * bound any matrix-vector loop at 1.25 instructions per MAC.
+ * 16 MACs, plus SUBS + BNE per two groups; every weight is used once, so its load and widening
+ * (3 per 4 weights) plus the 2 SMLAD bound any matrix-vector loop at 1.25 instructions per MAC.
  */
 #define MT_ROW4(W, A)                                                                                         \
     "ldr    %[u], [%[" W "]], #4\n\t"                                                                        \
@@ -343,6 +343,11 @@ void mt_mat_mult_s8_s16_2col(const int8_t *w,
     "sxtb16 %[u], %[u], ror #8\n\t"                                                                           \
     "smlad  %[" A "], %[t], %[x0], %[" A "]\n\t"                                                              \
     "smlad  %[" A "], %[u], %[x1], %[" A "]\n\t"
+
+/* one group of four k for the four rows */
+#define MT_GROUP4x1                                                                                           \
+    "ldrd   %[x0], %[x1], [%[c]], #8\n\t" MT_ROW4("w0", "a0") MT_ROW4("w1", "a1") MT_ROW4("w2", "a2")           \
+        MT_ROW4("w3", "a3")
 
 static MT_NOINLINE void dot_4x1(const int8_t *w0, int32_t k, const int16_t *c, int32_t n4, int32_t *s)
 {
@@ -355,10 +360,14 @@ static MT_NOINLINE void dot_4x1(const int8_t *w0, int32_t k, const int16_t *c, i
     int32_t a3 = s[3];
 #if defined(MT_DSP_NATIVE)
     int32_t t, u, x0, x1;
-    __asm__ volatile("1:\n\t"
-                     "ldrd   %[x0], %[x1], [%[c]], #8\n\t" MT_ROW4("w0", "a0") MT_ROW4("w1", "a1")
-                         MT_ROW4("w2", "a2") MT_ROW4("w3", "a3") "subs   %[n], %[n], #1\n\t"
-                                                                 "bne    1b\n\t"
+    /* an odd group first (LSRS puts bit 0 in C; a group leaves the flags alone, so Z still says
+       whether any pair of groups remains), then two groups per loop pass */
+    __asm__ volatile("lsrs   %[n], %[n], #1\n\t"
+                     "bcc    2f\n\t" MT_GROUP4x1 "2:\n\t"
+                     "beq    3f\n\t"
+                     "1:\n\t" MT_GROUP4x1 MT_GROUP4x1 "subs   %[n], %[n], #1\n\t"
+                     "bne    1b\n\t"
+                     "3:\n\t"
                      : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [w0] "+r"(w0), [w1] "+r"(w1),
                        [w2] "+r"(w2), [w3] "+r"(w3), [c] "+r"(c), [n] "+r"(n4), [t] "=&r"(t), [u] "=&r"(u),
                        [x0] "=&r"(x0), [x1] "=&r"(x1)
