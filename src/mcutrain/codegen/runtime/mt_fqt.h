@@ -240,7 +240,8 @@ typedef struct {
  * standardized with EMA-smoothed mean / standard deviation, the weights dequantized, stepped by
  * lr * g_hat, their channel range moved (alpha_w) and requantized with the new scale by
  * stochastic rounding floor(v + u), u from *state (one draw per weight, rows in order).
- *   channels, per_channel in: O, K;  grad, grad_bias in: [O, K], [O] int32
+ *   channels, per_channel in: O, K;  grad in/consumed: [O, K] int32 (overwritten with float32
+ *   intermediates of the updated rows);  grad_bias in: [O] int32
  *   norm_mu, norm_sd in/out: [O] float32;  norm_init in/out: [O] int8 (0 / 1)
  *   w in/out: [O, K] int8;  s_w in/out: [O];  w_lo, w_hi in/out: [O] EMA of the channel range
  *   bias_step out: [O] lr * g_hat of the bias (0 where not updated), for mt_fqt_bias_rescale_s32
@@ -248,7 +249,7 @@ typedef struct {
 mt_status mt_fqt_upd_s8(const mt_fqt_upd_params *p,
                         int32_t channels,
                         int32_t per_channel,
-                        const int32_t *grad,
+                        int32_t *grad,
                         const int32_t *grad_bias,
                         const uint8_t *upd,
                         float *norm_mu,

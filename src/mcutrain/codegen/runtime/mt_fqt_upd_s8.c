@@ -10,16 +10,32 @@
  *   lo, hi = (1 - a_w) * lo + a_w * (-amax), (1 - a_w) * hi + a_w * amax
  *   s_w'   = max(-min(lo, 0), max(hi, 0)) / 127 (2^-20 if 0, at least 2^-126)
  *   w'     = clamp(floor(new / s_w' + u), -127, 127), u = uniform01 of the stream
- * No float copy of the gradient or of the new weights is stored: each is recomputed per pass.
+ * No float copy is allocated: the int32 gradient buffer (consumed) holds the row's real gradient,
+ * then its new real weights (float32 in the int32 slots).
  */
+#include <string.h>
+
 #include "mt_fqt.h"
 #include "mt_fqt_math.h"
 #include "mt_train.h"
 
+/* The float32 stored in an int32 slot of the consumed gradient buffer (same size, no aliasing UB). */
+static float mt_slot_get(const int32_t *slot)
+{
+    float f;
+    memcpy(&f, slot, 4);
+    return f;
+}
+
+static void mt_slot_set(int32_t *slot, float f)
+{
+    memcpy(slot, &f, 4);
+}
+
 mt_status mt_fqt_upd_s8(const mt_fqt_upd_params *p,
                         int32_t channels,
                         int32_t per_channel,
-                        const int32_t *grad,
+                        int32_t *grad,
                         const int32_t *grad_bias,
                         const uint8_t *upd,
                         float *norm_mu,
@@ -43,7 +59,7 @@ mt_status mt_fqt_upd_s8(const mt_fqt_upd_params *p,
         return MT_ERR_ARG;
     }
     for (o = 0; o < channels; ++o) {
-        const int32_t *g = grad + o * per_channel;
+        int32_t *g = grad + o * per_channel; /* consumed: real gradient, then the new real weights */
         int8_t *wr = w + o * per_channel;
         const float gb = mt_s64_to_f32(grad_bias[o]) * p->gb_scale;
         float sum = 0.0f, var = 0.0f, mu_b, sd_b, mu, sd, den, amax = 0.0f, lo32, hi32, am, s_new;
@@ -52,12 +68,14 @@ mt_status mt_fqt_upd_s8(const mt_fqt_upd_params *p,
             continue;
         }
         for (k = 0; k < per_channel; ++k) {
-            sum += mt_s64_to_f32(g[k]) * p->g_scale;
+            const float v = mt_s64_to_f32(g[k]) * p->g_scale;
+            mt_slot_set(&g[k], v);
+            sum += v;
         }
         sum += gb;
         mu_b = sum / kk;
         for (k = 0; k < per_channel; ++k) {
-            const float d = mt_s64_to_f32(g[k]) * p->g_scale - mu_b;
+            const float d = mt_slot_get(&g[k]) - mu_b;
             var += d * d;
         }
         var += (gb - mu_b) * (gb - mu_b);
@@ -73,12 +91,12 @@ mt_status mt_fqt_upd_s8(const mt_fqt_upd_params *p,
         norm_sd[o] = sd;
         norm_init[o] = 1;
         den = sd + 1e-12f;
-        /* pass 1: the range of the new weights */
-        for (k = 0; k < per_channel; ++k) {
-            const float gh = sd == 0.0f ? 0.0f : (mt_s64_to_f32(g[k]) * p->g_scale - mu) / den;
+        for (k = 0; k < per_channel; ++k) { /* the new real weights and their range */
+            const float gh = sd == 0.0f ? 0.0f : (mt_slot_get(&g[k]) - mu) / den;
             const float nw = (float)wr[k] * s_w[o] - p->lr * gh;
             const float a = nw < 0.0f ? -nw : nw;
             amax = a > amax ? a : amax;
+            mt_slot_set(&g[k], nw);
         }
         bias_step[o] = sd == 0.0f ? 0.0f : p->lr * ((gb - mu) / den);
         w_lo[o] = keep_w * w_lo[o] + aw * -amax;
@@ -92,12 +110,9 @@ mt_status mt_fqt_upd_s8(const mt_fqt_upd_params *p,
         } else if (s_new < mt_pow2_f32(-126)) {
             s_new = mt_pow2_f32(-126);
         }
-        /* pass 2: requantize with the new scale, stochastic rounding */
-        for (k = 0; k < per_channel; ++k) {
-            const float gh = sd == 0.0f ? 0.0f : (mt_s64_to_f32(g[k]) * p->g_scale - mu) / den;
-            const float nw = (float)wr[k] * s_w[o] - p->lr * gh;
+        for (k = 0; k < per_channel; ++k) { /* requantize with the new scale, stochastic rounding */
             const float u = mt_xorshift32_uniform01(state);
-            float r = mt_floor_f32(nw / s_new + u);
+            float r = mt_floor_f32(mt_slot_get(&g[k]) / s_new + u);
             r = r < -127.0f ? -127.0f : (r > 127.0f ? 127.0f : r);
             wr[k] = (int8_t)r;
         }
