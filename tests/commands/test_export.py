@@ -52,8 +52,8 @@ def test_export_int8_model_file(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--arch", "digits-cnn", "--init", "random", "--target", "cortex-m4", "--method", "fqt"],
-     "not implemented yet for C (method fqt)"),
+    (["--arch", "digits-cnn", "--init", "random", "--target", "cortex-m4", "--method", "fqt",
+      "--precision", "float32"], "fqt --precision float32 has no C step yet"),
     (["--arch", "digits-cnn", "--init", "random", "--target", "cortex-m0plus", "--kernels", "dsp"],
      "no DSP extension"),
     (["--arch", "digits-cnn", "--init", "random", "--target", "pdp-11"], "unknown target 'pdp-11'"),

@@ -59,6 +59,6 @@ def test_plan_too_big_for_the_board_fails_to_link_with_the_breakdown(arm_tools, 
     assert "errors" in err and "arena" in err    # the planner's breakdown follows
 
 
-def test_fqt_is_not_generated_yet(capsys):
-    assert main([*BASE, "--method", "fqt", "--target", "cortex-m4"]) == 1
-    assert "not implemented yet for C (method fqt)" in capsys.readouterr().err
+def test_fqt_float_precisions_are_not_generated_yet(capsys):
+    assert main([*BASE, "--method", "fqt", "--precision", "mixed", "--target", "cortex-m4"]) == 1
+    assert "fqt --precision mixed has no C step yet" in capsys.readouterr().err
