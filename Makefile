@@ -31,7 +31,7 @@ demo: $(CORE_STAMP)
 
 test: $(DEV_STAMP) sysdeps
 	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check src tests benchmarks
