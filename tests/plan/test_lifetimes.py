@@ -66,6 +66,7 @@ def test_scratch_sizes_mirror_the_c_companions():
             kp = kh * ((kw * cg + 3) // 4 * 4)   # int16 weights: kernel rows padded to fours
             if kp <= 256:   # mt_conv2d_fwd_s8_s16 (inference) or mt_conv2d_fwd_s8 (RAM weights)
                 assert dsp == max(s8, 14 * kp + 16 * o), n.name
+                assert scratch_bytes(g, n, "dsp", widened=False) == s8, n.name
             else:
                 assert dsp == s8, n.name
         else:

@@ -79,7 +79,7 @@ def flash_weight_bytes(graph: Graph, node: Node, kernels: str = "dsp") -> int:
     return int(w.size)
 
 
-def scratch_bytes(graph: Graph, node: Node, kernels: str = "dsp") -> int:
+def scratch_bytes(graph: Graph, node: Node, kernels: str = "dsp", widened: bool = True) -> int:
     """Scratch bytes the C kernel of `node` needs (0 for most ops).
 
     conv2d (not depthwise): one block of im2col columns of K = kh*kw*C/groups int16, 7 columns
@@ -89,7 +89,8 @@ def scratch_bytes(graph: Graph, node: Node, kernels: str = "dsp") -> int:
     runs `mt_conv2d_fwd_s8_s16` in an inference export (seven padded columns, 14 * kh * `s16_row`
     bytes, and 16 bytes of prepared requantization constants per output channel) but the int8
     kernel where its weights live in RAM (training libraries): it gets the larger of the two, so
-    either kernel finds its scratch. Mirrors the C companions
+    either kernel finds its scratch. `widened=False` gives the int8 kernel's size alone (a
+    training step's own forward kernels, which never see int16 weights). Mirrors the C companions
     `mt_conv2d_fwd_s8_get_buffer_size`, `mt_conv2d_fwd_s8_s16_get_buffer_size` and
     `mt_linear_fwd_s8_get_buffer_size`.
     """
@@ -102,7 +103,7 @@ def scratch_bytes(graph: Graph, node: Node, kernels: str = "dsp") -> int:
         k = kh * kw * cg
         cols = 7 if k <= 256 else 2
         s8 = 2 * cols * k + (2 * k if cg % 4 else 0)
-        if widens_weights(graph, node):
+        if widened and widens_weights(graph, node):
             return max(s8, 2 * 7 * kh * s16_row(node) + 16 * int(node.params["weight"].shape[0]))
         return s8
     if node.op == Op.LINEAR:
