@@ -4,7 +4,9 @@ The "prepare" phase happens here, on the host: requantization multipliers and sh
 bounds, the add's shared shift and the arena offsets (from `mcutrain.plan`, used verbatim) are
 computed once and written as constants, so the C code only invokes kernels. Weights and all
 parameter structs are `const` (Flash); the arena is the only RAM the model uses. No float
-and no malloc appear in the generated code.
+and no malloc appear in the generated code. For DSP kernels the weights of the convs that
+`plan.lifetimes.widens_weights` are written widened to int16 (`widen_conv_weight`) and run
+`mt_conv2d_fwd_s8_s16`: one load per four weights in its inner loop, for twice their Flash.
 
 Example:
     >>> from mcutrain import zoo
