@@ -59,9 +59,10 @@ def test_c_steps_equal_the_simulator(tmp_path, arch, trainable, steps, bsz, prec
     lambda_min 0.1: partial updates chosen on the device (top-k per layer, the output layer too)."""
     new, x, y = make(arch, steps, trainable, precision=precision, lambda_min=lambda_min)
     m = new()
-    res = export_training_library(for_export(m), tmp_path / "lib", batch=bsz, kernels="ref")
+    kernels = "dsp" if arch == "digits-cnn" else "ref"   # dsp: the conv forward's im2col path (scratch)
+    res = export_training_library(for_export(m), tmp_path / "lib", batch=bsz, kernels=kernels)
     src = res.model
-    exe = build_host_train(tmp_path / "lib", tmp_path / "train")
+    exe = build_host_train(tmp_path / "lib", tmp_path / "train", kernels=kernels)
     lr = 0.05
     xs = [x[i * bsz:(i + 1) * bsz] for i in range(steps)]
     ys = [y[i * bsz:(i + 1) * bsz] for i in range(steps)]

@@ -133,7 +133,10 @@ def _fwd(e: _FqtEmitter, k: Kernel) -> list[str]:
                                                 "fqt_amax"])
     else:
         lines += e.conv_head(n)
-        call = _call("mt_conv2d_fwd_s8_range", ["&p", "&q", "&in_d", x, "&f_d", f"{lid}_weight",
+        sc = [w for w in k.writes if w.endswith(".scratch")]
+        ctx = f"{{(void *){e.t(sc[0])}, {e.s.tensors[sc[0]].nbytes}}}" if sc else "{NULL, 0}"
+        lines.append(f"const mt_context ctx = {ctx};")
+        call = _call("mt_conv2d_fwd_s8_range", ["&ctx", "&p", "&q", "&in_d", x, "&f_d", f"{lid}_weight",
                                                 f"{lid}_bias", "&out_d", y, "fqt_amin", "fqt_amax"])
     lines += [f"mt_fqt_act_range_s8({ya}_scale, {ya}_zp, {act}, &p.act_min, &p.act_max);",
               f"fqt_reset_extremes({o});", *call]

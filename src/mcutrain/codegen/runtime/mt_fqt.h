@@ -96,10 +96,13 @@ void mt_fqt_acc_range_f32(int32_t channels, const int32_t *acc_min, const int32_
 /*
  * Conv forward that also reports per-channel accumulator extremes (FQT tracks output ranges on
  * the fly, without a float copy). Same arithmetic as mt_conv2d_fwd_s8 (plain C loops).
+ *   ctx               in: scratch; with 2 * K bytes (K = kh * kw * C) and groups 1 an int16
+ *                     im2col column per output position (faster), else {NULL, 0}
  *   acc_min, acc_max  in/out: [O] running extremes of bias + sum of products (merged, so a batch
  *                     loop keeps them; initialise to INT32_MAX / INT32_MIN)
  */
-mt_status mt_conv2d_fwd_s8_range(const mt_conv_params *params,
+mt_status mt_conv2d_fwd_s8_range(const mt_context *ctx,
+                                 const mt_conv_params *params,
                                  const mt_per_channel_quant *quant,
                                  const mt_dims *input_dims,
                                  const int8_t *input,
