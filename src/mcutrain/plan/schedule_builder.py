@@ -11,7 +11,7 @@ import numpy as np
 
 from mcutrain.graph import INPUT, Graph, Node, Op, fold_batchnorm, fuse_activations
 from mcutrain.methods.fqt_state import precision
-from mcutrain.plan.lifetimes import scratch_bytes
+from mcutrain.plan.lifetimes import flash_weight_bytes, scratch_bytes
 from mcutrain.plan.schedule import Role, Schedule
 
 RANGE_BYTES = 16
@@ -66,6 +66,7 @@ class _Builder:
     def __init__(self, g: Graph, method: str, batch: int, fmt: Formats, ram_layers: set[str],
                  ram_biases: set[str], kernels: str = "dsp"):
         self.g, self.fmt, self.kernels = g, fmt, kernels
+        self.inference = method == "none"
         self.s = Schedule(g.name, method, batch)
         self.ram_layers = ram_layers
         for n in g.parametric():
@@ -73,7 +74,11 @@ class _Builder:
             if n.name in ram_layers:
                 self.s.tensor(f"{n.name}.weight", w.shape, fmt.weight, Role.WEIGHT)
             else:
-                self.s.frozen_bytes[f"{n.name}.weight"] = _elems(w.shape) * _bytes(fmt.weight)
+                # inference exports widen frozen conv weights to int16 for the DSP kernel;
+                # training libraries keep int8 weights
+                self.s.frozen_bytes[f"{n.name}.weight"] = (
+                    flash_weight_bytes(g, n, kernels) if self.inference
+                    else _elems(w.shape) * _bytes(fmt.weight))
             if n.name in ram_layers or n.name in ram_biases:
                 self.s.tensor(f"{n.name}.bias", (o,), fmt.bias, Role.WEIGHT)
             else:
@@ -88,7 +93,7 @@ class _Builder:
 
     def scratch(self, n: Node, tag: str, dtype: str) -> list[str]:
         """The kernel scratch of `n`'s forward (the C companions' formula; float kernels: float columns)."""
-        need = scratch_bytes(self.g, n, self.kernels)
+        need = scratch_bytes(self.g, n, self.kernels, widened=self.inference)
         if not need:
             return []
         if dtype == "f32":
