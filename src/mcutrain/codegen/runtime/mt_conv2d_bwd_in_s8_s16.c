@@ -1,11 +1,14 @@
 /*
  * Transposed conv of prescaled int16 errors with int8 weights (Python twin:
- * fqt_kernels.conv2d_bwd_in_acc in mode "int" and fqt.FQT._to_err). Each input element gathers the
- * output positions whose window covers it, so no accumulator buffer is needed.
+ * fqt_kernels.conv2d_bwd_in_acc in mode "int" and fqt.FQT._to_err). Each input position gathers the
+ * output positions whose window covers it, for a block of input channels at once (contiguous
+ * weights, zero errors skipped), so no accumulator buffer beyond the stack block is needed.
  * NOTE: |acc| <= 32512 * 127 * (taps * O) < 2^31 is checked by the exporter (taps * O <= 520).
  */
 #include "mt_fixedpoint.h"
 #include "mt_fqt.h"
+
+#define MT_BWD_IN_BLOCK 32 /* input channels summed at once: 128 bytes of int32 on the stack */
 
 mt_status mt_conv2d_bwd_in_s8_s16(const mt_conv_params *params,
                                   const int32_t *channels,
@@ -32,9 +35,14 @@ mt_status mt_conv2d_bwd_in_s8_s16(const mt_conv_params *params,
     for (b = 0; b < input_dims->n; ++b) {
         for (y = 0; y < h; ++y) {
             for (x = 0; x < w; ++x) {
-                for (c = 0; c < c_n; ++c) {
-                    int32_t acc = 0;
-                    int32_t i, j, o;
+                int32_t c0;
+                for (c0 = 0; c0 < c_n; c0 += MT_BWD_IN_BLOCK) { /* a block of input channels at a time */
+                    const int32_t cb = c_n - c0 < MT_BWD_IN_BLOCK ? c_n - c0 : MT_BWD_IN_BLOCK;
+                    int32_t acc[MT_BWD_IN_BLOCK];
+                    int32_t i, j, t;
+                    for (c = 0; c < cb; ++c) {
+                        acc[c] = 0;
+                    }
                     for (i = 0; i < kh; ++i) {
                         const int32_t ty = y + params->pad_top - i;
                         int32_t oy;
@@ -50,24 +58,28 @@ mt_status mt_conv2d_bwd_in_s8_s16(const mt_conv_params *params,
                                 continue;
                             }
                             pe = e16 + ((b * ho + oy) * wo + ox) * o_n;
-                            pw = filter + (i * kw + j) * c_n + c;
-                            if (channels) {
-                                int32_t t;
-                                for (t = 0; t < n_channels; ++t) {
-                                    o = channels[t];
-                                    acc += (int32_t)pe[o] * pw[o * kh * kw * c_n];
+                            pw = filter + (i * kw + j) * c_n + c0;
+                            for (t = 0; t < (channels ? n_channels : o_n); ++t) {
+                                const int32_t o = channels ? channels[t] : t;
+                                const int32_t ev = pe[o];
+                                const int8_t *wr = pw + o * kh * kw * c_n;
+                                if (ev == 0) {
+                                    continue; /* exact: a zero error adds nothing (errors after ReLU masks) */
                                 }
-                            } else {
-                                for (o = 0; o < o_n; ++o) {
-                                    acc += (int32_t)pe[o] * pw[o * kh * kw * c_n];
+                                for (c = 0; c < cb; ++c) { /* contiguous weights of tap (i, j) */
+                                    acc[c] += ev * wr[c];
                                 }
                             }
                         }
                     }
-                    *acc_min = acc < *acc_min ? acc : *acc_min;
-                    *acc_max = acc > *acc_max ? acc : *acc_max;
-                    if (e_x) {
-                        e_x[((b * h + y) * w + x) * c_n + c] = mt_requantize(acc, multiplier, shift, 0, -127, 127);
+                    for (c = 0; c < cb; ++c) {
+                        const int32_t v = acc[c];
+                        *acc_min = v < *acc_min ? v : *acc_min;
+                        *acc_max = v > *acc_max ? v : *acc_max;
+                        if (e_x) {
+                            e_x[((b * h + y) * w + x) * c_n + c0 + c] =
+                                mt_requantize(v, multiplier, shift, 0, -127, 127);
+                        }
                     }
                 }
             }

@@ -51,7 +51,8 @@ mt_status mt_conv2d_bwd_in_u8(const mt_conv_params *params,
                             pe = e + ((b * ho + oy) * wo + ox) * o_n;
                             pw = filter + (i * kw + j) * c_n + c;
                             for (o = 0; o < o_n; ++o) {
-                                acc += ((int32_t)pe[o] - e_zero_point) * ((int32_t)pw[o * kh * kw * c_n] - w_zero_point);
+                                acc += ((int32_t)pe[o] - e_zero_point) *
+                                       ((int32_t)pw[o * kh * kw * c_n] - w_zero_point);
                             }
                         }
                     }
