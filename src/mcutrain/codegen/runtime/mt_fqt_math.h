@@ -9,6 +9,15 @@
 
 #include "mt_train_math.h"
 
+/* float32(v) of an int32: exact below 2^24 in magnitude (no rounding involved), else mt_s64_to_f32. */
+MT_INLINE float mt_s32_to_f32(int32_t v)
+{
+    if (v > -16777216 && v < 16777216) {
+        return (float)v;
+    }
+    return mt_s64_to_f32(v);
+}
+
 /*
  * Seed A's float requantization (fqt_kernels.requant_f32_floor):
  * clamp(floor(float32(acc) * m) + float32(z), lo, hi), every step a float32 operation.

@@ -68,7 +68,7 @@ mt_status mt_fqt_upd_s8(const mt_fqt_upd_params *p,
             continue;
         }
         for (k = 0; k < per_channel; ++k) {
-            const float v = mt_s64_to_f32(g[k]) * p->g_scale;
+            const float v = mt_s32_to_f32(g[k]) * p->g_scale;
             mt_slot_set(&g[k], v);
             sum += v;
         }
@@ -110,11 +110,20 @@ mt_status mt_fqt_upd_s8(const mt_fqt_upd_params *p,
         } else if (s_new < mt_pow2_f32(-126)) {
             s_new = mt_pow2_f32(-126);
         }
-        for (k = 0; k < per_channel; ++k) { /* requantize with the new scale, stochastic rounding */
-            const float u = mt_xorshift32_uniform01(state);
-            float r = mt_floor_f32(mt_slot_get(&g[k]) / s_new + u);
-            r = r < -127.0f ? -127.0f : (r > 127.0f ? 127.0f : r);
-            wr[k] = (int8_t)r;
+        {
+            uint32_t x = *state; /* mt_xorshift32_uniform01 inlined: next(), then (u >> 8) * 2^-24 */
+            for (k = 0; k < per_channel; ++k) { /* requantize with the new scale, stochastic rounding */
+                float u;
+                float r;
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                u = (float)(int32_t)(x >> 8) * 0x1p-24f;
+                r = mt_floor_f32(mt_slot_get(&g[k]) / s_new + u);
+                r = r < -127.0f ? -127.0f : (r > 127.0f ? 127.0f : r);
+                wr[k] = (int8_t)r;
+            }
+            *state = x;
         }
         s_w[o] = s_new;
     }
