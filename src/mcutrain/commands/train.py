@@ -10,6 +10,10 @@ Examples:
         --precision int8 --trainable all --epochs 10 --json
     mcutrain train model.npz --dataset fashion-mnist[5-9] --method fqt --precision uint8 \\
         --trainable last:2 --partial 0.1 --epochs 5 -o adapted.npz
+    mcutrain train model.npz --dataset digits-c:stripe:5 --method zo --queries 10 --lr 0.05 \\
+        --epochs 5 -o runs/zo.npz
+    mcutrain train model.npz --dataset digits-c:stripe:5 --method bp-qas --trainable last:1 \\
+        --momentum 0.9 -o runs/bp.npz
 """
 
 from __future__ import annotations
@@ -111,7 +115,7 @@ def register(subparsers) -> None:
     load_method_options()
     p = subparsers.add_parser(
         "train", help="simulated on-device training of a model on a dataset",
-        description=__doc__.split("\n\n")[0], epilog=__doc__.split("Examples:")[1],
+        description=__doc__.split("\n\n")[0], epilog="examples:" + __doc__.split("Examples:")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", nargs="?", help="model file (.npz) from 'mcutrain pretrain'")
     p.add_argument("--arch", help="start from a zoo architecture instead of a model file")
@@ -201,9 +205,11 @@ def train(args: argparse.Namespace, progress: bool | None = None) -> tuple[dict[
            "history": [{"epoch": h["epoch"], "loss": h["loss"], "accuracy": h["test_accuracy"],
                         "train_accuracy": h["train_accuracy"]} for h in res.history]}
     out.pop("partial", None)
+    if "queries" in out:  # zeroth-order methods also report their forward passes
+        out["forward_passes"] = res.forward_passes
     out = {k: out[k] for k in ("method", "precision", "trainable", "accuracy_before", "accuracy_after",
                                "epochs", "steps", "samples_per_s", "forward_macs", "backward_macs",
-                               "history") if k in out}
+                               "queries", "forward_passes", "history") if k in out}
     if args.output:
         save_trained(args.output, method, out, args)
     return out, method
@@ -221,7 +227,8 @@ def save_trained(path: str, method: TrainingMethod, result: dict[str, Any], args
     except io.ModelFileError as e:
         raise UserError(str(e)) from None
     hist = Path(path).with_suffix(".history.json")
-    text = json.dumps({**result, "dataset": args.dataset}, indent=2).encode()
+    text = json.dumps({**result, "dataset": args.dataset, "batch": args.batch, "lr": args.lr},
+                      indent=2).encode()
     io.atomic_write_bytes(hist, lambda f: f.write(text))
 
 
