@@ -95,17 +95,10 @@ def _float_state_diff(sim, mcu) -> tuple[int, float]:
     return count, rel
 
 
-def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> dict[str, Any]:
-    """Export, cross-build, run and compare; the JSON result plus the arrays for --dump."""
-    from mcutrain.codegen.cross import build_mcu_train, run_mcu_train
-    from mcutrain.codegen.emit import ExportError
-    from mcutrain.codegen.library import export_training_library
+def load_run_inputs(args: argparse.Namespace):
+    """The dataset, the int8 model and its provenance of a `run --method ...`, checked against each other."""
     from mcutrain.codegen.model_source import ModelSourceError, resolve_model
-    from mcutrain.commands.export import build_method
     from mcutrain.data import load_dataset
-    from mcutrain.engines import int_engine
-    from mcutrain.mcu import BuildError, LinkOverflowError, QemuError, ToolchainMissingError, estimate_cycles
-    from mcutrain.plan.memory import account, format_report
 
     if args.steps < 1:
         raise UserError(f"--steps must be at least 1, got {args.steps}")
@@ -125,6 +118,20 @@ def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> 
     if tuple(ds.x_train.shape[1:]) != qm.graph.input_shape:
         raise UserError(f"the model takes inputs {qm.graph.input_shape} but '{args.dataset}' has samples "
                         f"{tuple(ds.x_train.shape[1:])}; pick a matching dataset")
+    return ds, qm, prov
+
+
+def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> dict[str, Any]:
+    """Export, cross-build, run and compare; the JSON result plus the arrays for --dump."""
+    from mcutrain.codegen.cross import build_mcu_train, run_mcu_train
+    from mcutrain.codegen.emit import ExportError
+    from mcutrain.codegen.library import export_training_library
+    from mcutrain.commands.export import build_method
+    from mcutrain.engines import int_engine
+    from mcutrain.mcu import BuildError, LinkOverflowError, QemuError, ToolchainMissingError, estimate_cycles
+    from mcutrain.plan.memory import account, format_report
+
+    ds, qm, prov = load_run_inputs(args)
     method = build_method(args, qm)
     sim_method = build_method(args, qm)
     bsz = args.batch

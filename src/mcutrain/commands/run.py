@@ -151,32 +151,13 @@ def run_fqt(args: argparse.Namespace, work: Path, target, kernels: str) -> dict[
     from mcutrain.codegen.emit import ExportError
     from mcutrain.codegen.emit_fqt import quantize_input
     from mcutrain.codegen.library import export_training_library
-    from mcutrain.codegen.model_source import ModelSourceError, resolve_model
-    from mcutrain.commands._run_train import _first_mismatch
+    from mcutrain.commands._run_train import _first_mismatch, load_run_inputs
     from mcutrain.commands.export import build_method, export_method
     from mcutrain.commands.train import CALIB_SAMPLES
-    from mcutrain.data import load_dataset
     from mcutrain.mcu import BuildError, LinkOverflowError, QemuError, ToolchainMissingError, estimate_cycles
     from mcutrain.plan.memory import account, format_report
 
-    if args.steps < 1:
-        raise UserError(f"--steps must be at least 1, got {args.steps}")
-    try:
-        ds = load_dataset(args.dataset, seed=args.seed)
-    except ValueError as e:
-        raise UserError(str(e)) from None
-    n = args.steps * args.batch
-    if n > len(ds.y_train):
-        raise UserError(f"--steps {args.steps} x --batch {args.batch} exceeds the {len(ds.y_train)} training "
-                        f"samples of '{args.dataset}'")
-    try:
-        qm, prov = resolve_model(args.model, args.arch, args.init, args.seed, ds.num_classes,
-                                 tuple(ds.x_train.shape[1:]), calib_x=ds.x_train)
-    except ModelSourceError as e:
-        raise UserError(str(e)) from None
-    if tuple(ds.x_train.shape[1:]) != qm.graph.input_shape:
-        raise UserError(f"the model takes inputs {qm.graph.input_shape} but '{args.dataset}' has samples "
-                        f"{tuple(ds.x_train.shape[1:])}; pick a matching dataset")
+    ds, qm, prov = load_run_inputs(args)
     calib = ds.x_train[np.random.default_rng([args.seed, 3]).permutation(len(ds.x_train))[:CALIB_SAMPLES]]
     method, sim_method = build_method(args, qm, calib), build_method(args, qm, calib)
     bsz = args.batch
