@@ -293,10 +293,8 @@ def state_arrays(method, src: TrainSource) -> dict[str, np.ndarray]:
         else:
             layer, field = name.rsplit(".", 1)
             v = _layer_field(method, layer, field)
-        dt = {"s8": np.int8, "s32": np.int32, "f32": np.float32}[ent.dtype]
-        v = np.asarray(v)
-        v = v.view(np.int8) if v.dtype == np.uint8 else v      # uint8 weights travel as their bytes
-        out[name] = v.astype(dt).reshape(ent.shape)
+        dt = {"s8": np.int8, "u8": np.uint8, "s32": np.int32, "f32": np.float32}[ent.dtype]
+        out[name] = np.asarray(v).astype(dt).reshape(ent.shape)
     return out
 
 

@@ -83,7 +83,7 @@ def _state(e: _FqtEmitter) -> tuple[list[str], list[StateEntry], list[tuple[str,
         trained = name in e.trained
         nw = 1 if e.u8 else o            # uint8: one scale, zero point and range per tensor
         wt = "uint8_t" if e.u8 else "int8_t"
-        arr(wt, f"{lid}_weight", w, "s8", f"{name}.weight" if trained else None,
+        arr(wt, f"{lid}_weight", w, "u8" if e.u8 else "s8", f"{name}.weight" if trained else None,
             f"{name}: weight {list(w.shape)} {wt[:-2]}" + (" (RAM, trained)" if trained else " (frozen)"),
             const=not trained)
         arr("int32_t", f"{lid}_bias", m.b[name], "s32", f"{name}.bias", f"{name}: bias int32 (RAM)")

@@ -84,7 +84,7 @@ class StateEntry:
         return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(_NP[self.dtype]).itemsize
 
 
-_NP = {"s8": "<i1", "s32": "<i4", "f32": "<f4"}
+_NP = {"s8": "<i1", "u8": "<u1", "s32": "<i4", "f32": "<f4"}
 STATE_HEADER_WORDS = 4
 """magic, layout fingerprint, step counter, RNG state (uint32 each)."""
 
