@@ -136,9 +136,7 @@ def _simulate_fqt(method, batches_f: list[tuple[np.ndarray, np.ndarray]], lr: fl
 
     out = []
     for x, y in batches_f:
-        vals = method._forward(np.asarray(x, np.float32), None)
-        logits = vals[method.graph.output].reshape(len(x), -1)
-        losses, _ = method._loss(logits, np.asarray(y).astype(np.int64))
+        logits, losses = method.logits_and_losses(x, y)
         method.step(x, y, lr)
         out.append((losses.astype(np.int32), logits.astype(np.int8), state_arrays(method, src),
                     int(method.rng.state)))

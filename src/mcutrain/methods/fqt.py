@@ -348,6 +348,15 @@ class FQT(FQTBackward, FQTUpdate, TrainingMethod):
         correct = int(np.sum(logits.argmax(1) == y))
         return StepStats(loss, correct, len(x), dict(rec.macs), backward_s)
 
+    def logits_and_losses(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Quantized logits (B, K) and per-sample Q16 losses at the current weights, no update.
+
+        What a device reports for a step before its update; the C comparison reads it.
+        """
+        logits = self._forward(np.asarray(x, F32), None)[self.graph.output].reshape(len(x), -1)
+        losses, _ = self._loss(logits, np.asarray(y).astype(np.int64))
+        return logits, losses
+
     def predict(self, x: np.ndarray) -> np.ndarray:
         x = np.asarray(x, F32)
         out = []
