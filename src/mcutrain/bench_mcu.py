@@ -295,7 +295,7 @@ def measure(case: Case, core: str, kernels: str, prep: Prepared | None,
     from mcutrain.codegen.emit import ExportError
     from mcutrain.codegen.library import export_training_library
     from mcutrain.commands._run_train import _first_mismatch
-    from mcutrain.commands.export import build_method, export_method
+    from mcutrain.commands.export import build_method
     from mcutrain.mcu import estimate_cycles, get_target
     from mcutrain.plan.memory import STACK_ALLOWANCE, account
 
@@ -307,7 +307,7 @@ def measure(case: Case, core: str, kernels: str, prep: Prepared | None,
         work = Path(tmp)
         try:
             method = build_method(args, prep.qm)
-            res = export_training_library(export_method(method), work / "lib", batch=case.batch,
+            res = export_training_library(method, work / "lib", batch=case.batch,
                                           kernels=kernels, provenance=prep.provenance, target=board.name,
                                           lr=LR)
         except (ExportError, UserError) as e:

@@ -14,7 +14,6 @@ from mcutrain import zoo
 from mcutrain.codegen.emit import ExportError
 from mcutrain.codegen.emit_fqt import (
     emit_fqt_training,
-    for_export,
     jump_columns,
     quantize_input,
     state_arrays,
@@ -60,7 +59,7 @@ def test_c_steps_equal_the_simulator(tmp_path, arch, trainable, steps, bsz, prec
     new, x, y = make(arch, steps, trainable, precision=precision, lambda_min=lambda_min)
     m = new()
     kernels = "dsp" if arch == "digits-cnn" else "ref"   # dsp: the conv forward's im2col path (scratch)
-    res = export_training_library(for_export(m), tmp_path / "lib", batch=bsz, kernels=kernels)
+    res = export_training_library(m, tmp_path / "lib", batch=bsz, kernels=kernels)
     src = res.model
     exe = build_host_train(tmp_path / "lib", tmp_path / "train", kernels=kernels)
     lr = 0.05

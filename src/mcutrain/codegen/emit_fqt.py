@@ -29,8 +29,6 @@ Example:
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 
 from mcutrain.codegen.emit import ExportError
@@ -53,7 +51,6 @@ __all__ = [
     "FQT_KERNEL_EMITTERS",
     "check_fqt",
     "emit_fqt_training",
-    "for_export",
     "jump_columns",
     "quantize_input",
     "state_arrays",
@@ -247,11 +244,6 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
     const = sum(method.w[n.name].size for n in g.parametric() if n.name not in e.trained)
     return TrainSource(header, source, plan, plan.arena_bytes, plan.arena_bytes, const, ram, entries, fp,
                        batch, "fqt", opts)
-
-
-def for_export(method) -> SimpleNamespace:
-    """`method` as `library.export_training_library` reads it (the graph under `qm.graph`)."""
-    return SimpleNamespace(name="fqt", method=method, qm=SimpleNamespace(graph=method.graph))
 
 
 def _layer_field(method, layer: str, field: str) -> np.ndarray:

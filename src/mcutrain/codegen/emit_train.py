@@ -610,7 +610,7 @@ def emit_training(method, batch: int = 1, kernels: str = "dsp", provenance: str 
 
     if getattr(method, "name", "") == "fqt":   # FQT's own kernels and state: emit_fqt
         from mcutrain.codegen.emit_fqt import emit_fqt_training
-        return emit_fqt_training(getattr(method, "method", method), batch, kernels, provenance)
+        return emit_fqt_training(method, batch, kernels, provenance)
 
     check_trainable(method)
     qm = method.qm

@@ -99,7 +99,7 @@ def export_library(qm: QuantModel, out_dir: str | Path, kernels: str = "dsp", pl
 
 def export_training_library(method, out_dir: str | Path, batch: int = 1, kernels: str = "dsp",
                             provenance: str = "", target: str = "", lr: float = 0.0) -> ExportResult:
-    """Generate a training library for `method` (a ZOMethod or BPQASMethod) into `out_dir`.
+    """Generate a training library for `method` (ZOMethod, BPQASMethod or FQT) into `out_dir`.
 
     The files are those of `export_library` plus `harness/train_main.c`; the Makefile and CMake
     builds add `-ffp-contract=off` (the float32 order of the update). `res.model` holds the
@@ -127,7 +127,7 @@ def export_training_library(method, out_dir: str | Path, batch: int = 1, kernels
         "-Wall -Wextra -Werror)", "-Wall -Wextra -Werror -ffp-contract=off)") + (
         "add_executable(model_train_harness EXCLUDE_FROM_ALL harness/train_main.c)\n"
         "target_link_libraries(model_train_harness model)\n")
-    g = method.qm.graph
+    g = method.qm.graph if hasattr(method, "qm") else method.graph   # FQT keeps its own graph
     s = src.plan.schedule
     files["README.md"] = _TRAIN_README.format(
         name=g.name, method=method.name, provenance=provenance or "(not recorded)", target=target or "(any)",

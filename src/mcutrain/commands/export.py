@@ -110,14 +110,6 @@ def _build_fqt(args: argparse.Namespace, qm, calib):
         raise UserError(str(e)) from None
 
 
-def export_method(method):
-    """What `export_training_library` takes for `method` (fqt: its export view, `emit_fqt.for_export`)."""
-    if getattr(method, "name", "") == "fqt":
-        from mcutrain.codegen.emit_fqt import for_export
-        return for_export(method)
-    return method
-
-
 def resolve_target_and_kernels(args: argparse.Namespace):
     """(Target, kernels) from --target/--kernels; refuses methods the C side lacks."""
     from mcutrain.mcu import TargetError, get_target
@@ -174,7 +166,7 @@ def export(args: argparse.Namespace) -> dict[str, Any]:
         else:
             if args.planner != "greedy":
                 raise UserError("--planner linear applies to inference libraries (--method none)")
-            res = export_training_library(export_method(method), args.output, batch=args.batch,
+            res = export_training_library(method, args.output, batch=args.batch,
                                           kernels=kernels, provenance=prov, target=target.name, lr=args.lr)
     except (ModelSourceError, ExportError) as e:
         raise UserError(str(e)) from None

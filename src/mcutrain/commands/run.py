@@ -150,7 +150,7 @@ def run_fqt(args: argparse.Namespace, work: Path, target, kernels: str) -> dict[
     from mcutrain.codegen.emit_fqt import quantize_input
     from mcutrain.codegen.library import export_training_library
     from mcutrain.commands._run_train import _first_mismatch, load_run_inputs
-    from mcutrain.commands.export import build_method, export_method
+    from mcutrain.commands.export import build_method
     from mcutrain.commands.train import CALIB_SAMPLES
     from mcutrain.mcu import BuildError, LinkOverflowError, QemuError, ToolchainMissingError, estimate_cycles
     from mcutrain.plan.memory import account, format_report
@@ -163,7 +163,7 @@ def run_fqt(args: argparse.Namespace, work: Path, target, kernels: str) -> dict[
                  for i in range(args.steps)]
     batches_q = [(quantize_input(method, x), y) for x, y in batches_f]
     try:
-        res = export_training_library(export_method(method), work / "lib", batch=bsz, kernels=kernels,
+        res = export_training_library(method, work / "lib", batch=bsz, kernels=kernels,
                                       provenance=prov, target=target.name, lr=args.lr)
         src = res.model
         try:
