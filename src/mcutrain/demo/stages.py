@@ -198,8 +198,9 @@ def describe_mcu(res: dict[str, Any], cfg: DemoConfig) -> list[str]:
     if not res.get("available"):
         return [f"MCU: not run ({res.get('reason')}); the rest of the demo is complete"]
     lines = []
-    parts = [("inference", f"int8 inference of {cfg.arch}"), ("fqt", "fqt int8 training steps (partial "
-             "updates off: not in C yet)"), ("zo", f"zo training steps ({cfg.zo_queries} queries)")]
+    parts = [("inference", f"int8 inference of {cfg.arch}"),
+             ("fqt", "fqt int8 training steps (full updates: partial ones run in C at batch 1 only)"),
+             ("zo", f"zo training steps ({cfg.zo_queries} queries)")]
     for part, what in parts:
         r = res.get(part) or {}
         if "error" in r:
