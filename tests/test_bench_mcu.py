@@ -10,18 +10,6 @@ import json
 import pytest
 
 from mcutrain import bench, bench_mcu
-from mcutrain.mcu.qemu import find_qemu
-from mcutrain.mcu.toolchain import ToolchainMissingError, find_toolchain
-
-
-@pytest.fixture(scope="module")
-def arm_tools():
-    """Skips (with the apt command that installs them) without the ARM toolchain or QEMU."""
-    try:
-        find_toolchain()
-        find_qemu()
-    except ToolchainMissingError as e:
-        pytest.skip(str(e))
 
 
 @pytest.fixture(scope="module")

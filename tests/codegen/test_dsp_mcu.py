@@ -14,17 +14,6 @@ from mcutrain.codegen.cross import build_mcu, run_mcu
 from mcutrain.codegen.library import export_library
 from mcutrain.engines import int_engine, ptq
 from mcutrain.mcu import get_target
-from mcutrain.mcu.qemu import find_qemu
-from mcutrain.mcu.toolchain import ToolchainMissingError, find_toolchain
-
-
-@pytest.fixture(scope="module")
-def arm_tools():
-    try:
-        find_toolchain()
-        find_qemu()
-    except ToolchainMissingError as e:
-        pytest.skip(str(e))
 
 
 def _linear(feats: int, outs: int) -> G.Graph:

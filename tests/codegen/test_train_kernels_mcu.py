@@ -10,20 +10,10 @@ from test_train_kernels import compare_steps, zo_case
 from train_driver import DRIVERS, RUNTIME, read_step_results, runtime_sources, write_step_file
 
 from mcutrain.engines import int_engine
-from mcutrain.mcu import ToolchainMissingError, build, count_instructions, find_toolchain
-from mcutrain.mcu.qemu import find_qemu
+from mcutrain.mcu import build, count_instructions
 
 CORES = ("cortex-m0plus", "cortex-m4", "cortex-m7")
 
-
-@pytest.fixture(scope="module")
-def arm_tools():
-    try:
-        tools = find_toolchain()
-        find_qemu()
-    except ToolchainMissingError as e:
-        pytest.skip(str(e))
-    return tools
 
 
 @pytest.mark.parametrize("core", CORES)

@@ -10,18 +10,6 @@ import pytest
 
 from mcutrain.cli import main
 from mcutrain.commands.run import JSON_KEYS
-from mcutrain.mcu.qemu import find_qemu
-from mcutrain.mcu.toolchain import ToolchainMissingError, find_toolchain
-
-
-@pytest.fixture(scope="module")
-def arm_tools():
-    try:
-        find_toolchain()
-        find_qemu()
-    except ToolchainMissingError as e:
-        pytest.skip(str(e))
-
 
 BASE = ["run", "--arch", "digits-cnn", "--init", "random", "--seed", "0", "--dataset", "digits", "--json"]
 
