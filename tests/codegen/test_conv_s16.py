@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import needs_gcc
 from test_host_runtime import assert_c_matches_engine, random_qmodel
 
+from conftest import needs_gcc
 from mcutrain import graph as G
 from mcutrain import zoo
 from mcutrain.codegen.emit import emit_model, widen_conv_weight

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import tiny_qmodel
 
+from conftest import tiny_qmodel
 from mcutrain.codegen.emit import ExportError, emit_model
 from mcutrain.codegen.library import export_library, runtime_files
 from mcutrain.graph import Op

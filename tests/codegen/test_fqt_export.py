@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import needs_gcc
 
+from conftest import needs_gcc
 from mcutrain import graph as G
 from mcutrain import zoo
 from mcutrain.codegen.emit import ExportError

@@ -8,10 +8,10 @@ import subprocess
 
 import numpy as np
 import pytest
-from conftest import needs_gcc, qp, tiny_qmodel
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
 
+from conftest import needs_gcc, qp, tiny_qmodel
 from mcutrain import graph as G
 from mcutrain import zoo
 from mcutrain.codegen.harness import build_host, find_host_cc, run_host

@@ -7,8 +7,8 @@ from __future__ import annotations
 import subprocess
 
 import numpy as np
-from conftest import needs_gcc
 
+from conftest import needs_gcc
 from mcutrain.codegen.harness import find_host_cc
 from mcutrain.quant.fixedpoint import quantize_multiplier, requantize_output
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import needs_gcc
 from train_driver import (
     StepConfig,
     build_host_driver,
@@ -22,6 +21,7 @@ from train_driver import (
     write_step_file,
 )
 
+from conftest import needs_gcc
 from mcutrain import graph as G
 from mcutrain import zoo
 from mcutrain.engines import int_engine, ptq
