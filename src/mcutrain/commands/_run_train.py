@@ -121,6 +121,31 @@ def load_run_inputs(args: argparse.Namespace):
     return ds, qm, prov
 
 
+def step_result(prof, target, src, build, steps: int, mismatch) -> dict[str, Any]:
+    """The `--json` keys of a training run: counted instructions of the marked step region."""
+    from mcutrain.commands.run import JSON_KEYS
+    from mcutrain.mcu import estimate_cycles
+
+    region = prof.region
+    if region is None:
+        raise UserError("the instruction counter saw no training-step region (markers missing)")
+    est = estimate_cycles(region, target, prof.elf)
+    macs = int(sum(src.plan.schedule.macs_by_phase().values()))
+    per_step = region.total / steps
+    by_count = sorted(region.per_function.items(), key=lambda kv: -kv[1])
+    result = {
+        "target": target.name, "core": target.core, "bit_exact": not mismatch, "steps": steps,
+        "instructions_per_step": round(per_step, 1), "macs_per_step": macs,
+        "instructions_per_mac": round(per_step / macs, 4) if macs else None,
+        "est_cycles_per_step": round(est.est_cycles / steps, 1),
+        "est_ms_per_step": round(est.est_ms / steps, 4),
+        "ram_bytes": build.sizes.ram_bytes, "flash_bytes": build.sizes.flash_bytes,
+        "per_function": {k: round(v / steps, 1) for k, v in by_count},
+    }
+    assert tuple(result) == JSON_KEYS
+    return result
+
+
 def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> dict[str, Any]:
     """Export, cross-build, run and compare; the JSON result plus the arrays for --dump."""
     from mcutrain.codegen.cross import build_mcu_train, run_mcu_train
@@ -128,7 +153,7 @@ def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> 
     from mcutrain.codegen.library import export_training_library
     from mcutrain.commands.export import build_method
     from mcutrain.engines import int_engine
-    from mcutrain.mcu import BuildError, LinkOverflowError, QemuError, ToolchainMissingError, estimate_cycles
+    from mcutrain.mcu import BuildError, LinkOverflowError, QemuError, ToolchainMissingError
     from mcutrain.plan.memory import account, format_report
 
     ds, qm, prov = load_run_inputs(args)
@@ -155,25 +180,7 @@ def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> 
     sim = _simulate(sim_method, batches_f, args.lr, names)
     mismatch = _first_mismatch(sim, mcu)
     float_diff = _float_state_diff(sim, mcu)
-    region = prof.region
-    if region is None:
-        raise UserError("the instruction counter saw no training-step region (markers missing)")
-    est = estimate_cycles(region, target, prof.elf)
-    steps = args.steps
-    macs = int(sum(src.plan.schedule.macs_by_phase().values()))
-    per_step = region.total / steps
-    by_count = sorted(region.per_function.items(), key=lambda kv: -kv[1])
-    from mcutrain.commands.run import JSON_KEYS
-    result = {
-        "target": target.name, "core": target.core, "bit_exact": not mismatch, "steps": steps,
-        "instructions_per_step": round(per_step, 1), "macs_per_step": macs,
-        "instructions_per_mac": round(per_step / macs, 4) if macs else None,
-        "est_cycles_per_step": round(est.est_cycles / steps, 1),
-        "est_ms_per_step": round(est.est_ms / steps, 4),
-        "ram_bytes": b.sizes.ram_bytes, "flash_bytes": b.sizes.flash_bytes,
-        "per_function": {k: round(v / steps, 1) for k, v in by_count},
-    }
-    assert tuple(result) == JSON_KEYS
+    result = step_result(prof, target, src, b, args.steps, mismatch)
     last_sim = {k: v for k, v in sim[-1][2].items() if not k.endswith(".velocity")}
     dump_sim = {**{k: v for k, v in last_sim.items()}, "losses": np.stack([s[0] for s in sim])}
     dump_mcu = {**{k: mcu[-1].state[k] for k in last_sim}, "losses": np.stack([r.losses for r in mcu])}

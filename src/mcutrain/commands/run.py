@@ -149,10 +149,10 @@ def run_fqt(args: argparse.Namespace, work: Path, target, kernels: str) -> dict[
     from mcutrain.codegen.emit import ExportError
     from mcutrain.codegen.emit_fqt import quantize_input
     from mcutrain.codegen.library import export_training_library
-    from mcutrain.commands._run_train import _first_mismatch, load_run_inputs
+    from mcutrain.commands._run_train import _first_mismatch, load_run_inputs, step_result
     from mcutrain.commands.export import build_method
     from mcutrain.commands.train import CALIB_SAMPLES
-    from mcutrain.mcu import BuildError, LinkOverflowError, QemuError, ToolchainMissingError, estimate_cycles
+    from mcutrain.mcu import BuildError, LinkOverflowError, QemuError, ToolchainMissingError
     from mcutrain.plan.memory import account, format_report
 
     ds, qm, prov = load_run_inputs(args)
@@ -177,24 +177,7 @@ def run_fqt(args: argparse.Namespace, work: Path, target, kernels: str) -> dict[
         raise UserError(str(e)) from None
     sim = _simulate_fqt(sim_method, batches_f, args.lr, src)
     mismatch = _first_mismatch(sim, mcu)
-    region = prof.region
-    if region is None:
-        raise UserError("the instruction counter saw no training-step region (markers missing)")
-    est = estimate_cycles(region, target, prof.elf)
-    steps = args.steps
-    macs = int(sum(src.plan.schedule.macs_by_phase().values()))
-    per_step = region.total / steps
-    by_count = sorted(region.per_function.items(), key=lambda kv: -kv[1])
-    result = {
-        "target": target.name, "core": target.core, "bit_exact": not mismatch, "steps": steps,
-        "instructions_per_step": round(per_step, 1), "macs_per_step": macs,
-        "instructions_per_mac": round(per_step / macs, 4) if macs else None,
-        "est_cycles_per_step": round(est.est_cycles / steps, 1),
-        "est_ms_per_step": round(est.est_ms / steps, 4),
-        "ram_bytes": b.sizes.ram_bytes, "flash_bytes": b.sizes.flash_bytes,
-        "per_function": {k: round(v / steps, 1) for k, v in by_count},
-    }
-    assert tuple(result) == JSON_KEYS
+    result = step_result(prof, target, src, b, args.steps, mismatch)
     dump_sim = {**sim[-1][2], "losses": np.stack([s[0] for s in sim])}
     dump_mcu = {**{k: mcu[-1].state[k] for k in sim[-1][2]}, "losses": np.stack([r.losses for r in mcu])}
     return {**result, "kernels": kernels, "provenance": prov, "mismatch": mismatch, "stack_used": stack,
