@@ -4,6 +4,7 @@
  */
 #include "mt_fqt.h"
 #include "mt_fqt_math.h"
+#include "mt_train_dsp.h"
 
 mt_status mt_fqt_bias_rescale_s32(int32_t channels,
                                   int32_t per_channel,
@@ -26,10 +27,15 @@ mt_status mt_fqt_bias_rescale_s32(int32_t channels,
         if (s_new == acc_scale[c] && !updated) {
             continue;
         }
+#if MT_DSP
+        l1 = mt_l1_s8(w + c * per_channel, per_channel); /* four |w| per USADA8 */
+        (void)k;
+#else
         for (k = 0; k < per_channel; ++k) {
             const int32_t v = w[c * per_channel + k];
             l1 += v < 0 ? -v : v;
         }
+#endif /* MT_DSP */
         bias[c] = mt_fqt_rescale_bias_one(bias[c], acc_scale[c], s_new, updated ? bias_step[c] : 0.0f, l1);
         acc_scale[c] = s_new;
     }

@@ -18,6 +18,7 @@
 #include "mt_fqt.h"
 #include "mt_fqt_math.h"
 #include "mt_train.h"
+#include "mt_train_dsp.h"
 
 /* The float32 stored in an int32 slot of the consumed gradient buffer (same size, no aliasing UB). */
 static float mt_slot_get(const int32_t *slot)
@@ -30,6 +31,92 @@ static float mt_slot_get(const int32_t *slot)
 static void mt_slot_set(int32_t *slot, float f)
 {
     memcpy(slot, &f, 4);
+}
+
+/*
+ * The four passes over one row, each a small loop the compiler keeps in registers (every float32
+ * operation in the order of the header comment; two elements per loop pass where the order allows).
+ */
+
+/* g[k] <- float32(g[k]) * g_scale in place; returns their sum from +0.0 in increasing k. */
+static float row_scale_sum(int32_t *g, int32_t n, float g_scale)
+{
+    float sum = 0.0f;
+    int32_t k = 0;
+    for (; k + 2 <= n; k += 2) {
+        const float v0 = mt_cvt_s32_f32(g[k]) * g_scale;
+        const float v1 = mt_cvt_s32_f32(g[k + 1]) * g_scale;
+        mt_slot_set(&g[k], v0);
+        mt_slot_set(&g[k + 1], v1);
+        sum += v0;
+        sum += v1;
+    }
+    if (k < n) {
+        const float v = mt_cvt_s32_f32(g[k]) * g_scale;
+        mt_slot_set(&g[k], v);
+        sum += v;
+    }
+    return sum;
+}
+
+/* sum (g[k] - mu)^2 from +0.0 in increasing k. */
+static float row_sq_dev(const int32_t *g, int32_t n, float mu)
+{
+    float var = 0.0f;
+    int32_t k = 0;
+    for (; k + 2 <= n; k += 2) {
+        const float d0 = mt_slot_get(&g[k]) - mu;
+        const float d1 = mt_slot_get(&g[k + 1]) - mu;
+        var += d0 * d0;
+        var += d1 * d1;
+    }
+    if (k < n) {
+        const float d = mt_slot_get(&g[k]) - mu;
+        var += d * d;
+    }
+    return var;
+}
+
+/*
+ * g[k] <- float32(w[k]) * s_w - lr * g_hat[k] (the new real weights); returns max |g[k]|, kept as
+ * bits (mt_abs_bits_f32: equal to the float maximum, since every value here is finite).
+ */
+static float row_step(int32_t *g, const int8_t *w, int32_t n, float s_w, float lr, float mu, float den, int zero)
+{
+    uint32_t amax = 0u;
+    float f;
+    int32_t k;
+    if (zero) { /* sd == 0: g_hat = 0 */
+        for (k = 0; k < n; ++k) {
+            const float nw = (float)w[k] * s_w - lr * 0.0f;
+            const uint32_t a = mt_abs_bits_f32(nw);
+            amax = a > amax ? a : amax;
+            mt_slot_set(&g[k], nw);
+        }
+    } else {
+        for (k = 0; k < n; ++k) {
+            const float gh = (mt_slot_get(&g[k]) - mu) / den;
+            const float nw = (float)w[k] * s_w - lr * gh;
+            const uint32_t a = mt_abs_bits_f32(nw);
+            amax = a > amax ? a : amax;
+            mt_slot_set(&g[k], nw);
+        }
+    }
+    memcpy(&f, &amax, 4);
+    return f;
+}
+
+/* w[k] <- clamp(floor(g[k] / s_new + u), -127, 127), u = uniform01 of the stream (one draw each). */
+static uint32_t row_requant(const int32_t *g, int8_t *w, int32_t n, float s_new, uint32_t x)
+{
+    int32_t k;
+    for (k = 0; k < n; ++k) { /* mt_xorshift32_uniform01 inlined: next(), then (u >> 8) * 2^-24 */
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        w[k] = (int8_t)mt_floor_clamp127_f32(mt_slot_get(&g[k]) / s_new + mt_unit24_f32(x));
+    }
+    return x;
 }
 
 mt_status mt_fqt_upd_s8(const mt_fqt_upd_params *p,
@@ -53,31 +140,27 @@ mt_status mt_fqt_upd_s8(const mt_fqt_upd_params *p,
     const float keep_n = 1.0f - an;
     const float aw = p ? p->alpha_w : 0.0f;
     const float keep_w = 1.0f - aw;
-    int32_t o, k;
+    int32_t o;
+    uint32_t x;
     if (!p || !grad || !grad_bias || !norm_mu || !norm_sd || !norm_init || !w || !s_w || !w_lo || !w_hi ||
         !bias_step || !state || channels < 1 || per_channel < 1) {
         return MT_ERR_ARG;
     }
+    x = *state;
     for (o = 0; o < channels; ++o) {
         int32_t *g = grad + o * per_channel; /* consumed: real gradient, then the new real weights */
         int8_t *wr = w + o * per_channel;
         const float gb = mt_s64_to_f32(grad_bias[o]) * p->gb_scale;
-        float sum = 0.0f, var = 0.0f, mu_b, sd_b, mu, sd, den, amax = 0.0f, lo32, hi32, am, s_new;
+        const float lr = p->lr;
+        float sum, var, mu_b, sd_b, mu, sd, den, amax, lo32, hi32, am, s_new;
         bias_step[o] = 0.0f;
         if (upd && !upd[o]) {
             continue;
         }
-        for (k = 0; k < per_channel; ++k) {
-            const float v = mt_s32_to_f32(g[k]) * p->g_scale;
-            mt_slot_set(&g[k], v);
-            sum += v;
-        }
+        sum = row_scale_sum(g, per_channel, p->g_scale);
         sum += gb;
         mu_b = sum / kk;
-        for (k = 0; k < per_channel; ++k) {
-            const float d = mt_slot_get(&g[k]) - mu_b;
-            var += d * d;
-        }
+        var = row_sq_dev(g, per_channel, mu_b);
         var += (gb - mu_b) * (gb - mu_b);
         sd_b = mt_sqrt_f32(var / kk);
         if (norm_init[o]) {
@@ -91,14 +174,8 @@ mt_status mt_fqt_upd_s8(const mt_fqt_upd_params *p,
         norm_sd[o] = sd;
         norm_init[o] = 1;
         den = sd + 1e-12f;
-        for (k = 0; k < per_channel; ++k) { /* the new real weights and their range */
-            const float gh = sd == 0.0f ? 0.0f : (mt_slot_get(&g[k]) - mu) / den;
-            const float nw = (float)wr[k] * s_w[o] - p->lr * gh;
-            const float a = nw < 0.0f ? -nw : nw;
-            amax = a > amax ? a : amax;
-            mt_slot_set(&g[k], nw);
-        }
-        bias_step[o] = sd == 0.0f ? 0.0f : p->lr * ((gb - mu) / den);
+        amax = row_step(g, wr, per_channel, s_w[o], lr, mu, den, sd == 0.0f);
+        bias_step[o] = sd == 0.0f ? 0.0f : lr * ((gb - mu) / den);
         w_lo[o] = keep_w * w_lo[o] + aw * -amax;
         w_hi[o] = keep_w * w_hi[o] + aw * amax;
         lo32 = w_lo[o] < 0.0f ? w_lo[o] : 0.0f;
@@ -110,22 +187,9 @@ mt_status mt_fqt_upd_s8(const mt_fqt_upd_params *p,
         } else if (s_new < mt_pow2_f32(-126)) {
             s_new = mt_pow2_f32(-126);
         }
-        {
-            uint32_t x = *state; /* mt_xorshift32_uniform01 inlined: next(), then (u >> 8) * 2^-24 */
-            for (k = 0; k < per_channel; ++k) { /* requantize with the new scale, stochastic rounding */
-                float u;
-                float r;
-                x ^= x << 13;
-                x ^= x >> 17;
-                x ^= x << 5;
-                u = (float)(int32_t)(x >> 8) * 0x1p-24f;
-                r = mt_floor_f32(mt_slot_get(&g[k]) / s_new + u);
-                r = r < -127.0f ? -127.0f : (r > 127.0f ? 127.0f : r);
-                wr[k] = (int8_t)r;
-            }
-            *state = x;
-        }
+        x = row_requant(g, wr, per_channel, s_new, x); /* requantize with the new scale */
         s_w[o] = s_new;
     }
+    *state = x;
     return MT_OK;
 }
