@@ -6,15 +6,210 @@
  * NOTE: |acc| <= |b| + 255 * sum|w| < 2^31: the exporter bounds the bias by the same room
  * (fqt._bias_room), so the int32 accumulator cannot overflow.
  */
+#include <string.h>
+
 #include "mt_arch.h"
 #include "mt_fixedpoint.h"
 #include "mt_fqt.h"
 #include "mt_support.h"
 
 /*
- * Dense convs with a scratch of 2 * K bytes: one int16 im2col column (x - z_x, padding 0) per output
- * position, then a dot product per output channel (no bounds checks in the inner loop; with DSP,
- * SMLAD on the column in SMLAD order). NOTE: |x - z_x| <= 255 fits int16; the sums are exact int32.
+ * One int16 im2col column (x - z_x, padding 0) of output position (b, y, x); with DSP in SMLAD order
+ * ((c0, c2), (c1, c3) per group of four). NOTE: |x - z_x| <= 255 fits int16.
+ */
+static void col_fill(const mt_conv_params *params,
+                     const mt_dims *input_dims,
+                     const int8_t *input,
+                     const mt_dims *filter_dims,
+                     int32_t b,
+                     int32_t y,
+                     int32_t x,
+                     int16_t *col)
+{
+    const int32_t hi_ = input_dims->h, wi = input_dims->w, ci = input_dims->c;
+    const int32_t kh = filter_dims->h, kw = filter_dims->w;
+    const int32_t zx = params->input_zero_point;
+    int16_t *pc = col;
+    int32_t i, j, c;
+#if MT_DSP
+    if ((ci & 3) == 0) { /* whole words: LDR, SXTAB16 twice (x - z_x), two stores: already SMLAD order */
+        const int32_t nz = (int32_t)(((uint32_t)(-zx) & 0xFFFFu) * 0x10001u);
+        for (i = 0; i < kh; ++i) {
+            const int32_t iy = y * params->stride_h - params->pad_top + i;
+            for (j = 0; j < kw; ++j) {
+                const int32_t ix = x * params->stride_w - params->pad_left + j;
+                if (iy < 0 || iy >= hi_ || ix < 0 || ix >= wi) {
+                    memset(pc, 0, (size_t)ci * 2u);
+                    pc += ci;
+                } else {
+                    const int8_t *px = input + ((b * hi_ + iy) * wi + ix) * ci;
+                    for (c = 0; c < ci; c += 4) {
+                        const int32_t v = mt_read_s8x4(px + c);
+                        mt_write_s16x2(pc, mt_sxtab16(nz, v));
+                        mt_write_s16x2(pc + 2, mt_sxtab16_ror8(nz, v));
+                        pc += 4;
+                    }
+                }
+            }
+        }
+        return;
+    }
+#endif /* MT_DSP */
+    for (i = 0; i < kh; ++i) {
+        const int32_t iy = y * params->stride_h - params->pad_top + i;
+        for (j = 0; j < kw; ++j) {
+            const int32_t ix = x * params->stride_w - params->pad_left + j;
+            if (iy < 0 || iy >= hi_ || ix < 0 || ix >= wi) {
+                for (c = 0; c < ci; ++c) {
+                    *pc++ = 0;
+                }
+            } else {
+                const int8_t *px = input + ((b * hi_ + iy) * wi + ix) * ci;
+                for (c = 0; c < ci; ++c) {
+                    *pc++ = (int16_t)((int32_t)px[c] - zx);
+                }
+            }
+        }
+    }
+#if MT_DSP
+    mt_reorder_s16(col, kh * kw * ci); /* SMLAD order: (c0, c2), (c1, c3) per group of four */
+#endif /* MT_DSP */
+}
+
+/* Range and requantized output of one accumulator of channel o. */
+MT_INLINE int8_t out_one(const mt_conv_params *params,
+                         const mt_per_channel_quant *quant,
+                         int32_t o,
+                         int32_t acc,
+                         int32_t *acc_min,
+                         int32_t *acc_max)
+{
+    acc_min[o] = acc < acc_min[o] ? acc : acc_min[o];
+    acc_max[o] = acc > acc_max[o] ? acc : acc_max[o];
+    return mt_requantize(acc, quant->multiplier[o], quant->shift[o], params->output_zero_point, params->act_min,
+                         params->act_max);
+}
+
+#if MT_DSP
+/*
+ * Requantization of channel o prepared for a block (mt_requantize_fast where its shift allows,
+ * then the activation clamp: clamp(clamp(y, -128, 127), lo, hi) == clamp(y, lo, hi) for a clamp
+ * inside the int8 range).
+ */
+typedef struct {
+    int32_t m, sh, c1, fast;
+} rq_chan;
+
+MT_INLINE rq_chan rq_prepare(const mt_conv_params *params, const mt_per_channel_quant *quant, int32_t o)
+{
+    rq_chan r;
+    r.m = quant->multiplier[o];
+    r.fast = mt_requant_fast_ok(r.m, quant->shift[o]);
+    r.sh = -1 - quant->shift[o];
+    r.c1 = r.fast ? mt_requant_c1(r.sh, params->output_zero_point) : 0;
+    return r;
+}
+
+MT_INLINE int8_t rq_apply(const mt_conv_params *params, const mt_per_channel_quant *quant, const rq_chan *r,
+                          int32_t o, int32_t acc)
+{
+    int32_t y;
+    if (!r->fast) {
+        return mt_requantize(acc, r->m, quant->shift[o], params->output_zero_point, params->act_min,
+                             params->act_max);
+    }
+    y = mt_requantize_fast(acc, r->m, r->sh, r->c1);
+    y = y < params->act_min ? params->act_min : y;
+    return (int8_t)(y > params->act_max ? params->act_max : y);
+}
+
+/*
+ * Two columns (positions) times the weight rows, two rows at a time: per four k, two weight words
+ * widened by SXTB16 (four registers), four column words, eight SMLAD (16 MACs); a last odd row
+ * alone. NOTE: each sum is exact in int32 (the bound above holds in any order).
+ */
+static void gemm_2col(const mt_conv_params *params,
+                      const mt_per_channel_quant *quant,
+                      const int8_t *filter,
+                      const int32_t *bias,
+                      int32_t o_n,
+                      int32_t kk,
+                      const int16_t *c0,
+                      const int16_t *c1,
+                      int8_t *out0,
+                      int8_t *out1,
+                      int32_t *acc_min,
+                      int32_t *acc_max)
+{
+    int32_t o = 0;
+    for (; o + 2 <= o_n; o += 2) {
+        const int8_t *wa = filter + o * kk;
+        const int8_t *wb = wa + kk;
+        int32_t a0 = bias[o], a1 = bias[o], b0 = bias[o + 1], b1 = bias[o + 1];
+        int32_t k = 0;
+        rq_chan ra, rb;
+        for (; k + 4 <= kk; k += 4) {
+            const int32_t wa4 = mt_read_s8x4(wa + k), wb4 = mt_read_s8x4(wb + k);
+            const int32_t wa02 = mt_sxtb16(wa4), wa13 = mt_sxtb16_ror8(wa4);
+            const int32_t wb02 = mt_sxtb16(wb4), wb13 = mt_sxtb16_ror8(wb4);
+            const int32_t x002 = mt_read_s16x2(c0 + k), x013 = mt_read_s16x2(c0 + k + 2);
+            const int32_t x102 = mt_read_s16x2(c1 + k), x113 = mt_read_s16x2(c1 + k + 2);
+            a0 = mt_smlad(wa02, x002, a0);
+            a0 = mt_smlad(wa13, x013, a0);
+            a1 = mt_smlad(wa02, x102, a1);
+            a1 = mt_smlad(wa13, x113, a1);
+            b0 = mt_smlad(wb02, x002, b0);
+            b0 = mt_smlad(wb13, x013, b0);
+            b1 = mt_smlad(wb02, x102, b1);
+            b1 = mt_smlad(wb13, x113, b1);
+        }
+        for (; k < kk; ++k) {
+            a0 += (int32_t)c0[k] * wa[k];
+            a1 += (int32_t)c1[k] * wa[k];
+            b0 += (int32_t)c0[k] * wb[k];
+            b1 += (int32_t)c1[k] * wb[k];
+        }
+        acc_min[o] = a0 < acc_min[o] ? a0 : acc_min[o];
+        acc_min[o] = a1 < acc_min[o] ? a1 : acc_min[o];
+        acc_max[o] = a0 > acc_max[o] ? a0 : acc_max[o];
+        acc_max[o] = a1 > acc_max[o] ? a1 : acc_max[o];
+        acc_min[o + 1] = b0 < acc_min[o + 1] ? b0 : acc_min[o + 1];
+        acc_min[o + 1] = b1 < acc_min[o + 1] ? b1 : acc_min[o + 1];
+        acc_max[o + 1] = b0 > acc_max[o + 1] ? b0 : acc_max[o + 1];
+        acc_max[o + 1] = b1 > acc_max[o + 1] ? b1 : acc_max[o + 1];
+        ra = rq_prepare(params, quant, o);
+        rb = rq_prepare(params, quant, o + 1);
+        out0[o] = rq_apply(params, quant, &ra, o, a0);
+        out1[o] = rq_apply(params, quant, &ra, o, a1);
+        out0[o + 1] = rq_apply(params, quant, &rb, o + 1, b0);
+        out1[o + 1] = rq_apply(params, quant, &rb, o + 1, b1);
+    }
+    for (; o < o_n; ++o) {
+        const int8_t *wa = filter + o * kk;
+        int32_t a0 = bias[o], a1 = bias[o];
+        int32_t k = 0;
+        for (; k + 4 <= kk; k += 4) {
+            const int32_t wa4 = mt_read_s8x4(wa + k);
+            const int32_t wa02 = mt_sxtb16(wa4), wa13 = mt_sxtb16_ror8(wa4);
+            a0 = mt_smlad(wa02, mt_read_s16x2(c0 + k), a0);
+            a0 = mt_smlad(wa13, mt_read_s16x2(c0 + k + 2), a0);
+            a1 = mt_smlad(wa02, mt_read_s16x2(c1 + k), a1);
+            a1 = mt_smlad(wa13, mt_read_s16x2(c1 + k + 2), a1);
+        }
+        for (; k < kk; ++k) {
+            a0 += (int32_t)c0[k] * wa[k];
+            a1 += (int32_t)c1[k] * wa[k];
+        }
+        out0[o] = out_one(params, quant, o, a0, acc_min, acc_max);
+        out1[o] = out_one(params, quant, o, a1, acc_min, acc_max);
+    }
+}
+#endif /* MT_DSP */
+
+/*
+ * Dense convs with a scratch of 2 * K bytes: one int16 im2col column per output position, then a
+ * dot product per output channel (no bounds checks in the inner loop; with DSP, SMLAD on the column
+ * in SMLAD order). DSP with 4 * K bytes: two positions at a time through gemm_2col.
  */
 static void conv_col(const mt_conv_params *params,
                      const mt_per_channel_quant *quant,
@@ -27,58 +222,46 @@ static void conv_col(const mt_conv_params *params,
                      int8_t *output,
                      int32_t *acc_min,
                      int32_t *acc_max,
-                     int16_t *col)
+                     int16_t *col,
+                     int32_t col_bytes)
 {
-    const int32_t hi_ = input_dims->h, wi = input_dims->w, ci = input_dims->c;
-    const int32_t o_n = filter_dims->n, kh = filter_dims->h, kw = filter_dims->w;
-    const int32_t ho = output_dims->h, wo = output_dims->w, kk = kh * kw * ci;
-    const int32_t zx = params->input_zero_point;
-    int32_t b, y, x, o, i, j, c;
-    for (b = 0; b < input_dims->n; ++b) {
-        for (y = 0; y < ho; ++y) {
-            for (x = 0; x < wo; ++x) {
-                int8_t *out = output + ((b * ho + y) * wo + x) * o_n;
-                int16_t *pc = col;
-                for (i = 0; i < kh; ++i) {
-                    const int32_t iy = y * params->stride_h - params->pad_top + i;
-                    for (j = 0; j < kw; ++j) {
-                        const int32_t ix = x * params->stride_w - params->pad_left + j;
-                        if (iy < 0 || iy >= hi_ || ix < 0 || ix >= wi) {
-                            for (c = 0; c < ci; ++c) {
-                                *pc++ = 0;
-                            }
-                        } else {
-                            const int8_t *px = input + ((b * hi_ + iy) * wi + ix) * ci;
-                            for (c = 0; c < ci; ++c) {
-                                *pc++ = (int16_t)((int32_t)px[c] - zx);
-                            }
-                        }
-                    }
-                }
+    const int32_t o_n = filter_dims->n;
+    const int32_t ho = output_dims->h, wo = output_dims->w;
+    const int32_t kk = filter_dims->h * filter_dims->w * input_dims->c;
+    const int32_t npos = input_dims->n * ho * wo;
+    int32_t pos = 0, o;
+    (void)col_bytes;
 #if MT_DSP
-                mt_reorder_s16(col, kk); /* SMLAD order: (c0, c2), (c1, c3) per group of four */
+    if (col_bytes >= 4 * kk) {
+        int16_t *col1 = col + kk;
+        for (; pos + 2 <= npos; pos += 2) {
+            const int32_t q = pos + 1;
+            col_fill(params, input_dims, input, filter_dims, pos / (ho * wo), pos / wo % ho, pos % wo, col);
+            col_fill(params, input_dims, input, filter_dims, q / (ho * wo), q / wo % ho, q % wo, col1);
+            gemm_2col(params, quant, filter, bias, o_n, kk, col, col1, output + pos * o_n, output + q * o_n,
+                      acc_min, acc_max);
+        }
+    }
 #endif /* MT_DSP */
-                for (o = 0; o < o_n; ++o) {
-                    const int8_t *wr = filter + o * kk;
-                    int32_t acc = bias[o];
-                    int32_t k = 0;
+    for (; pos < npos; ++pos) {
+        int8_t *out = output + pos * o_n;
+        col_fill(params, input_dims, input, filter_dims, pos / (ho * wo), pos / wo % ho, pos % wo, col);
+        for (o = 0; o < o_n; ++o) {
+            const int8_t *wr = filter + o * kk;
+            int32_t acc = bias[o];
+            int32_t k = 0;
 #if MT_DSP
-                    /* 4 MACs: one weight word widened by SXTB16 twice, two column words, two SMLAD */
-                    for (; k + 4 <= kk; k += 4) {
-                        const int32_t w4 = mt_read_s8x4(wr + k);
-                        acc = mt_smlad(mt_sxtb16(w4), mt_read_s16x2(col + k), acc);
-                        acc = mt_smlad(mt_sxtb16_ror8(w4), mt_read_s16x2(col + k + 2), acc);
-                    }
-#endif /* MT_DSP */
-                    for (; k < kk; ++k) {
-                        acc += (int32_t)col[k] * wr[k];
-                    }
-                    acc_min[o] = acc < acc_min[o] ? acc : acc_min[o];
-                    acc_max[o] = acc > acc_max[o] ? acc : acc_max[o];
-                    out[o] = mt_requantize(acc, quant->multiplier[o], quant->shift[o], params->output_zero_point,
-                                           params->act_min, params->act_max);
-                }
+            /* 4 MACs: one weight word widened by SXTB16 twice, two column words, two SMLAD */
+            for (; k + 4 <= kk; k += 4) {
+                const int32_t w4 = mt_read_s8x4(wr + k);
+                acc = mt_smlad(mt_sxtb16(w4), mt_read_s16x2(col + k), acc);
+                acc = mt_smlad(mt_sxtb16_ror8(w4), mt_read_s16x2(col + k + 2), acc);
             }
+#endif /* MT_DSP */
+            for (; k < kk; ++k) {
+                acc += (int32_t)col[k] * wr[k];
+            }
+            out[o] = out_one(params, quant, o, acc, acc_min, acc_max);
         }
     }
 }
@@ -109,7 +292,7 @@ mt_status mt_conv2d_fwd_s8_range(const mt_context *ctx,
     }
     if (groups == 1 && ctx && ctx->buf && ctx->size >= 2 * kh * kw * cig) {
         conv_col(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output, acc_min, acc_max,
-                 (int16_t *)ctx->buf);
+                 (int16_t *)ctx->buf, ctx->size);
         return MT_OK;
     }
     for (b = 0; b < input_dims->n; ++b) {
