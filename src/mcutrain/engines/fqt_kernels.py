@@ -34,10 +34,13 @@ from __future__ import annotations
 import numpy as np
 
 from mcutrain.engines.im2col import col2im, im2col, out_size, pad_nhwc, tap_views
-from mcutrain.engines.int_gemm import exact_matmul, gemm_dtype
+from mcutrain.engines.int_gemm import exact_matmul, exact_matmul_split_k, gemm_dtype
+from mcutrain.quant.fixedpoint import INT32_MAX, requantize
 
-MODES = ("int", "f32", "f32seq")
-"""GEMM modes: exact integers, float32 BLAS, float32 in the defined sequential order."""
+MODES = ("int", "int-float", "f32", "f32seq")
+"""GEMM modes: exact integers (as int64, or "int-float": left in the exact float dtype the bound
+allows, which spares a conversion pass), float32 BLAS, float32 in the defined sequential order."""
+INT_MODES = ("int", "int-float")
 
 
 # ---------------------------------------------------------------- GEMM in a chosen mode
@@ -106,7 +109,7 @@ def seq_sum(a: np.ndarray, axis: int) -> np.ndarray:
 
 
 def acc_dtype(mode: str) -> type:
-    return np.int64 if mode == "int" else np.float32
+    return np.int64 if mode in INT_MODES else np.float32
 
 
 # ---------------------------------------------------------------- requantization
@@ -127,6 +130,71 @@ def requant_f32_floor(acc: np.ndarray, m: np.float32, zero_point: int, lo: int, 
     v += np.float32(zero_point)
     np.clip(v, lo, hi, out=v)
     return v.astype(np.int32)
+
+
+def requant_fixed(acc: np.ndarray, multiplier: np.ndarray | int, shift: np.ndarray | int, zero_point: int,
+                  lo: int, hi: int, acc_max: int, dtype: type = np.int8) -> np.ndarray:
+    """`clamp(requantize(acc, multiplier, shift) + z, lo, hi)` (fixedpoint 6.1), bit-identical, faster.
+
+    `acc` holds exact integers (any int or float dtype), `acc_max` >= max |acc|.
+    When `acc_max * max(multiplier) < 2^52` the rule runs in float64:
+    `v = acc * (multiplier * 2^-n)` is exact (an integer below 2^52 times a power
+    of two), and `floor(|v| + 0.5)` is exact too: for n <= 52, |v| + 0.5 is an
+    integer below 2^53 times 2^-n; for n > 52, |v| < 0.5 - 2^-53 so the sum rounds
+    below 1, and `(|p| + 2^(n-1)) >> n` is 0 as well. Otherwise (or for
+    accumulators outside int32, which `requantize` refuses) it is `requantize_output`.
+    """
+    mult = np.asarray(multiplier, np.int64)
+    if acc.size == 0 or acc_max > INT32_MAX or acc_max * int(mult.max()) >= 1 << 52:
+        a = acc if acc.dtype.kind in "iu" else acc.astype(np.int64)
+        y = requantize(a, mult, shift) + np.int64(zero_point)
+        return np.clip(y, lo, hi).astype(dtype)
+    m = mult.astype(np.float64) * np.ldexp(1.0, np.asarray(shift, np.int64) - 31)   # exact: 31-bit mantissa
+    v = np.multiply(acc, m, dtype=np.float64)
+    if lo >= zero_point and hi - zero_point <= 255 and np.dtype(dtype).itemsize == 1:
+        # NOTE: a clamp at or above the zero point (relu, relu6): every v < 0 ends at lo in
+        # both rules, and for v >= 0 round-half-away is floor(v + 0.5) = trunc(v + 0.5);
+        # a clamp to integer bounds commutes with floor, so four passes and a byte add do it.
+        v += 0.5
+        np.clip(v, lo - zero_point, hi - zero_point, out=v)
+        r8 = v.astype(np.uint8)
+        r8 += np.uint8(zero_point & 0xFF)           # mod 256: the result is in [lo, hi] already
+        return r8.view(dtype)
+    r = np.abs(v)
+    r += 0.5
+    np.floor(r, out=r)
+    np.copysign(r, v, out=r)
+    r += np.float64(zero_point)
+    np.clip(r, lo, hi, out=r)
+    return r.astype(dtype)
+
+
+def channel_extremes(acc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel (last axis) min and max of `acc`, in its dtype.
+
+    NOTE: a min over axis 0 of a (rows, C) array with few channels runs one short
+    row at a time; folding 2^j rows into each row first (a free reshape) makes the
+    reduction run over long rows, about 4x faster. Exact in any order.
+    """
+    c = acc.shape[-1]
+    wide, k = _fold_rows(acc.reshape(-1, c))
+    return wide.min(0).reshape(k, c).min(0), wide.max(0).reshape(k, c).max(0)
+
+
+def _fold_rows(a2: np.ndarray) -> tuple[np.ndarray, int]:
+    """(rows, C) -> (rows / k, k * C) with k a power of two, rows of up to 1024 values (a free reshape)."""
+    rows, c = a2.shape
+    k = 1
+    while rows % (2 * k) == 0 and 2 * k * c <= 1024:
+        k *= 2
+    return a2.reshape(rows // k, k * c), k
+
+
+def channel_sum(a: np.ndarray, dtype: type) -> np.ndarray:
+    """Per-channel (last axis) sum of integers in `dtype`, in any order (exact; `_fold_rows` for speed)."""
+    c = a.shape[-1]
+    wide, k = _fold_rows(a.reshape(-1, c))
+    return wide.sum(0, dtype=dtype).reshape(k, c).sum(0, dtype=dtype)
 
 
 def f32_multiplier(sa: np.float32, sb: np.float32, s_out: np.float32) -> np.float32:
@@ -204,10 +272,11 @@ def conv2d_bwd_in_acc(ec: np.ndarray, wc: np.ndarray, in_shape: tuple[int, int, 
             view += e * wt[:, i, j, 0]
         dx = dxp[:, pt:pt + h, pl:pl + w, :]
         if m > 1:
-            dx = seq_sum(dx.reshape(n, h, w, c, m), 4) if mode != "int" else dx.reshape(n, h, w, c, m).sum(-1)
+            d5 = dx.reshape(n, h, w, c, m)
+            dx = d5.sum(-1) if mode in INT_MODES else seq_sum(d5, 4)
         return np.ascontiguousarray(dx)
     e2 = ec.reshape(-1, o)
-    gm = "int-float" if mode == "int" else mode
+    gm = "int-float" if mode in INT_MODES else mode
     if groups == 1:
         dcols = matmul(e2, wc.reshape(o, -1), gm, e_max)
     else:
@@ -216,9 +285,9 @@ def conv2d_bwd_in_acc(ec: np.ndarray, wc: np.ndarray, in_shape: tuple[int, int, 
         wg = wc.reshape(groups, opg, kh * kw * cig)
         dg = matmul(eg, wg, gm, e_max)
         dcols = dg.reshape(groups, -1, kh * kw, cig).transpose(1, 2, 0, 3).reshape(e2.shape[0], -1)
-    if mode == "int":   # NOTE: exact: |dcols| * kh * kw < 2^53 for every int32-bounded accumulator
+    if mode in INT_MODES:   # NOTE: exact: |dcols| * kh * kw < 2^53 for every int32-bounded accumulator
         dx = col2im(dcols.astype(np.float64, copy=False), in_shape, (kh, kw), stride, padding)
-        return dx.astype(np.int64)
+        return dx.astype(np.int64) if mode == "int" else dx
     return col2im(dcols.astype(dt, copy=False), in_shape, (kh, kw), stride, padding)
 
 
@@ -255,6 +324,10 @@ def conv2d_bwd_w_acc(xc: np.ndarray, ec: np.ndarray, w_shape: tuple[int, ...],
         if per_sample or mode == "f32seq":
             g = matmul(e3, c3, mode, e_max, x_max)              # (N, O, K)
             return g.reshape(n, *w_shape) if per_sample else _batch_sum(g, mode).reshape(w_shape)
+        if mode in INT_MODES and x_max is not None and e_max is not None:
+            # exact in any order: (K, N*P) @ (N*P, O) reads both operands as stored, in float32 chunks
+            g = exact_matmul_split_k(cols.T, ec.reshape(n * p, o), x_max, e_max).T.reshape(w_shape)
+            return g.astype(np.int64) if mode == "int" else g
         return matmul(e3.transpose(1, 0, 2).reshape(o, n * p), cols, mode, e_max, x_max).reshape(w_shape)
     opg = o // groups
     cg = cols.reshape(n, p, kh * kw, groups, cig).transpose(0, 3, 1, 2, 4).reshape(n, groups, p, -1)
@@ -286,7 +359,7 @@ def linear_bwd_w_acc(xc: np.ndarray, ec: np.ndarray, mode: str, per_sample: bool
     """Outer products e[o] * x[i]: (O, I) summed over the batch, or (N, O, I) per sample."""
     if per_sample or mode == "f32seq":
         dt = acc_dtype(mode)
-        if mode == "int" and x_max is not None and e_max is not None and x_max * e_max <= 1 << 24:
+        if mode in INT_MODES and x_max is not None and e_max is not None and x_max * e_max <= 1 << 24:
             dt = np.float32                  # one product per element: exact in float32
         g = ec.astype(dt)[:, :, None] * xc.astype(dt)[:, None, :]
         return g if per_sample else _batch_sum(g, mode)
@@ -296,6 +369,8 @@ def linear_bwd_w_acc(xc: np.ndarray, ec: np.ndarray, mode: str, per_sample: bool
 def bias_grad_acc(ec: np.ndarray, mode: str, per_sample: bool = False) -> np.ndarray:
     """Sum of centred errors over positions (per sample, then over the batch in order)."""
     n, o = ec.shape[0], ec.shape[-1]
+    if mode in INT_MODES and not per_sample:      # exact in any order
+        return channel_sum(ec, np.int64)
     e3 = ec.reshape(n, -1, o)
     g = seq_sum(e3, 1) if mode == "f32seq" else e3.sum(1, dtype=acc_dtype(mode))
     return g if per_sample else _batch_sum(g, mode)
@@ -315,6 +390,19 @@ def maxpool_fwd(x: np.ndarray, kernel: tuple[int, int], stride: tuple[int, int]
     h, w = x.shape[1:3]
     ho, wo = out_size(h, kernel[0], stride[0], 0), out_size(w, kernel[1], stride[1], 0)
     taps = kernel[0] * kernel[1]
+    if x.dtype.kind in "iu" and x.itemsize == 1 and taps <= 255 and _tiled(kernel, stride, h, w):
+        # NOTE: byte operations only: the window max, then the index of its first
+        # occurrence = the number of leading taps that differ from it.
+        views = [np.ascontiguousarray(v) for _, _, v in tap_views(x, kernel, stride, (ho, wo))]
+        y = views[0].copy()
+        for v in views[1:]:
+            np.maximum(y, v, out=y)
+        ahead = (views[0] != y).view(np.uint8)      # 1 while no maximum was met yet
+        arg = ahead.copy()
+        for v in views[1:-1]:
+            ahead &= (v != y).view(np.uint8)
+            arg += ahead
+        return y, arg
     if x.dtype.kind in "iu" and x.itemsize == 1 and taps <= 256:
         # NOTE: one max over packed keys (value << 8 | 255 - tap): the largest value wins, and
         # among equal values the smallest tap, i.e. the first maximum in (i, j) order.
@@ -338,13 +426,21 @@ def maxpool_fwd(x: np.ndarray, kernel: tuple[int, int], stride: tuple[int, int]
 def maxpool_bwd(ec: np.ndarray, arg: np.ndarray, in_shape: tuple[int, ...], kernel: tuple[int, int],
                 stride: tuple[int, int]) -> np.ndarray:
     """Route each centred window error to its argmax; other inputs get 0 (overlaps add)."""
-    dx = np.zeros(in_shape, ec.dtype)
     ho, wo = ec.shape[1:3]
     if _tiled(kernel, stride, in_shape[1], in_shape[2]):    # windows do not overlap: plain stores
-        zero = np.zeros((), ec.dtype)
-        for t, (_, _, view) in enumerate(tap_views(dx, kernel, stride, (ho, wo))):
-            np.copyto(view, np.where(arg == t, ec, zero))
+        # NOTE: one broadcast select writes every tap: (N, Ho, kh, Wo, kw, C) is the
+        # C-order layout of the covered (N, Ho*kh, Wo*kw, C) input.
+        n, kh, kw, c = in_shape[0], kernel[0], kernel[1], in_shape[3]
+        taps = np.arange(kh * kw, dtype=np.uint8).reshape(1, 1, kh, 1, kw, 1)
+        hit = arg[:, :, None, :, None, :] == taps
+        sel = np.where(hit, ec[:, :, None, :, None, :], np.zeros((), ec.dtype))
+        sel = sel.reshape(n, ho * kh, wo * kw, c)
+        if sel.shape == tuple(in_shape):
+            return sel
+        dx = np.zeros(in_shape, ec.dtype)
+        dx[:, :ho * kh, :wo * kw] = sel
         return dx
+    dx = np.zeros(in_shape, ec.dtype)
     for t, (_, _, view) in enumerate(tap_views(dx, kernel, stride, (ho, wo))):
         view += np.where(arg == t, ec, 0).astype(ec.dtype)
     return dx

@@ -57,3 +57,40 @@ def exact_matmul(a: np.ndarray, b: np.ndarray, bound: int) -> np.ndarray:
     dt = gemm_dtype(bound)
     out = np.matmul(a.astype(dt, copy=False), b.astype(dt, copy=False))
     return out.astype(np.int64) if dt != np.int64 else out
+
+
+def split_k_chunk(k: int, a_max: int, b_max: int) -> int:
+    """The largest divisor c of K with c * a_max * b_max <= 2^24 (0 when even c = 1 is too long)."""
+    limit = min(k, F32_EXACT // max(a_max * b_max, 1))
+    for c in range(limit, 0, -1):
+        if k % c == 0:
+            return c
+    return 0
+
+
+def exact_matmul_split_k(a: np.ndarray, b: np.ndarray, a_max: int, b_max: int,
+                         min_chunk: int = 64) -> np.ndarray:
+    """a (M, K) @ b (K, N) for integer-valued a, b with |a| <= a_max, |b| <= b_max, exactly, as float64.
+
+    For a long reduction (weight gradients sum over every position of the batch)
+    the whole-K bound K * a_max * b_max calls for float64, but a chunk of c steps
+    with c * a_max * b_max <= 2^24 is exact in float32: K is cut into K / c chunks
+    (c the largest divisor of K under that limit, no padding copy), one batched
+    float32 GEMM gives every chunk's exact partial product, and float64 adds them
+    exactly (|total| <= K * a_max * b_max < 2^53). float32 BLAS runs 3-4x faster
+    than float64 here and the operands need no float64 copies. Chunks shorter than
+    `min_chunk` (a K with no good divisor) fall back to one float64 GEMM.
+    """
+    k = a.shape[-1]
+    if k * a_max * b_max > F64_EXACT:
+        return exact_matmul(a, b, k * a_max * b_max).astype(np.float64)
+    c = split_k_chunk(k, a_max, b_max)
+    if c < min_chunk and c != k:
+        return np.matmul(a.astype(np.float64, copy=False), b.astype(np.float64, copy=False))
+    a32, b32 = a.astype(np.float32, copy=False), b.astype(np.float32, copy=False)
+    if c == k:
+        return np.matmul(a32, b32).astype(np.float64)
+    m, n, nc = a.shape[0], b.shape[1], k // c
+    a3 = a32.reshape(m, nc, c).transpose(1, 0, 2)    # (nc, M, c)
+    b3 = b32.reshape(nc, c, n)                       # (nc, c, N)
+    return np.matmul(a3, b3).sum(0, dtype=np.float64)

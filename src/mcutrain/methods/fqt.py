@@ -59,7 +59,6 @@ from mcutrain.methods.trainable import resolve_trainable
 from mcutrain.quant.fixedpoint import (
     activation_range,
     output_multiplier,
-    requantize_output,
     rounding_divide,
     rounding_shift_right,
 )
@@ -120,7 +119,7 @@ class FQT(FQTBackward, FQTUpdate, TrainingMethod):
 
     def _fwd_mode(self) -> str:
         if self.prec.quantized_acts:
-            return "int"
+            return "int-float"           # exact integers, left in the float dtype of the GEMM
         return "f32seq" if self.cfg.exact_float_order else "f32"
 
     def _err_mode(self) -> str:
@@ -295,7 +294,8 @@ class FQT(FQTBackward, FQTUpdate, TrainingMethod):
                                np.broadcast_to(self._w_scale(n.name), (wc.shape[0],)))
             room = self._bias_room(n.name)
             self.b[n.name] = np.clip(bq.astype(np.float64), -room, room).astype(np.int32)
-        acc = acc + self.b[n.name]
+        # exact: an int32 bias plus an exact accumulator is an integer below 2^53 in float64
+        acc = np.add(acc, self.b[n.name], dtype=np.float64 if acc.dtype.kind == "f" else np.int64)
         sx = F32(self.act_qparams(src).scale)
         if self.prec.acts == "u8":
             s_acc = F32(sx * F32(self._w_scale(n.name)))
@@ -304,10 +304,16 @@ class FQT(FQTBackward, FQTUpdate, TrainingMethod):
             m = K.f32_multiplier(sx, self._w_scale(n.name), qy.scale)
             return K.requant_f32_floor(acc, m, int(qy.zero_point), lo, hi).astype(np.uint8)
         s_acc = self._acc_scale(n.name, src)
-        qy = self._out_qparams(n.name, _act_clip(*_acc_range(acc, s_acc), n.act), rec, init)
+        if acc.size:      # _acc_range's real range, from per-channel extremes found once for both uses
+            mn, mx = K.channel_extremes(acc)
+            rng = F32((mn.astype(F32) * s_acc).min()), F32((mx.astype(F32) * s_acc).max())
+            amax = int(max(-float(mn.min()), float(mx.max())))      # an integer, exact in float64
+        else:
+            rng, amax = _acc_range(acc, s_acc), 0
+        qy = self._out_qparams(n.name, _act_clip(*rng, n.act), rec, init)
         lo, hi = activation_range(qy, n.act)
         mult, shift = output_multiplier(sx, np.broadcast_to(self._w_scale(n.name), s_acc.shape), qy.scale)
-        return requantize_output(acc, mult, shift, int(qy.zero_point), lo, hi)
+        return K.requant_fixed(acc, mult, shift, int(qy.zero_point), lo, hi, amax)
 
     def _fwd_add(self, n: Node, ins: list[np.ndarray], rec: _Batch | None, init: bool) -> np.ndarray:
         a, b = ins

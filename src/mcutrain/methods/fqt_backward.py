@@ -232,7 +232,7 @@ class FQTBackward:
         x = rec.kept[f"{name}/x"]
         xc = self._centred(src, x)
         per_sample = self.prec.quantize_sample_grads
-        mode = "int" if (self.prec.errors != "f32") else self._err_mode()
+        mode = ("int-float" if not per_sample else "int") if self.prec.errors != "f32" else self._err_mode()
         if self.prec.errors == "f32":
             xc = xc.astype(F32)
         if n.op == Op.CONV2D:
