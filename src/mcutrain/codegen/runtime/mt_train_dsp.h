@@ -37,7 +37,54 @@ MT_INLINE uint32_t mt_usada8(uint32_t a, uint32_t b, uint32_t acc)
     return __usada8(a, b, acc);
 }
 
+/* acc + (x half) * (y half): B = bottom (bits 0-15), T = top, signed 16-bit; one MAC each. */
+MT_INLINE int32_t mt_smlabb(int32_t x, int32_t y, int32_t acc)
+{
+    return __smlabb(x, y, acc);
+}
+
+MT_INLINE int32_t mt_smlatb(int32_t x, int32_t y, int32_t acc)
+{
+    return __smlatb(x, y, acc);
+}
+
+MT_INLINE int32_t mt_smlabt(int32_t x, int32_t y, int32_t acc)
+{
+    return __smlabt(x, y, acc);
+}
+
+MT_INLINE int32_t mt_smlatt(int32_t x, int32_t y, int32_t acc)
+{
+    return __smlatt(x, y, acc);
+}
+
 #else /* !MT_DSP_NATIVE: portable emulation (MT_EMULATE_DSP) */
+
+MT_INLINE int32_t mt_half(int32_t x, int top)
+{
+    return (int32_t)(int16_t)(uint16_t)(((uint32_t)x >> (top ? 16 : 0)) & 0xFFFFu);
+}
+
+/* Wrapping sums like the instructions; the kernels' bounds keep them exact. */
+MT_INLINE int32_t mt_smlabb(int32_t x, int32_t y, int32_t acc)
+{
+    return (int32_t)((uint32_t)acc + (uint32_t)(mt_half(x, 0) * mt_half(y, 0)));
+}
+
+MT_INLINE int32_t mt_smlatb(int32_t x, int32_t y, int32_t acc)
+{
+    return (int32_t)((uint32_t)acc + (uint32_t)(mt_half(x, 1) * mt_half(y, 0)));
+}
+
+MT_INLINE int32_t mt_smlabt(int32_t x, int32_t y, int32_t acc)
+{
+    return (int32_t)((uint32_t)acc + (uint32_t)(mt_half(x, 0) * mt_half(y, 1)));
+}
+
+MT_INLINE int32_t mt_smlatt(int32_t x, int32_t y, int32_t acc)
+{
+    return (int32_t)((uint32_t)acc + (uint32_t)(mt_half(x, 1) * mt_half(y, 1)));
+}
 
 MT_INLINE uint32_t mt_usada8(uint32_t a, uint32_t b, uint32_t acc)
 {
