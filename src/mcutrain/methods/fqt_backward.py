@@ -22,7 +22,6 @@ from mcutrain.methods.partial import magnitudes, top_k_mask
 from mcutrain.quant.fixedpoint import (
     activation_range,
     quantize_multiplier,
-    requantize,
     rounding_divide,
     rounding_shift_right,
 )
@@ -75,14 +74,16 @@ class FQTBackward:
         """Requantize an error accumulator (or float32 values) into tensor t's own error format."""
         if self.prec.errors == "f32":
             return _Err(acc if s_acc is None else (acc * s_acc).astype(F32), None)
-        qp = self._err_qparams(t, _acc_range(acc, s_acc), rec)
+        lo, hi = (acc.min(), acc.max()) if acc.size else (0, 0)      # exact integers (any dtype)
+        s = F32(s_acc)
+        qp = self._err_qparams(t, (F32(F32(lo) * s), F32(F32(hi) * s)), rec)     # = _acc_range(acc, s_acc)
         if self.prec.errors == "u8":
-            m = F32(F32(s_acc) / qp.scale)
+            m = F32(s / qp.scale)
             e = K.requant_f32_floor(acc, m, int(qp.zero_point), 0, 255)
             return _Err(e - qp.zero_point, F32(qp.scale))
-        mult, shift = quantize_multiplier(np.float64(F32(s_acc)) / np.float64(qp.scale))
-        e = np.clip(requantize(acc, mult, shift), -ERROR_CLAMP, ERROR_CLAMP)
-        return _Err(e.astype(np.int32), F32(qp.scale))
+        mult, shift = quantize_multiplier(np.float64(s) / np.float64(qp.scale))
+        e = K.requant_fixed(acc, mult, shift, 0, -ERROR_CLAMP, ERROR_CLAMP, int(max(-lo, hi)), np.int32)
+        return _Err(e, F32(qp.scale))
 
     def _combine(self, t: str, parts: list[_Err], rec: _Batch) -> _Err:
         """Sum the errors a tensor receives from several consumers (float32, arrival order), requantize."""
@@ -112,6 +113,8 @@ class FQTBackward:
             lo, hi = activation_range(qp, act)
             z = int(qp.zero_point)
             keep = (y > z) & (y < hi) if act == "relu6" else y > max(lo, z)
+        if err.ec.dtype.kind in "iu":      # an integer times a bool is exact (and faster than a select)
+            return _Err(np.multiply(err.ec, keep, dtype=err.ec.dtype), err.scale)
         return _Err(np.where(keep, err.ec, 0).astype(err.ec.dtype), err.scale)
 
     def _backward(self, vals: dict[str, np.ndarray], err_q: np.ndarray, loss_q: np.ndarray,
@@ -180,7 +183,7 @@ class FQTBackward:
         if not self.needs[src]:
             return None
         rec.macs["error"] += executed
-        mode = self._err_mode()
+        mode = "int-float" if self.prec.errors != "f32" else self._err_mode()
         wc = self._wc(name)
         ein, s_acc = ec, None
         if self.prec.errors == "u8":
