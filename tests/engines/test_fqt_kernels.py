@@ -131,3 +131,103 @@ def test_modes_agree_on_small_integers(data):
     assert np.array_equal(a, b) and np.array_equal(a, c)
     with pytest.raises(ValueError, match="unknown GEMM mode"):
         K.matmul(xs[0, 0], ws[0, 0], "f16")
+
+
+# ---------------------------------------------------------------- fast paths equal the reference rule
+
+
+def _requant_ref(acc, mult, shift, z, lo, hi, bias=None):
+    from mcutrain.quant.fixedpoint import requantize_output
+    a = np.asarray(acc).astype(np.int64) + (0 if bias is None else np.asarray(bias, np.int64))
+    return requantize_output(a, mult, shift, z, lo, hi)
+
+
+@pytest.mark.parametrize("acc_dtype", [np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("z,lo,hi", [(-7, -7, 127), (-128, -128, 127), (12, -128, 127), (0, -127, 127),
+                                     (-20, -20, 40)])
+def test_requant_fixed_equals_requantize_output(acc_dtype, z, lo, hi, monkeypatch):
+    """Each tier (bias fused, bias added first, int64) on ties, signs and per-channel shifts."""
+    from mcutrain.quant.fixedpoint import quantize_multiplier
+    rng = np.random.default_rng(4)
+    acc = rng.integers(-2**19, 2**19, (300, 6))
+    acc[:8] = [[256 * k + 128] * 6 for k in range(-4, 4)]          # exact ties for the 2^-8 channel
+    acc[8] = 0
+    small_bias = rng.integers(-2**20, 2**20, 6)
+    tiers = (((2.0**-8, 0.75 * 2.0**-5, 2.0**-14, 0.3, 1e-3, 0.5), (None, small_bias), False),
+             ((2.0**-8, 0.3, 2.0**-30, 1e-3, 1e-7, 0.5), (small_bias,), False),   # n = 61: bias added first
+             ((2.0**-8, 0.3, 2.0**-14, 1e-3, 1e-7, 0.5), (np.full(6, 2**30),), True))
+    for reals, biases, int64_path in tiers:
+        mult, shift = quantize_multiplier(np.array(reals))
+        for bias in biases:
+            want = _requant_ref(acc, mult, shift, z, lo, hi, bias)
+            if not int64_path:        # the float64 tiers must not fall back
+                monkeypatch.setattr(K, "requantize", None)
+            amax = int(np.abs(acc + (0 if bias is None else bias)).max())
+            got = K.requant_fixed(acc.astype(acc_dtype), mult, shift, z, lo, hi, amax, np.int8, bias)
+            monkeypatch.undo()
+            assert got.dtype == np.int8 and np.array_equal(got, want)
+    # an int32 overflow is still refused
+    with pytest.raises(ValueError, match="int32"):
+        K.requant_fixed(np.array([[2**32, 0, 0, 0, 0, 0]]), mult, shift, z, lo, hi, 2**32)
+
+
+def test_requant_fixed_hand_checked():
+    # M = 0.5: 3 * 0.5 = 1.5 -> 2, -3 * 0.5 = -1.5 -> -2 (half away from zero), then + z and the clamp
+    m, s = np.int32(2**30), np.int32(0)
+    acc = np.array([3.0, -3.0, 1.0, 400.0])
+    assert K.requant_fixed(acc, m, s, 1, -128, 127, 400).tolist() == [3, -1, 2, 127]
+    assert K.requant_fixed(acc, m, s, 1, 1, 127, 400).tolist() == [3, 1, 2, 127]      # relu clamp
+    assert K.requant_fixed(np.array([3, -3]), m, s, 0, -127, 127, 3, np.int32).dtype == np.int32
+
+
+def test_channel_extremes_and_sums():
+    rng = np.random.default_rng(5)
+    for shape in ((7, 3), (64, 5), (32, 28, 28, 16), (3, 1)):
+        a = rng.integers(-1000, 1000, shape).astype(np.int32)
+        mn, mx = K.channel_extremes(a)
+        a2 = a.reshape(-1, shape[-1])
+        assert np.array_equal(mn, a2.min(0)) and np.array_equal(mx, a2.max(0))
+        assert np.array_equal(K.channel_sum(a, np.int64), a2.sum(0, dtype=np.int64))
+    assert K.bias_grad_acc(np.array([[[1, -2]], [[3, 4]]], np.int32), "int").tolist() == [4, 2]
+
+
+def test_int_float_mode_is_exact_in_a_float_dtype(data):
+    x, w = data
+    e = np.random.default_rng(6).integers(-127, 128, (2, 3, 3, 4)).astype(np.int32)
+    geo = ((2, 2), (1, 1, 1, 1), 1)
+    pairs = ((K.conv2d_fwd_acc(x, w, *geo, "int"), K.conv2d_fwd_acc(x, w, *geo, "int-float", 255)),
+             (K.conv2d_bwd_in_acc(e, w, x.shape, *geo, "int"),
+              K.conv2d_bwd_in_acc(e, w, x.shape, *geo, "int-float", 127)),
+             (K.conv2d_bwd_w_acc(x, e, w.shape, *geo, "int"),
+              K.conv2d_bwd_w_acc(x, e, w.shape, *geo, "int-float", False, 255, 127)))
+    for want, got in pairs:
+        assert want.dtype == np.int64 and got.dtype.kind == "f" and np.array_equal(got, want)
+
+
+def test_transposed_conv_per_tap_equals_col2im():
+    """The per-tap transposed conv (integer modes) against col2im of one GEMM, odd shapes and strides."""
+    from mcutrain.engines.im2col import col2im
+    rng = np.random.default_rng(7)
+    for in_shape, k, stride, pad in (((2, 7, 6, 3), (3, 3), (2, 2), (1, 0, 2, 1)),
+                                     ((1, 5, 5, 2), (2, 3), (1, 2), (0, 1, 1, 1))):
+        w = rng.integers(-127, 128, (4, *k, in_shape[3])).astype(np.int32)
+        ho = (in_shape[1] + pad[0] + pad[1] - k[0]) // stride[0] + 1
+        wo = (in_shape[2] + pad[2] + pad[3] - k[1]) // stride[1] + 1
+        e = rng.integers(-32512, 32513, (in_shape[0], ho, wo, 4)).astype(np.int16)
+        want = col2im((e.reshape(-1, 4).astype(np.int64) @ w.reshape(4, -1)).astype(np.float64),
+                      in_shape, k, stride, pad).astype(np.int64)
+        assert np.array_equal(K.conv2d_bwd_in_acc(e, w, in_shape, stride, pad, 1, "int", 1 << 15), want)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_byte_maxpool_and_integer_routing_match_the_general_path(dtype):
+    rng = np.random.default_rng(8)
+    x = rng.integers(0, 3, (3, 6, 5, 4)).astype(dtype)        # ties everywhere
+    y, arg = K.maxpool_fwd(x, (2, 2), (2, 2))
+    x16 = x.astype(np.int16)                                   # not a byte type: the general path
+    y2, arg2 = K.maxpool_fwd(x16, (2, 2), (2, 2))
+    assert np.array_equal(y, y2) and np.array_equal(arg, arg2) and y.dtype == dtype
+    e = rng.integers(-127, 128, y.shape).astype(np.int32)
+    got = K.maxpool_bwd(e, arg, x.shape, (2, 2), (2, 2))
+    want = K.maxpool_bwd(e.astype(np.float32), arg, x.shape, (2, 2), (2, 2))   # the select path
+    assert got.dtype == np.int32 and np.array_equal(got, want.astype(np.int32))

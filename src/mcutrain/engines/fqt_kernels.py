@@ -133,33 +133,51 @@ def requant_f32_floor(acc: np.ndarray, m: np.float32, zero_point: int, lo: int, 
 
 
 def requant_fixed(acc: np.ndarray, multiplier: np.ndarray | int, shift: np.ndarray | int, zero_point: int,
-                  lo: int, hi: int, acc_max: int, dtype: type = np.int8) -> np.ndarray:
-    """`clamp(requantize(acc, multiplier, shift) + z, lo, hi)` (fixedpoint 6.1), bit-identical, faster.
+                  lo: int, hi: int, acc_max: int, dtype: type = np.int8,
+                  bias: np.ndarray | None = None) -> np.ndarray:
+    """`clamp(requantize(acc + bias, multiplier, shift) + z, lo, hi)` (fixedpoint 6.1), bit-identical, faster.
 
-    `acc` holds exact integers (any int or float dtype), `acc_max` >= max |acc|.
-    When `acc_max * max(multiplier) < 2^52` the rule runs in float64:
-    `v = acc * (multiplier * 2^-n)` is exact (an integer below 2^52 times a power
-    of two), and `floor(|v| + 0.5)` is exact too: for n <= 52, |v| + 0.5 is an
-    integer below 2^53 times 2^-n; for n > 52, |v| < 0.5 - 2^-53 so the sum rounds
-    below 1, and `(|p| + 2^(n-1)) >> n` is 0 as well. Otherwise (or for
-    accumulators outside int32, which `requantize` refuses) it is `requantize_output`.
+    `acc` holds exact integers (any int or float dtype), `bias` (optional, int32 per
+    channel) is added exactly, `acc_max` >= max |acc + bias|. With `P = acc_max *
+    max(multiplier) < 2^52` the rule runs in float64: `v = (acc + b) * (multiplier * 2^-n)`
+    is exact (an integer below 2^52 times a power of two), and `floor(|v| + 0.5)` is
+    exact too: for n <= 52, |v| + 0.5 is an integer below 2^53 times 2^-n; for n > 52,
+    |v| < 0.5 - 2^-53 so the sum rounds below 1, and `(|p| + 2^(n-1)) >> n` is 0 as
+    well. The bias joins as `acc * m + b * m` (two exact terms with a representable
+    sum: no rounding) when `b * m + 0.5` is exact too; otherwise acc + b is formed
+    first. Beyond these bounds (or outside int32, which `requantize` refuses) it is
+    `requantize_output` in int64.
     """
     mult = np.asarray(multiplier, np.int64)
-    if acc.size == 0 or acc_max > INT32_MAX or acc_max * int(mult.max()) >= 1 << 52:
+    n = 31 - np.asarray(shift, np.int64)
+    mmax = int(mult.max()) if mult.size else 0
+    bmax = int(np.abs(np.asarray(bias, np.int64)).max(initial=0)) if bias is not None else 0
+    if acc.size == 0 or acc_max > INT32_MAX or acc_max * mmax >= 1 << 52:
         a = acc if acc.dtype.kind in "iu" else acc.astype(np.int64)
+        if bias is not None:
+            a = a + np.asarray(bias, np.int64)
         y = requantize(a, mult, shift) + np.int64(zero_point)
         return np.clip(y, lo, hi).astype(dtype)
-    m = mult.astype(np.float64) * np.ldexp(1.0, np.asarray(shift, np.int64) - 31)   # exact: 31-bit mantissa
+    m = mult.astype(np.float64) * np.ldexp(1.0, -n)   # exact: a 31-bit integer times a power of two
+    bm = None
+    if bias is not None:
+        # |acc| <= acc_max + bmax: acc * m exact below 2^53; b * m + 0.5 exact below 2^53 (n <= 53)
+        if (acc_max + bmax) * mmax < 1 << 53 and bmax * mmax + (1 << max(int(n.max()) - 1, 0)) < 1 << 53:
+            bm = np.asarray(bias, np.float64) * m
+        else:
+            acc = np.add(acc, np.asarray(bias, np.int64), dtype=np.float64)   # exact: below 2^53
     v = np.multiply(acc, m, dtype=np.float64)
     if lo >= zero_point and hi - zero_point <= 255 and np.dtype(dtype).itemsize == 1:
         # NOTE: a clamp at or above the zero point (relu, relu6): every v < 0 ends at lo in
         # both rules, and for v >= 0 round-half-away is floor(v + 0.5) = trunc(v + 0.5);
         # a clamp to integer bounds commutes with floor, so four passes and a byte add do it.
-        v += 0.5
+        v += 0.5 if bm is None else bm + 0.5
         np.clip(v, lo - zero_point, hi - zero_point, out=v)
         r8 = v.astype(np.uint8)
         r8 += np.uint8(zero_point & 0xFF)           # mod 256: the result is in [lo, hi] already
         return r8.view(dtype)
+    if bm is not None:
+        v += bm
     r = np.abs(v)
     r += 0.5
     np.floor(r, out=r)

@@ -294,26 +294,39 @@ class FQT(FQTBackward, FQTUpdate, TrainingMethod):
                                np.broadcast_to(self._w_scale(n.name), (wc.shape[0],)))
             room = self._bias_room(n.name)
             self.b[n.name] = np.clip(bq.astype(np.float64), -room, room).astype(np.int32)
-        # exact: an int32 bias plus an exact accumulator is an integer below 2^53 in float64
-        acc = np.add(acc, self.b[n.name], dtype=np.float64 if acc.dtype.kind == "f" else np.int64)
         sx = F32(self.act_qparams(src).scale)
-        if self.prec.acts == "u8":
-            s_acc = F32(sx * F32(self._w_scale(n.name)))
-            qy = self._out_qparams(n.name, _act_clip(*_acc_range(acc, s_acc), n.act), rec, init)
-            lo, hi = activation_range(qy, n.act)
-            m = K.f32_multiplier(sx, self._w_scale(n.name), qy.scale)
-            return K.requant_f32_floor(acc, m, int(qy.zero_point), lo, hi).astype(np.uint8)
+        if self.prec.acts == "s8":
+            return self._requant_s8(n, acc, src, sx, rec, init)
+        # uint8: exact, an int32 bias plus an exact accumulator is an integer below 2^53 in float64
+        acc = np.add(acc, self.b[n.name], dtype=np.float64 if acc.dtype.kind == "f" else np.int64)
+        s_acc = F32(sx * F32(self._w_scale(n.name)))
+        qy = self._out_qparams(n.name, _act_clip(*_acc_range(acc, s_acc), n.act), rec, init)
+        lo, hi = activation_range(qy, n.act)
+        m = K.f32_multiplier(sx, self._w_scale(n.name), qy.scale)
+        return K.requant_f32_floor(acc, m, int(qy.zero_point), lo, hi).astype(np.uint8)
+
+    def _requant_s8(self, n: Node, acc: np.ndarray, src: str, sx: F32, rec: _Batch | None,
+                    init: bool) -> np.ndarray:
+        """int8 output of a conv/linear from its bias-free accumulator (exact integers, any dtype).
+
+        The range is `_acc_range(acc + b, s_acc)`, from per-channel extremes of acc
+        found once (extremes of acc + b are those of acc plus b); `requant_fixed` adds
+        the bias exactly.
+        """
+        b = self.b[n.name]
         s_acc = self._acc_scale(n.name, src)
-        if acc.size:      # _acc_range's real range, from per-channel extremes found once for both uses
+        if acc.size:
             mn, mx = K.channel_extremes(acc)
+            wide = np.float64 if mn.dtype.kind == "f" else np.int64     # exact sums with the int32 bias
+            mn, mx = np.add(mn, b, dtype=wide), np.add(mx, b, dtype=wide)
             rng = F32((mn.astype(F32) * s_acc).min()), F32((mx.astype(F32) * s_acc).max())
-            amax = int(max(-float(mn.min()), float(mx.max())))      # an integer, exact in float64
+            amax = int(max(-mn.min(), mx.max()))
         else:
             rng, amax = _acc_range(acc, s_acc), 0
         qy = self._out_qparams(n.name, _act_clip(*rng, n.act), rec, init)
         lo, hi = activation_range(qy, n.act)
         mult, shift = output_multiplier(sx, np.broadcast_to(self._w_scale(n.name), s_acc.shape), qy.scale)
-        return K.requant_fixed(acc, mult, shift, int(qy.zero_point), lo, hi, amax)
+        return K.requant_fixed(acc, mult, shift, int(qy.zero_point), lo, hi, amax, bias=b)
 
     def _fwd_add(self, n: Node, ins: list[np.ndarray], rec: _Batch | None, init: bool) -> np.ndarray:
         a, b = ins
