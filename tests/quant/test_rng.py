@@ -90,3 +90,14 @@ def test_state_save_and_resume() -> None:
     with pytest.raises(ValueError, match="negative"):
         g.draw_u32(-1)
     assert XorShift32(2**32 + 7).state == 7
+
+
+def test_repeated_draw_sizes_reuse_lane_jumps_and_stay_one_stream() -> None:
+    """A training step redraws the same counts: cached lane jumps (also for fewer lanes) change nothing."""
+    ref = np.asarray(ref_stream(77, 3 * 4_000 + 2 * 2_100 + 1_000), np.uint32)
+    g = XorShift32(77)
+    a, u, b = g.draw_u32(4_000), g.uniform01(4_000), g.draw_u32(4_000)
+    c, d, e = g.draw_u32(2_100), g.draw_u32(2_100), g.draw_u32(1_000)
+    assert np.array_equal(u, (ref[4_000:8_000] >> 8).astype(np.float32) * np.float32(2.0**-24))
+    assert np.concatenate([a, ref[4_000:8_000], b, c, d, e]).tolist() == ref.tolist()
+    assert g.state == int(ref[-1])

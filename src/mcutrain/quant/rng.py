@@ -56,6 +56,10 @@ def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 _T = _step_array(np.uint32(1) << _BITS)
 _POW2: list[np.ndarray] = [_T]          # _POW2[i] = T^(2^i), extended on demand
+_LANE_JUMPS: dict[int, list[np.ndarray]] = {}
+"""steps -> [T^steps, T^(2 steps), T^(4 steps), ...]: the lane-start jumps of `draw_u32`, kept
+for the few draw sizes a training run repeats (a training step redraws the same counts)."""
+_LANE_JUMPS_KEPT = 64
 
 
 def _jump_matrix(steps: int) -> np.ndarray:
@@ -69,6 +73,17 @@ def _jump_matrix(steps: int) -> np.ndarray:
             result = _matmul(_POW2[i], result)
         i += 1
     return result
+
+
+def _lane_jumps(steps: int, count: int) -> list[np.ndarray]:
+    """At least the first `count` matrices T^(steps * 2^i), from the cache when drawn before."""
+    jumps = _LANE_JUMPS.pop(steps, None) or [_jump_matrix(steps)]
+    while len(jumps) < count:
+        jumps.append(_matmul(jumps[-1], jumps[-1]))
+    if len(_LANE_JUMPS) >= _LANE_JUMPS_KEPT:
+        _LANE_JUMPS.pop(next(iter(_LANE_JUMPS)))        # the least recently used
+    _LANE_JUMPS[steps] = jumps
+    return jumps
 
 
 class XorShift32:
@@ -108,12 +123,11 @@ class XorShift32:
         # start states: lane k holds the stream value just before its first output, i.e. T^(kL) s0
         start = np.empty(lanes, dtype=np.uint32)
         start[0] = self._state
-        jump, filled = _jump_matrix(steps), 1
-        while filled < lanes:
+        filled = 1
+        doublings = lanes.bit_length() - 1
+        for jump in _lane_jumps(steps, doublings)[:doublings]:      # T^(L * filled), filled = 1, 2, 4, ...
             start[filled:2 * filled] = _apply(jump, start[:filled])
             filled *= 2
-            if filled < lanes:
-                jump = _matmul(jump, jump)
         out = np.empty((steps, lanes), dtype=np.uint32)
         tmp = np.empty(lanes, dtype=np.uint32)
         prev = start
@@ -126,7 +140,7 @@ class XorShift32:
             np.left_shift(row, 5, out=tmp)
             np.bitwise_xor(row, tmp, out=row)
             prev = row
-        result = out.T.reshape(-1)[:n].copy()
+        result = np.ascontiguousarray(out.T).reshape(-1)[:n]     # lane by lane: the stream order
         self._state = int(result[-1])
         return result
 
@@ -138,7 +152,11 @@ class XorShift32:
 
     def uniform01(self, n: int) -> np.ndarray:
         """``n`` float32 values ``(u >> 8) * 2^-24`` in [0, 1)."""
-        return (self.draw_u32(n) >> np.uint32(8)).astype(np.float32) * np.float32(2.0**-24)
+        u = self.draw_u32(n)
+        u >>= np.uint32(8)                   # in place: the draw is a fresh array
+        f = u.astype(np.float32)
+        f *= np.float32(2.0**-24)
+        return f
 
     def rademacher(self, n: int) -> np.ndarray:
         """``n`` int8 values in {-1, +1}: ``1 - 2 * (u >> 31)``."""
