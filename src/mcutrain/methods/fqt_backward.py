@@ -224,16 +224,21 @@ class FQTBackward:
         sw = self._w_scale(name)
         smax = F32(sw.max())
         r = round_half_away((sw / smax).astype(F32) * F32(2**PRESCALE_BITS)).astype(np.int64)
-        v = ec.astype(np.int32) * r.astype(np.int32)             # |v| <= 127 * 2^15 < 2^22
-        mag = (np.abs(v) + (1 << 6)) >> 7                        # rounding_shift_right(v, 7) in int32
-        e16 = np.where(v < 0, -mag, mag).astype(np.int16)
-        return e16, F32(F32(smax * s_e) * F32(2.0**-8))
+        v = np.multiply(ec, r.astype(np.int32), dtype=np.int32)   # |v| <= 127 * 2^15 < 2^22
+        # rounding_shift_right(v, 7) in int32: floor((v + 2^6 - [v < 0]) / 2^7), v >> 31 = -[v < 0]
+        neg = v >> 31
+        v += neg
+        v += 1 << 6
+        v >>= 7
+        return v.astype(np.int16), F32(F32(smax * s_e) * F32(2.0**-8))
 
     def _weight_grad(self, n: Node, ec: np.ndarray, s_e: F32 | None, vals, kept: np.ndarray,
                      rec: _Batch) -> None:
         a, src, name = n.attrs, n.inputs[0], n.name
         x = rec.kept[f"{name}/x"]
-        xc = self._centred(src, x)
+        cols = rec.kept.get(f"{name}/cols")
+        # the kept im2col matrix already holds the centred input (only the batch size is read then)
+        xc = x if cols is not None and a["groups"] == 1 else self._centred(src, x)
         per_sample = self.prec.quantize_sample_grads
         mode = ("int-float" if not per_sample else "int") if self.prec.errors != "f32" else self._err_mode()
         if self.prec.errors == "f32":
@@ -241,7 +246,7 @@ class FQTBackward:
         if n.op == Op.CONV2D:
             gacc = K.conv2d_bwd_w_acc(xc, ec, self.w[name].shape, a["stride"], a["padding"], a["groups"],
                                       mode, per_sample, X_MAX, self._e_max(ec),
-                                      cols=rec.kept.get(f"{name}/cols"))
+                                      cols=cols)
         else:
             gacc = K.linear_bwd_w_acc(xc, ec, mode, per_sample, X_MAX, self._e_max(ec))
         gb = K.bias_grad_acc(ec, mode)
