@@ -248,11 +248,19 @@ def emit_model(qm: QuantModel, kernels: str = "dsp", planner: str = "greedy",
             if n.op == Op.LINEAR:
                 call = f"mt_linear_fwd_s8_get_buffer_size({qm.weights[n.name].shape[1]})"
             else:
-                w = qm.weights[n.name].shape
-                fn = "mt_conv2d_fwd_s8_s16" if em.widen and widens_weights(g, n) else "mt_conv2d_fwd_s8"
-                call = f"{fn}_get_buffer_size(&f_{em.ids[n.name]})"
-                scratch_checks.append(f"    static const mt_dims f_{em.ids[n.name]} = "
-                                      f"{{{', '.join(map(str, w))}}};")
+                w, nid = qm.weights[n.name].shape, em.ids[n.name]
+                scratch_checks.append(f"    static const mt_dims f_{nid} = {{{', '.join(map(str, w))}}};")
+                if em.widen and widens_weights(g, n):
+                    (sh, sw), (pt, _, pl, _) = n.attrs["stride"], n.attrs["padding"]
+                    scratch_checks.append(f"    static const mt_conv_params p_{nid} = {{0, 0, {sh}, {sw}, "
+                                          f"{pt}, {pl}, {n.attrs['groups']}, -128, 127}};")
+                    scratch_checks.append(f"    static const mt_dims in_{nid} = "
+                                          f"{_dims(g.shape(n.inputs[0]))};")
+                    scratch_checks.append(f"    static const mt_dims out_{nid} = {_dims(g.shape(n.name))};")
+                    call = (f"mt_conv2d_fwd_s8_s16_get_buffer_size(&p_{nid}, &in_{nid}, &f_{nid}, "
+                            f"&out_{nid})")
+                else:
+                    call = f"mt_conv2d_fwd_s8_get_buffer_size(&f_{nid})"
             scratch_checks.append(f"    if ({call} > {size}) {{ /* {n.name} */")
             scratch_checks.append("        return MT_ERR_BUFFER;")
             scratch_checks.append("    }")

@@ -71,6 +71,47 @@ def widens_weights(graph: Graph, node: Node) -> bool:
     return node.params["weight"].shape[1] * s16_row(node) <= S16_K_MAX
 
 
+TINY_WORDS, TINY_RECORD, TINY_PIXELS = 5, 9, 16
+"""The tiny path of `mt_conv2d_fwd_s8_s16` (mt_conv_s16.h): at most five int16 pairs per column,
+nine int32 per output channel's record, columns of 16 pixels per pass."""
+
+
+def tiny_words(kh: int, kw: int, cg: int) -> int:
+    """Pairs of one column in the tiny path: per kernel row of L = kw * Cg values the full pairs
+    of its groups of four, then the half-filled pairs of the rows' last groups packed by two."""
+    length = kw * cg
+    full = 2 * (length // 4) + (length % 4 == 3)
+    halves = (0, 1, 2, 1)[length % 4]
+    return kh * full + (kh * halves + 1) // 2
+
+
+def runs_tiny(graph: Graph, node: Node) -> bool:
+    """Whether a widened conv may take the tiny path of `mt_conv2d_fwd_s8_s16` (`mt_conv_tiny_fits`):
+    groups 1, O a multiple of 4 and a reduction of at most ten values in at most five pairs."""
+    o, kh, kw, cg = node.params["weight"].shape
+    return (node.attrs["groups"] == 1 and o % 4 == 0 and kh * kw * cg <= 2 * TINY_WORDS
+            and tiny_words(kh, kw, cg) <= TINY_WORDS)
+
+
+def window_row_bytes(graph: Graph, node: Node) -> int:
+    """Bytes of one padded input row in the DSP conv window (`mt_conv_window_row_bytes`): every
+    tap of the output row, plus 3 bytes read past the last one, rounded up to 4."""
+    kw = node.params["weight"].shape[2]
+    c = graph.shape(node.inputs[0])[-1]
+    out_w = graph.shape(node.name)[1]
+    return (((out_w - 1) * node.attrs["stride"][1] + kw) * c + 3 + 3) // 4 * 4
+
+
+def s16_scratch_bytes(graph: Graph, node: Node) -> int:
+    """Scratch of `mt_conv2d_fwd_s8_s16` (`mt_conv2d_fwd_s8_s16_get_buffer_size`)."""
+    o, kh, _, _ = node.params["weight"].shape
+    general = 2 * 7 * kh * s16_row(node) + 16 * o
+    if runs_tiny(graph, node):
+        tiny = 4 * TINY_RECORD * o + 4 * TINY_WORDS * TINY_PIXELS + 2 * kh * window_row_bytes(graph, node)
+        return max(general, tiny)
+    return general
+
+
 def flash_weight_bytes(graph: Graph, node: Node, kernels: str = "dsp") -> int:
     """Flash bytes of a frozen layer's weights in an inference export for `kernels`."""
     w = node.params["weight"]
@@ -104,7 +145,7 @@ def scratch_bytes(graph: Graph, node: Node, kernels: str = "dsp", widened: bool 
         cols = 7 if k <= 256 else 2
         s8 = 2 * cols * k + (2 * k if cg % 4 else 0)
         if widened and widens_weights(graph, node):
-            return max(s8, 2 * 7 * kh * s16_row(node) + 16 * int(node.params["weight"].shape[0]))
+            return max(s8, s16_scratch_bytes(graph, node))
         return s8
     if node.op == Op.LINEAR:
         return 2 * int(node.params["weight"].shape[1])

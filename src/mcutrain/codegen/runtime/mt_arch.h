@@ -107,6 +107,14 @@ MT_INLINE int32_t mt_max_s8x4(int32_t a, int32_t b)
     return r;
 }
 
+/* The low halves of a and b as one word: (a.lo, b.lo) (PKHBT with LSL #16). */
+MT_INLINE int32_t mt_pkhbt(int32_t a, int32_t b)
+{
+    int32_t r;
+    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+
 #else /* !MT_DSP_NATIVE: portable emulation (MT_EMULATE_DSP) */
 
 MT_INLINE int32_t mt_lo16(int32_t x)
@@ -165,6 +173,11 @@ MT_INLINE int32_t mt_max_s8x4(int32_t a, int32_t b)
         r |= ((uint32_t)m & 0xFFu) << (8 * k);
     }
     return (int32_t)r;
+}
+
+MT_INLINE int32_t mt_pkhbt(int32_t a, int32_t b)
+{
+    return mt_pack16(mt_lo16(a), mt_lo16(b));
 }
 
 #endif /* MT_DSP_NATIVE */

@@ -15,6 +15,7 @@
  */
 #include <stddef.h>
 
+#include "mt_conv_s16.h"
 #include "mt_fixedpoint.h"
 #include "mt_nn.h"
 #include "mt_support.h"
@@ -25,14 +26,26 @@ static int32_t padded_row(const mt_dims *f_d)
     return (f_d->w * f_d->c + 3) & ~3;
 }
 
-int32_t mt_conv2d_fwd_s8_s16_get_buffer_size(const mt_dims *filter_dims)
+int32_t mt_conv2d_fwd_s8_s16_get_buffer_size(const mt_conv_params *params,
+                                             const mt_dims *input_dims,
+                                             const mt_dims *filter_dims,
+                                             const mt_dims *output_dims)
 {
 #if MT_DSP
     /* the seven interleaved int16 columns of one block, then the prepared requantization
        constants (4 int32 per output channel) */
-    return 2 * MT_GEMM_COLS * filter_dims->h * padded_row(filter_dims) + 16 * filter_dims->n;
+    const int32_t general = 2 * MT_GEMM_COLS * filter_dims->h * padded_row(filter_dims) + 16 * filter_dims->n;
+    if (mt_conv_tiny_fits(params, filter_dims)) {
+        /* the tiny path, or the general one when the requantization does not allow it */
+        const int32_t tiny = mt_conv_tiny_buffer_size(params, input_dims, filter_dims, output_dims);
+        return tiny > general ? tiny : general;
+    }
+    return general;
 #else  /* !MT_DSP */
+    (void)params;
+    (void)input_dims;
     (void)filter_dims;
+    (void)output_dims;
     return 0;
 #endif /* MT_DSP */
 }
@@ -437,8 +450,14 @@ mt_status mt_conv2d_fwd_s8_s16(const mt_context *ctx,
 #if MT_DSP
     /* NOTE: the GEMM reads the weights with LDRD, which needs 4-byte alignment (the exporter
        emits them in a union with an int32_t) */
-    if (ctx && ctx->buf && ctx->size >= mt_conv2d_fwd_s8_s16_get_buffer_size(filter_dims) &&
+    if (ctx && ctx->buf &&
+        ctx->size >= mt_conv2d_fwd_s8_s16_get_buffer_size(params, input_dims, filter_dims, output_dims) &&
         ((uintptr_t)filter & 3u) == 0) {
+        if (mt_conv_tiny_fits(params, filter_dims) &&
+            mt_conv_tiny(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output,
+                         (int8_t *)ctx->buf)) {
+            return MT_OK;
+        }
         conv_dsp(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output,
                  (int16_t *)ctx->buf);
         return MT_OK;

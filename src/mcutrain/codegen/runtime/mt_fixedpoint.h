@@ -127,6 +127,36 @@ MT_INLINE int32_t mt_requantize_fast(int32_t acc, int32_t multiplier, int32_t sh
 #endif /* MT_DSP_NATIVE */
 }
 
+/*
+ * mt_requantize_fast without the sign correction, for layers whose output zero point is -128 and
+ * whose clamp is [-128, 127] (every conv2d / linear with a fused relu after post-training
+ * quantization):
+ *
+ *     mt_requantize_floor(acc, multiplier, sh, c1) == mt_requantize_fast(acc, multiplier, sh, c1)
+ *     when zero_point == -128 (c1 = mt_requant_c1(sh, -128)).
+ *
+ * Why it is exact: the two differ only for acc < 0, where mt_requantize_fast rounds half away
+ * from zero and this one rounds half up; both results are then <= 0 before the zero point is
+ * added, so both outputs saturate to -128. Cost: 3 instructions (SMMLA, ASR, SSAT): SMMLA adds
+ * the high word of acc * multiplier to c1, flooring, and the floors of the two divisions nest.
+ */
+MT_INLINE int32_t mt_requantize_floor(int32_t acc, int32_t multiplier, int32_t sh, int32_t c1)
+{
+#if defined(MT_DSP_NATIVE)
+    int32_t hi;
+    __asm__("smmla %[hi], %[acc], %[m], %[c1]\n\t"
+            "asr   %[hi], %[hi], %[sh]\n\t"
+            "ssat  %[hi], #8, %[hi]"
+            : [hi] "=&r"(hi)
+            : [acc] "r"(acc), [m] "r"(multiplier), [sh] "r"(sh), [c1] "r"(c1));
+    return hi;
+#else  /* !MT_DSP_NATIVE */
+    const int64_t t = (int64_t)acc * multiplier + (int64_t)c1 * ((int64_t)1 << 32);
+    const int32_t y = (int32_t)(t >> 32) >> sh;
+    return y < -128 ? -128 : (y > 127 ? 127 : y);
+#endif /* MT_DSP_NATIVE */
+}
+
 #endif /* MT_DSP */
 
 /* round_half_away(num / den) for den > 0 with C's truncating division (avgpool). */

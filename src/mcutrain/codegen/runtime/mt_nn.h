@@ -82,8 +82,14 @@ mt_status mt_conv2d_fwd_s8_s16(const mt_context *ctx,
                                const mt_dims *output_dims,
                                int8_t *output);
 
-/* Scratch bytes mt_conv2d_fwd_s8_s16 uses: 14 * kh * R + 16 * O with MT_DSP, else 0. */
-int32_t mt_conv2d_fwd_s8_s16_get_buffer_size(const mt_dims *filter_dims);
+/* Scratch bytes mt_conv2d_fwd_s8_s16 uses for these shapes with MT_DSP (0 without):
+   14 * kh * R + 16 * O, or for a reduction of at most ten values (groups 1, O a multiple of 4)
+   the larger of that and 36 * O + 320 + 2 * kh * B, B = the bytes of a padded input row
+   (((Wo - 1) * sw + kw) * C + 3 rounded up to 4). */
+int32_t mt_conv2d_fwd_s8_s16_get_buffer_size(const mt_conv_params *params,
+                                             const mt_dims *input_dims,
+                                             const mt_dims *filter_dims,
+                                             const mt_dims *output_dims);
 
 /*
  * Depthwise 2-d convolution (groups == C, channel multiplier m = O / C >= 1):

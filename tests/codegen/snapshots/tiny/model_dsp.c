@@ -75,7 +75,10 @@ int8_t *model_input_buffer(void)
 mt_status model_init(void)
 {
     static const mt_dims f_conv = {2, 3, 3, 1};
-    if (mt_conv2d_fwd_s8_s16_get_buffer_size(&f_conv) > 200) { /* conv */
+    static const mt_conv_params p_conv = {0, 0, 1, 1, 1, 1, 1, -128, 127};
+    static const mt_dims in_conv = {1, 4, 4, 1};
+    static const mt_dims out_conv = {1, 4, 4, 2};
+    if (mt_conv2d_fwd_s8_s16_get_buffer_size(&p_conv, &in_conv, &f_conv, &out_conv) > 200) { /* conv */
         return MT_ERR_BUFFER;
     }
     if (mt_linear_fwd_s8_get_buffer_size(8) > 16) { /* fc */
