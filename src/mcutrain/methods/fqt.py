@@ -182,6 +182,8 @@ class FQT(FQTBackward, FQTUpdate, TrainingMethod):
         if self.wqp[name] is None:
             return w
         zp = self.wqp[name].zero_point.astype(F32)
+        if not zp.any():                  # int8: symmetric weights
+            return w.astype(F32)
         return w.astype(F32) - zp.reshape(zp.shape + (1,) * (w.ndim - zp.ndim))   # exact: |w - z| <= 255
 
     def _centred(self, t: str, v: np.ndarray) -> np.ndarray:
