@@ -231,3 +231,19 @@ def test_byte_maxpool_and_integer_routing_match_the_general_path(dtype):
     got = K.maxpool_bwd(e, arg, x.shape, (2, 2), (2, 2))
     want = K.maxpool_bwd(e.astype(np.float32), arg, x.shape, (2, 2), (2, 2))   # the select path
     assert got.dtype == np.int32 and np.array_equal(got, want.astype(np.int32))
+
+
+def test_uint8_per_sample_gradient_helpers():
+    """The batch sum of per-sample floor-quantized gradients and the outer-product range, without copies."""
+    rng = np.random.default_rng(9)
+    e = rng.integers(-255, 256, (5, 7)).astype(np.int32)
+    x = rng.integers(-255, 256, (5, 11)).astype(np.int32)
+    g = (e[:, :, None] * x[:, None, :]).astype(np.float32)          # (N, O, I), exact
+    m, z = np.float32(0.0037), 131
+    want = (K.requant_f32_floor(g, m, z, 0, 255).astype(np.int64) - z).sum(0)
+    got = K.requant_f32_floor_batch_sum(g.copy(), m, z, 0, 255, overwrite=True)
+    assert got.dtype == np.float64 and np.array_equal(got, want)
+    kept = g.copy()
+    K.requant_f32_floor_batch_sum(kept, m, z, 0, 255)
+    assert np.array_equal(kept, g)                                   # not overwritten unless asked
+    assert K.outer_range(e, x) == (float(g.min()), float(g.max()))

@@ -215,6 +215,39 @@ def channel_sum(a: np.ndarray, dtype: type) -> np.ndarray:
     return wide.sum(0, dtype=dtype).reshape(k, c).sum(0, dtype=dtype)
 
 
+def requant_f32_floor_batch_sum(acc: np.ndarray, m: np.float32, zero_point: int, lo: int, hi: int,
+                                overwrite: bool = False) -> np.ndarray:
+    """`sum_b (requant_f32_floor(acc)[b] - z)` over axis 0, as exact integers in float64.
+
+    The seed's per-sample gradient buffer without int32 copies: the quantized values
+    are integers in [lo, hi] held in float32, so their batch sum is exact in float64 in
+    any order. `overwrite` lets a float32 `acc` the caller owns be the work buffer.
+    """
+    v = acc if overwrite and acc.dtype == np.float32 else acc.astype(np.float32)
+    if v is acc and not overwrite:
+        v = v.copy()
+    with np.errstate(over="ignore"):          # inf saturates in the clamp below, as in C
+        np.multiply(v, np.float32(m), out=v)
+    np.floor(v, out=v)
+    np.clip(v, lo - zero_point, hi - zero_point, out=v)     # = clamp(floor + z, lo, hi) - z: integers
+    return v.sum(0, dtype=np.float64)
+
+
+def outer_range(ec: np.ndarray, xc: np.ndarray) -> tuple[float, float]:
+    """(min, max) over b, o, i of the per-sample outer products e[b, o] * x[b, i], not formed.
+
+    The extremes of a product of two sets are products of their extremes, so four
+    candidates per sample give them exactly (integer operands: float64 products exact).
+    """
+    if ec.size == 0 or xc.size == 0:
+        return 0.0, 0.0
+    e = ec.reshape(len(ec), -1).astype(np.float64)
+    x = xc.reshape(len(xc), -1).astype(np.float64)
+    ends = [a[:, None] * c[:, None] for a in (e.min(1), e.max(1)) for c in (x.min(1), x.max(1))]
+    cand = np.concatenate(ends, axis=1)
+    return float(cand.min()), float(cand.max())
+
+
 def f32_multiplier(sa: np.float32, sb: np.float32, s_out: np.float32) -> np.float32:
     """`M = (s_a * s_b) / s_out`, float32, once per tensor, in that order."""
     return np.float32(np.float32(np.float32(sa) * np.float32(sb)) / np.float32(s_out))

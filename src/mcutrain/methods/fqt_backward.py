@@ -240,7 +240,7 @@ class FQTBackward:
         # the kept im2col matrix already holds the centred input (only the batch size is read then)
         xc = x if cols is not None and a["groups"] == 1 else self._centred(src, x)
         per_sample = self.prec.quantize_sample_grads
-        mode = ("int-float" if not per_sample else "int") if self.prec.errors != "f32" else self._err_mode()
+        mode = "int-float" if self.prec.errors != "f32" else self._err_mode()
         if self.prec.errors == "f32":
             xc = xc.astype(F32)
         if n.op == Op.CONV2D:
@@ -253,7 +253,11 @@ class FQTBackward:
         sx = F32(self.act_qparams(src).scale) if self.prec.quantized_acts else None
         if per_sample:                                # uint8: quantize each sample's gradient
             s_gacc = F32(sx * s_e)
-            rng = _acc_range(gacc, s_gacc)
+            if n.op == Op.CONV2D:
+                rng = _acc_range(gacc, s_gacc)
+            else:        # = _acc_range(gacc, s_gacc) from the operands' extremes (no pass over gacc)
+                g_lo, g_hi = K.outer_range(ec, xc)
+                rng = F32(F32(g_lo) * s_gacc), F32(F32(g_hi) * s_gacc)
             ema = self.grad_ema.setdefault(name, EmaRange(self.cfg.alpha_e))
             rec.grad_ranges[name] = rng
             if not ema.initialized:
@@ -261,8 +265,8 @@ class FQTBackward:
                 rec.fresh.add(("grad", name))
             qg = ema.qparams("uint8")
             m = K.f32_multiplier(sx, s_e, qg.scale)
-            gq = K.requant_f32_floor(gacc, m, int(qg.zero_point), 0, 255)
-            gsum = gq.sum(0, dtype=np.int64) - np.int64(len(gq)) * int(qg.zero_point)
+            # gacc is this step's own buffer: the quantization may overwrite it
+            gsum = K.requant_f32_floor_batch_sum(gacc, m, int(qg.zero_point), 0, 255, overwrite=True)
             real = gsum.astype(F32) * F32(qg.scale)
         elif self.prec.errors == "s8":
             real = gacc.astype(F32) * F32(sx * s_e)
