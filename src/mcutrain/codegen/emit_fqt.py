@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcutrain.codegen.emit import ExportError
+from mcutrain.codegen.emit_fqt_graph import GRAPH_EMITTERS, check_graph
 from mcutrain.codegen.emit_fqt_ops import FQT_KERNEL_EMITTERS, _call, _FqtEmitter, _try
 from mcutrain.codegen.emit_fqt_source import _SOURCE, _draws, _state, jump_columns
 from mcutrain.codegen.emit_train import (
@@ -42,7 +43,7 @@ from mcutrain.codegen.emit_train import (
     TrainSource,
     _fingerprint,
 )
-from mcutrain.graph import INPUT, PARAMETRIC, Op
+from mcutrain.graph import INPUT, Op
 from mcutrain.plan.schedule import Kernel, Schedule
 from mcutrain.plan.schedules import schedule_for
 from mcutrain.plan.training import plan_training
@@ -60,6 +61,8 @@ PRESCALED_MAX = 32512
 """|e16| <= round_half_away(127 * 2^15 / 2^7): the bound of a prescaled error."""
 BWD_IN_TERMS = (2**31 - 1) // (PRESCALED_MAX * 127)
 """Most products an int32 error-propagation accumulator can sum safely (520)."""
+
+FQT_KERNEL_EMITTERS.update(GRAPH_EMITTERS)   # grouped convs, adds, average pools, shared tensors
 
 
 def check_fqt(method, batch: int) -> None:
@@ -80,26 +83,18 @@ def check_fqt(method, batch: int) -> None:
         raise ExportError("fqt int8 in C rounds weights stochastically with absolute steps; "
                           "drop the weight_rounding / relative_update overrides")
     g = method.graph
+    check_graph(method, batch)    # ops, shared tensors and bounds of non-sequential graphs
     for n in g.nodes:
-        if n.op not in (Op.CONV2D, Op.LINEAR, Op.MAXPOOL, Op.FLATTEN):
-            raise ExportError(f"node '{n.name}': op {n.op.value} has no fqt C step yet; sequential graphs "
-                              "of conv2d, linear, maxpool, flatten (relu/relu6 fused) are supported")
-        if n.op == Op.CONV2D and n.attrs["groups"] != 1 and method.needs[n.name]:
-            raise ExportError(f"node '{n.name}': grouped/depthwise convs have no fqt backward in C yet")
         tiled = n.op != Op.MAXPOOL or tuple(n.attrs["kernel"]) == tuple(n.attrs["stride"])
         if not tiled and method.needs[n.name]:
             raise ExportError(f"node '{n.name}': overlapping max-pool windows sum errors beyond int8; "
                               "the fqt C step needs stride == kernel")
-        if n.op in PARAMETRIC and method.needs[n.inputs[0]]:
-            w = n.params["weight"]
-            terms = w.shape[0] * (w.shape[1] * w.shape[2] if n.op == Op.CONV2D else 1)
+        if n.op == Op.LINEAR and method.needs[n.inputs[0]]:
+            terms = n.params["weight"].shape[0]
             if terms > BWD_IN_TERMS:
                 raise ExportError(f"node '{n.name}': error propagation sums {terms} products per element, "
                                   f"more than the int32 accumulator of the C kernel holds exactly "
                                   f"({BWD_IN_TERMS}); train fewer layers (--trainable last:N)")
-        if len(g.consumers(n.name)) > 1:
-            raise ExportError(f"node '{n.name}' feeds several layers; the fqt C step needs a sequential "
-                              "graph")
 
 
 def _block(body: list[str], k: Kernel, ind: str) -> list[str]:

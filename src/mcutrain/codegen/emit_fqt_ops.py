@@ -49,8 +49,9 @@ class _FqtEmitter:
         for n in reversed(g.nodes):
             if n.name not in keys or not self.m.needs[n.name]:
                 continue
-            src = n.inputs[0]
-            keys[src] = src if n.op in PARAMETRIC else keys[n.name]
+            for src in n.inputs:   # a tensor read by several ops sums their errors into its own range
+                own = n.op in PARAMETRIC or self.m.n_consumers[src] > 1
+                keys[src] = src if own else keys[n.name]
         return keys
 
     # -- names
@@ -402,7 +403,7 @@ def _update(e: _FqtEmitter, k: Kernel) -> list[str]:
 def _relu_bwd(e: _FqtEmitter, k: Kernel) -> list[str]:
     n = e.g.node(k.node)
     ya = e.act(n.name)
-    act = n.act if n.op in PARAMETRIC else n.op.value
+    act = n.op.value if n.op in (Op.RELU, Op.RELU6) else n.act
     size = e.s.tensors[k.writes[0]].elements
     hi = "hi" if act == "relu6" else ("256" if e.u8 else "128")
     head = ["int32_t lo;", "int32_t hi;",

@@ -281,6 +281,88 @@ mt_status mt_fqt_bias_rescale_s32(int32_t channels,
                                   float *acc_scale,
                                   int32_t *bias);
 
+/* ------------------------------------------------------------------ graph ops (int8) */
+
+/*
+ * Transposed grouped conv (depthwise and dense included) of prescaled errors:
+ * acc[n, h, w, c] = sum over taps (i, j) and the output channels o of c's group of
+ * e16[n, oh, ow, o] * w[o, i, j, c mod cig]; exact (int64 past 520 products per sum).
+ * With e_x: e_x = clamp(requantize(acc, multiplier, shift), -127, 127) and the extremes of acc
+ * merged into *acc_min / *acc_max (MT_ERR_ARG if acc leaves int32, as the Python twin refuses);
+ * with e_real (a tensor read by several ops): e_real = float32(acc) * s_acc; with neither: the
+ * extremes only. At most one of e_x, e_real.
+ *   e16 in: [N, Ho, Wo, O];  filter in: [O, kh, kw, C / groups];  e_x out: [N, H, W, C]
+ */
+mt_status mt_grouped_conv2d_bwd_in_s8_s16(const mt_conv_params *params,
+                                          const mt_dims *output_dims,
+                                          const int16_t *e16,
+                                          const mt_dims *filter_dims,
+                                          const int8_t *filter,
+                                          const mt_dims *input_dims,
+                                          int32_t multiplier,
+                                          int32_t shift,
+                                          int8_t *e_x,
+                                          float s_acc,
+                                          float *e_real,
+                                          int32_t *acc_min,
+                                          int32_t *acc_max);
+
+/*
+ * Weight and bias gradients of a grouped conv (depthwise included), accumulated into int32
+ * buffers: g[o, i, j, c] += sum over positions of e[o] * (x[g * cig + c] - z_x), gb[o] += sum e[o].
+ */
+mt_status mt_grouped_conv2d_bwd_w_s8_s8(const mt_conv_params *params,
+                                        const mt_dims *input_dims,
+                                        const int8_t *input,
+                                        const mt_dims *output_dims,
+                                        const int8_t *e,
+                                        const mt_dims *filter_dims,
+                                        int32_t *grad,
+                                        int32_t *grad_bias);
+
+/* Residual-add multipliers (a_multiplier, b_multiplier, right_shift of *p) from the current scales. */
+mt_status mt_fqt_add_multipliers(float s_a, float s_b, float s_y, mt_add_params *p);
+
+/*
+ * Residual add (as mt_add_fwd_s8) that also merges the extremes of the real sums
+ * float32(a - z_a) * s_a + float32(b - z_b) * s_b into *lo / *hi (initialise to +-huge).
+ * In place allowed (output == a or b).
+ */
+mt_status mt_add_fwd_s8_range(const mt_add_params *params,
+                              int32_t size,
+                              const int8_t *a,
+                              const int8_t *b,
+                              float s_a,
+                              float s_b,
+                              int8_t *output,
+                              float *lo,
+                              float *hi);
+
+/* Average-pool backward, windows not overlapping: each input of a window gets round(e_y / count). */
+mt_status mt_avgpool_bwd_s8(const mt_pool_params *params,
+                            const mt_dims *input_dims,
+                            const mt_dims *output_dims,
+                            const int8_t *e_y,
+                            int8_t *e_x);
+
+/* Global average-pool backward: every position of channel c gets round(e_y[c] / (H * W)). */
+mt_status mt_global_avgpool_bwd_s8(const mt_dims *input_dims, const int8_t *e_y, int8_t *e_x);
+
+/*
+ * The error of a tensor read by several ops: the parts' reals summed in float32 in arrival order
+ * (part k: float32(int8) * scales[k], or float32 reals where scales[k] == 0), extremes of the
+ * totals to *lo / *hi; with e_out, e_out = clamp(round_half_away(total / out_scale), -127, 127).
+ *   parts in: n_parts pointers to [size] int8 or float32;  e_out out: [size] (may be parts[k])
+ */
+mt_status mt_fqt_error_sum_s8(int32_t size,
+                              int32_t n_parts,
+                              const void *const *parts,
+                              const float *scales,
+                              float out_scale,
+                              int8_t *e_out,
+                              float *lo,
+                              float *hi);
+
 /* ------------------------------------------------------------------ precision uint8 (seed A) */
 
 /*
