@@ -214,9 +214,18 @@ def test_transposed_conv_per_tap_equals_col2im():
         ho = (in_shape[1] + pad[0] + pad[1] - k[0]) // stride[0] + 1
         wo = (in_shape[2] + pad[2] + pad[3] - k[1]) // stride[1] + 1
         e = rng.integers(-32512, 32513, (in_shape[0], ho, wo, 4)).astype(np.int16)
-        want = col2im((e.reshape(-1, 4).astype(np.int64) @ w.reshape(4, -1)).astype(np.float64),
-                      in_shape, k, stride, pad).astype(np.int64)
-        assert np.array_equal(K.conv2d_bwd_in_acc(e, w, in_shape, stride, pad, 1, "int", 1 << 15), want)
+        e[0, 0, 0] = [32512, -32512, 32512, 32512]          # one row at the float64 data bound
+        sparse = np.where(rng.random(e.shape) < 0.3, e, 0).astype(np.int16)
+        sparse[0, 0, 0] = [32512, 32512, 0, 0]              # row sums <= 2^16: the float32 path
+        for ee in (e, sparse):
+            want = col2im((ee.reshape(-1, 4).astype(np.int64) @ w.reshape(4, -1)).astype(np.float64),
+                          in_shape, k, stride, pad).astype(np.int64)
+            assert np.array_equal(K.conv2d_bwd_in_acc(ee, w, in_shape, stride, pad, 1, "int", 1 << 15), want)
+    # the dtype the data bound picks: float32 only when every row's |e| sum times max|w| <= 2^24
+    w = np.full((8, 1), 127, np.int32)                      # shape bound 8 * 2^15 * 127 > 2^24
+    assert K._rows_for_exact_gemm(np.full((2, 8), 32512, np.int16), w, 1 << 15)[1] == np.float64
+    assert K._rows_for_exact_gemm(np.array([[32512, 100, 0, 0, 0, 0, 0, 0]], np.int16), w, 1 << 15)[1] \
+        == np.float32
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8])

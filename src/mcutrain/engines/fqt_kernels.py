@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcutrain.engines.im2col import col2im, im2col, out_size, pad_nhwc, tap_views
-from mcutrain.engines.int_gemm import exact_matmul, exact_matmul_split_k, gemm_dtype
+from mcutrain.engines.int_gemm import F32_EXACT, exact_matmul, exact_matmul_split_k, gemm_dtype
 from mcutrain.quant.fixedpoint import INT32_MAX, requantize
 
 MODES = ("int", "int-float", "f32", "f32seq")
@@ -301,6 +301,27 @@ def conv2d_fwd_acc(xc: np.ndarray, wc: np.ndarray, stride: tuple[int, int],
     return acc.reshape(n, ho, wo, o)
 
 
+def _rows_for_exact_gemm(e2: np.ndarray, wc: np.ndarray, e_max: int | None) -> tuple[np.ndarray, np.dtype]:
+    """`e2` (rows, O) in the cheapest float dtype in which `e2 @ w[:, k]` is exact, and that dtype.
+
+    Besides the shape bound O * max|e| * max|w| (`_bound`), the data bound
+    max_p sum_o |e[p, o]| * max|w| often allows float32 for prescaled int8 errors
+    (16-bit values, but few large ones per row): every partial sum of a row's dot
+    product is at most that. The row sums are exact float32 (O * max|e| <= 2^24).
+    """
+    bound = _bound(e2, wc, e_max)
+    if bound <= F32_EXACT or e2.size == 0:
+        return e2.astype(np.float32, copy=False), np.dtype(np.float32)
+    em = _amax(e2) if e_max is None else e_max
+    if e2.shape[1] * em <= F32_EXACT:
+        ef = e2.astype(np.float32, copy=False)
+        row_l1 = np.abs(ef) @ np.ones(e2.shape[1], np.float32)      # exact: sums below 2^24
+        if int(row_l1.max()) * _amax(wc) <= F32_EXACT:
+            return ef, np.dtype(np.float32)
+    gd = gemm_dtype(bound)
+    return e2.astype(gd, copy=False), gd
+
+
 def conv2d_bwd_in_acc(ec: np.ndarray, wc: np.ndarray, in_shape: tuple[int, int, int, int],
                       stride: tuple[int, int], padding: tuple[int, int, int, int], groups: int,
                       mode: str, e_max: int | None = None) -> np.ndarray:
@@ -332,8 +353,7 @@ def conv2d_bwd_in_acc(ec: np.ndarray, wc: np.ndarray, in_shape: tuple[int, int, 
         # NOTE: one GEMM per tap added straight into the padded input (exact in any order):
         # the (N*P, kh*kw*C) column matrix of col2im is never written, about 1.5x faster.
         pt, pb, pl, pr = padding
-        gd = gemm_dtype(_bound(e2, wc, e_max))
-        e2 = e2.astype(gd, copy=False)
+        e2, gd = _rows_for_exact_gemm(e2, wc, e_max)
         wt = wc.astype(gd, copy=False)
         dxp = np.zeros((n, h + pt + pb, w + pl + pr, c), np.float64)
         for i, j, view in tap_views(dxp, (kh, kw), stride, ec.shape[1:3]):
