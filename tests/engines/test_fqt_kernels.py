@@ -93,6 +93,24 @@ def test_sequential_float_order():
     assert K.seq_sum(a, 1)[0] == np.float32(1.0)
     neg = np.full((1, 3), -0.0, np.float32)
     assert np.signbit(K.seq_sum(neg, 1)[0]) == np.False_     # a C loop from +0.0 ends at +0.0
+    assert not np.signbit(K.seq_sum(np.full((3, 2), -0.0, np.float32), 1)).any()
+
+
+@pytest.mark.parametrize("shape,axis", [((7, 300), 1), ((300, 7), 0), ((2, 1000), 1), ((4, 257, 3), 1),
+                                        ((1, 1000), 1), ((1000,), 0)])
+def test_seq_sum_is_the_c_loop(shape, axis):
+    """Many outputs (an outer-axis reduce) or one (accumulate): both the plain sequential loop."""
+    rng = np.random.default_rng(10)
+    a = (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 8, shape)).astype(np.float32)
+    moved = np.moveaxis(a, axis, -1).reshape(-1, a.shape[axis])
+    want = []
+    for row in moved:                                     # the C loop, one float32 rounding per addition
+        acc = np.float32(0)
+        for v in row:
+            acc = np.float32(acc + v)
+        want.append(acc)
+    got = K.seq_sum(a, axis)
+    assert got.dtype == np.float32 and np.array_equal(got.reshape(-1), np.array(want, np.float32))
 
 
 def test_requant_f32_floor():

@@ -101,9 +101,18 @@ def seq_sum(a: np.ndarray, axis: int) -> np.ndarray:
     a = np.asarray(a, np.float32)
     if a.shape[axis] == 0:
         return np.zeros(np.delete(a.shape, axis), np.float32)
-    # NOTE: ufunc.accumulate is a strictly sequential loop (out[i] = out[i-1] + a[i], rounded to
-    # float32), unlike reduce, which sums pairwise; "+ 0" turns a -0.0 result into the +0.0 a C
-    # loop starting from 0.0f gives.
+    n = a.shape[axis]
+    rest = a.size // n
+    # NOTE: "+ 0" turns a -0.0 result into the +0.0 a C loop starting from 0.0f gives.
+    if rest >= 2:
+        # numpy documents that a sum along an axis other than the fast (contiguous) one adds each
+        # number to the result in turn (pairwise blocks only along the fast axis): with the summed
+        # axis outermost in a C-contiguous copy, each output is a[0] + a[1] + ... in index order.
+        front = np.ascontiguousarray(np.moveaxis(a, axis, 0)).reshape(n, rest)
+        total = np.add.reduce(front, axis=0)
+        return (total + np.float32(0)).astype(np.float32).reshape(np.delete(a.shape, axis))
+    # one output: ufunc.accumulate is a strictly sequential loop (out[i] = out[i-1] + a[i], rounded
+    # to float32), unlike reduce along the fast axis, which sums pairwise
     last = np.take(np.add.accumulate(a, axis=axis), -1, axis=axis)
     return (last + np.float32(0)).astype(np.float32)
 
