@@ -161,12 +161,25 @@ def requant_fixed(acc: np.ndarray, multiplier: np.ndarray | int, shift: np.ndarr
     n = 31 - np.asarray(shift, np.int64)
     mmax = int(mult.max()) if mult.size else 0
     bmax = int(np.abs(np.asarray(bias, np.int64)).max(initial=0)) if bias is not None else 0
-    if acc.size == 0 or acc_max > INT32_MAX or acc_max * mmax >= 1 << 52:
+    if acc.size == 0 or acc_max > INT32_MAX or mmax > INT32_MAX or mult.min(initial=0) < 0:
         a = acc if acc.dtype.kind in "iu" else acc.astype(np.int64)
         if bias is not None:
             a = a + np.asarray(bias, np.int64)
-        y = requantize(a, mult, shift) + np.int64(zero_point)
+        y = requantize(a, mult, shift) + np.int64(zero_point)   # refuses what is out of its range
         return np.clip(y, lo, hi).astype(dtype)
+    if acc_max * mmax >= 1 << 52:
+        # int64, the rule of fixedpoint.rounding_shift_right without its range checks (done above:
+        # |acc + b| <= 2^31 - 1, 0 <= multiplier < 2^31, so |p| < 2^62 and p + 2^(n-1) cannot overflow)
+        p = acc.astype(np.int64) if acc.dtype.kind == "f" else acc.astype(np.int64, copy=True)
+        if bias is not None:
+            p += np.asarray(bias, np.int64)
+        p *= mult
+        p += p >> 63
+        p += np.left_shift(np.int64(1), n - 1)
+        p >>= n
+        p += np.int64(zero_point)
+        np.clip(p, lo, hi, out=p)
+        return p.astype(dtype)
     m = mult.astype(np.float64) * np.ldexp(1.0, -n)   # exact: a 31-bit integer times a power of two
     bm = None
     if bias is not None:
