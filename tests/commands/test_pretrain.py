@@ -17,7 +17,9 @@ def test_digits_cnn_reaches_95_percent_and_writes_a_model(tmp_path, capsys):
     captured = capsys.readouterr()
     result = json.loads(captured.out)            # stdout holds exactly one JSON document
     assert captured.err == ""                    # no progress bar with --json
-    assert set(result) == {"float_accuracy", "int8_accuracy", "params", "macs", "path"}
+    assert set(result) == {"float_accuracy", "int8_accuracy", "params", "macs", "train_samples",
+                           "test_samples", "path"}
+    assert (result["train_samples"], result["test_samples"]) == (1438, 359)   # all of digits
     assert result["float_accuracy"] >= 0.95
     assert abs(result["int8_accuracy"] - result["float_accuracy"]) <= 0.01  # PTQ costs under a point
     assert result["params"] == 9930 and result["macs"] == 88064
@@ -73,3 +75,20 @@ def test_output_must_be_an_npz_file(tmp_path, capsys):
     assert cli.main(["pretrain", "--arch", "digits-cnn", "--dataset", "digits", "-o",
                      str(tmp_path / "m.pt")]) == 1
     assert "end in .npz" in capsys.readouterr().err
+
+
+def test_train_and_test_samples_are_balanced_subsets_and_recorded(tmp_path, capsys):
+    out = tmp_path / "m.npz"
+    assert cli.main(["pretrain", "--arch", "digits-cnn", "--dataset", "digits", "--epochs", "1",
+                     "--train-samples", "200", "--test-samples", "100", "-o", str(out), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["train_samples"], result["test_samples"]) == (200, 100)
+    prov = io.load(out).meta["provenance"]
+    assert (prov["train_samples"], prov["test_samples"]) == (200, 100)
+    assert prov["calibration"]["samples"] == 200          # calibrated on the subset it trained on
+    assert cli.main(["pretrain", "--arch", "digits-cnn", "--dataset", "digits", "--epochs", "1",
+                     "--train-samples", "0", "-o", str(out)]) == 1
+    assert "--train-samples must be at least 1, got 0" in capsys.readouterr().err
+    assert cli.main(["pretrain", "--arch", "digits-cnn", "--dataset", "digits", "--epochs", "1",
+                     "--test-samples", "5000", "-o", str(out)]) == 1
+    assert "has 359 test samples; ask for 1 to 359, not 5000" in capsys.readouterr().err

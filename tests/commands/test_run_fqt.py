@@ -21,7 +21,8 @@ def test_fqt_int8_run_is_bit_exact(arm_tools, tmp_path, capsys):
                "--dump", str(dump)])
     r = json.loads(capsys.readouterr().out)
     assert rc == 0
-    assert tuple(r) == JSON_KEYS
+    assert tuple(r) == (*JSON_KEYS, "method", "batch", "precision", "partial")
+    assert (r["method"], r["batch"], r["precision"], r["partial"]) == ("fqt", 1, "int8", 1.0)
     assert r["bit_exact"] is True and r["steps"] == 2 and r["target"] == "cortex-m4"
     assert sum(r["per_function"].values()) == pytest.approx(r["instructions_per_step"], abs=1)
     for kernel in ("mt_conv2d_fwd_s8_range", "mt_conv2d_bwd_in_s8_s16", "mt_fqt_upd_s8"):

@@ -10,8 +10,8 @@ import pytest
 from mcutrain import io
 from mcutrain.cli import main
 
-KEYS = ["method", "precision", "trainable", "accuracy_before", "accuracy_after", "epochs", "steps",
-        "samples_per_s", "forward_macs", "backward_macs", "history"]
+KEYS = ["method", "precision", "trainable", "train_samples", "test_samples", "accuracy_before",
+        "accuracy_after", "epochs", "steps", "samples_per_s", "forward_macs", "backward_macs", "history"]
 
 
 def _run(capsys, *argv):
@@ -27,6 +27,7 @@ def test_train_json_and_output(capsys, tmp_path):
     assert list(res) == KEYS
     assert res["precision"] == "int8" and res["trainable"] == "last:1"
     assert res["steps"] == 23 and len(res["history"]) == 1
+    assert (res["train_samples"], res["test_samples"]) == (1438, 359)
     assert res["accuracy_after"] > res["accuracy_before"]
     assert res["forward_macs"] == 88064 * 1438
     assert res["backward_macs"] == 2 * 0 + 5120 * 1438      # last:1: the head's weight gradient only
@@ -35,6 +36,18 @@ def test_train_json_and_output(capsys, tmp_path):
     assert mf.meta["provenance"]["trained"]["method"]["precision"] == "int8"
     hist = json.loads(out.with_suffix(".history.json").read_text())
     assert hist["accuracy_after"] == res["accuracy_after"]
+    assert (hist["train_samples"], hist["test_samples"]) == (1438, 359)
+
+
+def test_train_samples_subset_sets_the_steps_and_is_recorded(capsys, tmp_path):
+    out = tmp_path / "m.npz"
+    res = _run(capsys, "train", "--arch", "digits-cnn", "--init", "random", "--dataset", "digits-c:stripe:5",
+               "--method", "zo", "--queries", "2", "--epochs", "1", "--batch", "32", "--train-samples", "100",
+               "--test-samples", "50", "--json", "-o", str(out))
+    assert (res["train_samples"], res["test_samples"], res["steps"]) == (100, 50, 4)
+    assert res["accuracy_before"] * 50 == round(res["accuracy_before"] * 50)     # measured on 50 samples
+    hist = json.loads(out.with_suffix(".history.json").read_text())
+    assert (hist["train_samples"], hist["test_samples"]) == (100, 50)
 
 
 def test_transfer_gets_new_head(capsys, tmp_path):

@@ -146,6 +146,21 @@ def step_result(prof, target, src, build, steps: int, mismatch) -> dict[str, Any
     return result
 
 
+def json_result(r: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """The `--json` result of a training run: every `JSON_KEYS` entry, then what ran.
+
+    `method` and `batch` (and fqt's `precision` and `partial`) let a reader such as
+    `mcutrain report` tell the run's settings without its command line.
+    """
+    from mcutrain.commands.run import JSON_KEYS
+
+    doc = {k: r[k] for k in JSON_KEYS}
+    doc.update(method=args.method, batch=args.batch)
+    if args.method == "fqt":
+        doc.update(precision=args.precision, partial=args.partial)
+    return doc
+
+
 def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> dict[str, Any]:
     """Export, cross-build, run and compare; the JSON result plus the arrays for --dump."""
     from mcutrain.codegen.cross import build_mcu_train, run_mcu_train
@@ -190,7 +205,7 @@ def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> 
 
 
 def report(args: argparse.Namespace) -> int:
-    from mcutrain.commands.run import JSON_KEYS, _save_npz, run_on_mcu
+    from mcutrain.commands.run import _save_npz, run_on_mcu
 
     if args.dump:
         work = Path(args.dump)
@@ -202,7 +217,7 @@ def report(args: argparse.Namespace) -> int:
         with tempfile.TemporaryDirectory(prefix="mcutrain-run-") as tmp:
             r = run_on_mcu(args, Path(tmp))
     if args.json:
-        print_json({k: r[k] for k in JSON_KEYS})
+        print_json(json_result(r, args))
     else:
         top = ", ".join(f"{k} {v:,.0f}" for k, v in list(r["per_function"].items())[:6])
         print(f"{r['target']} ({r['core']}, {r['kernels']} kernels), {r['method']}: {r['steps']} training "

@@ -9,6 +9,8 @@ float graph and its int8 version.
 Examples:
     mcutrain pretrain --arch digits-cnn --dataset digits --epochs 10 --seed 0 -o digits.npz
     mcutrain pretrain --arch small-cnn --dataset fashion-mnist[0-4] --epochs 5 -o fm04.npz --json
+    mcutrain pretrain --arch small-cnn --dataset fashion-mnist --train-samples 6000 \\
+        --test-samples 2000 --epochs 3 --lr 1e-2 -o fm.npz
 """
 
 from __future__ import annotations
@@ -52,8 +54,36 @@ def register(subparsers) -> None:
                    help="how post-training quantization sets activation ranges (default minmax)")
     p.add_argument("--calibration-samples", type=int, default=CALIBRATION_SAMPLES,
                    help=f"training samples the int8 ranges are calibrated on (default {CALIBRATION_SAMPLES})")
+    add_subset_args(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.set_defaults(func=run)
+
+
+def add_subset_args(p: argparse.ArgumentParser) -> None:
+    """`--train-samples` / `--test-samples`: shared with `mcutrain train`."""
+    p.add_argument("--train-samples", type=int, default=None, metavar="N",
+                   help="train on N samples of the training split, a class-balanced subset drawn with "
+                        "--seed (default: all of it); the result says how many were used")
+    p.add_argument("--test-samples", type=int, default=None, metavar="N",
+                   help="measure accuracy on N samples of the test split, class-balanced, drawn with "
+                        "--seed (default: all of it)")
+
+
+def load_subset(args: argparse.Namespace):
+    """`args.dataset` cut to `--train-samples` / `--test-samples`; UserError if it cannot be."""
+    from mcutrain.data import load_dataset
+    from mcutrain.data.subset import subset
+
+    for opt in ("train_samples", "test_samples"):
+        n = getattr(args, opt, None)
+        if n is not None and n < 1:
+            raise UserError(f"--{opt.replace('_', '-')} must be at least 1, got {n}")
+    try:
+        ds = load_dataset(args.dataset, seed=args.seed)
+        return subset(ds, getattr(args, "train_samples", None), getattr(args, "test_samples", None),
+                      seed=args.seed)
+    except ValueError as e:
+        raise UserError(str(e)) from None
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -71,15 +101,11 @@ def pretrain(args: argparse.Namespace, progress: bool) -> dict[str, Any]:
     """Train, evaluate and save; returns the `--json` result."""
     from threadpoolctl import threadpool_limits
 
-    from mcutrain.data import load_dataset
     from mcutrain.engines import int_engine, ptq
     from mcutrain.methods.float import evaluate, train
 
     _check(args)
-    try:
-        ds = load_dataset(args.dataset, seed=args.seed)
-    except ValueError as e:
-        raise UserError(str(e)) from None
+    ds = load_subset(args)
     try:
         graph = zoo.build(args.arch, ds.num_classes, ds.shape, seed=args.seed)
     except (GraphError, ValueError) as e:
@@ -97,13 +123,15 @@ def pretrain(args: argparse.Namespace, progress: bool) -> dict[str, Any]:
                   "batch": args.batch, "lr": args.lr, "optimizer": "adam", "schedule": "cosine",
                   "accuracy": accuracy, "int8_accuracy": int8_accuracy,
                   "calibration": {"method": args.calibration, "samples": len(calib)},
+                  "train_samples": ds.n_train, "test_samples": ds.n_test,
                   "mcutrain_version": __version__, "history": history}
     try:
         path = qm.save(args.output, provenance)
     except (io.ModelFileError, OSError) as e:
         raise UserError(f"cannot write '{args.output}': {e}") from None
     return {"float_accuracy": accuracy, "int8_accuracy": int8_accuracy, "params": graph.num_params(),
-            "macs": graph.total_macs(), "path": str(path)}
+            "macs": graph.total_macs(), "train_samples": ds.n_train, "test_samples": ds.n_test,
+            "path": str(path)}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -112,7 +140,8 @@ def run(args: argparse.Namespace) -> int:
         print_json(result)
     else:
         print(f"{args.arch} on {args.dataset}: float accuracy {result['float_accuracy']:.4f}, "
-              f"int8 {result['int8_accuracy']:.4f} after {args.epochs} epochs "
+              f"int8 {result['int8_accuracy']:.4f} on {result['test_samples']:,} test samples after "
+              f"{args.epochs} epochs on {result['train_samples']:,} training samples "
               f"({result['params']:,} parameters, {result['macs']:,} MACs per sample); "
               f"wrote {result['path']}")
     return 0

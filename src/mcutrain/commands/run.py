@@ -35,7 +35,8 @@ from mcutrain.commands.export import add_model_args, add_training_args, resolve_
 JSON_KEYS = ("target", "core", "bit_exact", "steps", "instructions_per_step", "macs_per_step",
              "instructions_per_mac", "est_cycles_per_step", "est_ms_per_step", "ram_bytes", "flash_bytes",
              "per_function")
-"""The exact keys of `--json` (in this order)."""
+"""The keys of `--json` (in this order); a training run adds `method`, `batch` and, for fqt,
+`precision` and `partial` after them (`_run_train.json_result`)."""
 
 RUN_QUERIES = 8
 """Default ZO queries of `run` (fewer than `train`'s 50: every query is a forward pass in the emulator)."""

@@ -14,6 +14,8 @@ Examples:
         --epochs 5 -o runs/zo.npz
     mcutrain train model.npz --dataset digits-c:stripe:5 --method bp-qas --trainable last:1 \\
         --momentum 0.9 -o runs/bp.npz
+    mcutrain train fm.npz --dataset fashion-mnist-c:stripe:5 --train-samples 2000 \\
+        --test-samples 2000 --method fqt --epochs 2 -o runs/fqt.npz
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import numpy as np
 
 from mcutrain import io, zoo
 from mcutrain.cli import UserError, print_json
+from mcutrain.commands.pretrain import add_subset_args, load_subset
 from mcutrain.graph import Graph, Op
 from mcutrain.methods.base import TrainingMethod
 from mcutrain.methods.loop import fit
@@ -131,6 +134,7 @@ def register(subparsers) -> None:
     p.add_argument("--checkpoint", help="save the training state here after every epoch")
     p.add_argument("--resume", help="continue from a training state saved with --checkpoint")
     p.add_argument("-o", "--output", help="save the trained model (.npz) and its history beside it")
+    add_subset_args(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     for name, entry in METHODS.items():
         entry.add_arguments(p.add_argument_group(f"method {name}"))
@@ -181,13 +185,9 @@ def new_head(graph: Graph, num_classes: int, seed: int) -> Graph:
 
 def train(args: argparse.Namespace, progress: bool | None = None) -> tuple[dict[str, Any], TrainingMethod]:
     """Run the command's work; returns (the --json result, the trained method)."""
-    from mcutrain.data import load_dataset
     if args.method not in METHODS:
         raise UserError(f"unknown method '{args.method}'; available: {', '.join(METHODS)}")
-    try:
-        ds = load_dataset(args.dataset, seed=args.seed)
-    except ValueError as e:
-        raise UserError(str(e)) from None
+    ds = load_subset(args)
     graph = load_graph(args, ds.num_classes, ds.shape)
     entry = METHODS[args.method]
     x_tr, y_tr = ds.x_train, ds.y_train
@@ -199,6 +199,7 @@ def train(args: argparse.Namespace, progress: bool | None = None) -> tuple[dict[
     res = fit(method, x_tr, y_tr, ds.x_test, ds.y_test, epochs=args.epochs, batch=args.batch, lr=args.lr,
               seed=args.seed, checkpoint=args.checkpoint, resume=args.resume, progress=progress)
     out = {"method": args.method, **entry.summary(args), "trainable": args.trainable,
+           "train_samples": ds.n_train, "test_samples": ds.n_test,
            "accuracy_before": res.accuracy_before, "accuracy_after": res.accuracy_after,
            "epochs": res.epochs, "steps": res.steps, "samples_per_s": res.samples_per_s,
            "forward_macs": res.forward_macs, "backward_macs": res.backward_macs,
@@ -207,7 +208,8 @@ def train(args: argparse.Namespace, progress: bool | None = None) -> tuple[dict[
     out.pop("partial", None)
     if "queries" in out:  # zeroth-order methods also report their forward passes
         out["forward_passes"] = res.forward_passes
-    out = {k: out[k] for k in ("method", "precision", "trainable", "accuracy_before", "accuracy_after",
+    out = {k: out[k] for k in ("method", "precision", "trainable", "train_samples", "test_samples",
+                               "accuracy_before", "accuracy_after",
                                "epochs", "steps", "samples_per_s", "forward_macs", "backward_macs",
                                "queries", "forward_passes", "history") if k in out}
     if args.output:
@@ -238,7 +240,9 @@ def run(args: argparse.Namespace) -> int:
         print_json(out)
     else:
         print(f"{out['method']}: accuracy {out['accuracy_before']:.4f} -> {out['accuracy_after']:.4f} "
-              f"after {out['epochs']} epochs ({out['steps']} steps, {out['samples_per_s']:.0f} samples/s)")
+              f"after {out['epochs']} epochs on {out['train_samples']:,} training samples ({out['steps']} "
+              f"steps, {out['samples_per_s']:.0f} samples/s; accuracy on {out['test_samples']:,} test "
+              "samples)")
         if args.output:
             print(f"saved {args.output} and {Path(args.output).with_suffix('.history.json')}")
     return 0
