@@ -6,7 +6,10 @@ from pathlib import Path
 import pytest
 
 from mcutrain import cli
-from mcutrain.demo.stages import DemoConfig, adapt_argv, describe_mcu, parse
+from mcutrain.demo import config
+from mcutrain.demo.config import FASHION, DemoConfig, choose
+from mcutrain.demo.jobs import JobError, start
+from mcutrain.demo.stages import adapt_argv, describe_mcu, mcu_argv, parse, pretrain_argv
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +75,59 @@ def test_adapt_commands_are_real_train_command_lines():
     args = parse(*adapt_argv(cfg, "fqt", model, Path(".")))
     assert (args.method, args.precision, args.partial) == ("fqt", "int8", 0.5)
     assert args.dataset == "digits-c:stripe:5" and args.output == "fqt.npz"
+    assert (args.train_samples, args.test_samples, args.json) == (None, None, True)
     args = parse(*adapt_argv(cfg, "zo", model, Path(".")))
     assert (args.method, args.queries, args.lr, args.epochs) == ("zo", 10, 0.05, 5)
+
+
+def test_fashion_commands_use_subsets_and_the_parts_that_fit():
+    model = Path("small-cnn.npz")
+    pre = parse(*pretrain_argv(FASHION, Path(".")))
+    assert (pre.arch, pre.dataset, pre.train_samples, pre.test_samples) == ("small-cnn", "fashion-mnist",
+                                                                            6000, 2000)
+    fqt = parse(*adapt_argv(FASHION, "fqt", model, Path(".")))
+    assert fqt.dataset == "fashion-mnist-c:stripe:5"
+    assert (fqt.trainable, fqt.batch) == ("layers:conv1,conv2,fc2", 32)
+    assert (fqt.train_samples, fqt.test_samples) == (FASHION.adapt_samples, 2000)
+    zo = parse(*adapt_argv(FASHION, "zo", model, Path(".")))
+    assert (zo.trainable, zo.batch) == ("all", 8)
+    run = parse(*mcu_argv(FASHION, "fqt", model))
+    assert (run.method, run.trainable, run.batch, run.steps) == ("fqt", "layers:conv1,conv2,fc2", 2, 2)
+    assert run.json is True
+
+
+@pytest.mark.parametrize("method", ["fqt", "zo"])
+def test_fashion_training_steps_fit_the_nrf52840(method, capsys):
+    """The demo's settings are chosen so both methods' steps fit the board's 256 KB (the planner)."""
+    args = parse(*adapt_argv(FASHION, method, Path("m.npz"), Path(".")))
+    argv = ["plan", "--arch", "small-cnn", "--method", method, "--trainable", args.trainable,
+            "--batch", str(args.batch), "--target", "nrf52840", "--json"]
+    argv += ["--precision", "int8"] if method == "fqt" else ["--queries", str(args.queries)]
+    assert cli.main(argv) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["fits"] is True and plan["ram_bytes"] < 256 * 1024
+
+
+def test_demo_data_falls_back_to_digits_and_says_so(monkeypatch):
+    monkeypatch.setattr(config, "fashion_mnist_missing", lambda: "dataset 'fashion-mnist' not found")
+    cfg, note = choose("auto", quick=False)
+    assert cfg == DemoConfig() and "Fashion-MNIST is not installed" in note and "\n" not in note
+    with pytest.raises(ValueError, match="not found"):
+        choose("fashion-mnist", quick=False)
+    monkeypatch.setattr(config, "fashion_mnist_missing", lambda: None)
+    cfg, note = choose("auto", quick=False, seed=3)
+    assert (cfg.dataset, cfg.arch, cfg.seed, note) == ("fashion-mnist", "small-cnn", 3, None)
+    assert choose("auto", quick=True)[0].dataset == "digits"      # --quick stays on digits
+    assert choose("digits", quick=False)[0] == DemoConfig()
+
+
+def test_background_jobs_return_json_or_say_what_failed():
+    ok = start(["datasets", "--json"])
+    assert any(row["name"] == "digits" for row in ok.json()["datasets"])
+    assert ok.seconds > 0
+    bad = start(["train", "--dataset", "digits"])
+    with pytest.raises(JobError, match=r"'mcutrain train --dataset digits' failed: .*either a MODEL"):
+        bad.json()
 
 
 def test_describe_mcu_without_toolchain():

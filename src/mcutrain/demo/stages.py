@@ -1,63 +1,29 @@
-"""The demo's stages, each one the same code path as the command a user would type.
+"""The demo's stages, each one the command a user would type.
 
-Every stage builds its arguments by parsing a command line with the real `mcutrain` parser
-(`argv("train", ...)`), so the demo runs exactly what `mcutrain train|run` run, with their
-defaults, and keeps working when those commands gain options.
+Pretraining runs in this process (everything after it needs its model). The adaptations and
+the MCU runs are then `mcutrain train|run` command lines started in the background
+(`demo.jobs`), built from the real parser's options (`argv` lists checked by `parse`), so the
+demo runs exactly what those commands run, with their defaults, and keeps working when they
+gain options.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import tempfile
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mcutrain import io
+from mcutrain.demo.config import DemoConfig
+from mcutrain.demo.jobs import Job, JobError, start
 
 Log = Callable[[str], None]
 TRAINED = ("fqt", "zo")
 """The methods the demo adapts with, in this order; each writes NAME.npz, NAME.history.json."""
-
-
-@dataclass(frozen=True)
-class DemoConfig:
-    """What the demo runs. The defaults take one to two minutes on two cores; `quick()` about 20 s.
-
-    The corruption 'stripe' at severity 5 drops the pretrained digits CNN from about 0.98 to
-    0.40 test accuracy, and both methods recover most of it in five epochs (measured: fqt
-    0.86, zo 0.86 with seed 0), so the before/after columns show adaptation rather than noise.
-    """
-
-    arch: str = "digits-cnn"
-    dataset: str = "digits"
-    corruption: str = "stripe:5"
-    target: str = "nrf52840"
-    seed: int = 0
-    pretrain_epochs: int = 10
-    pretrain_lr: float = 1e-2
-    adapt_epochs: int = 5
-    batch: int = 32
-    fqt_lr: float = 0.01
-    fqt_partial: float = 0.5
-    zo_lr: float = 0.05
-    zo_queries: int = 10
-    mcu_steps: int = 4
-    mcu_batch: int = 4
-    mcu_training: bool = True
-    """Build and run the methods' training steps too (each a cross-build of about 15 s)."""
-
-    @property
-    def adapt_dataset(self) -> str:
-        return f"{self.dataset}-c:{self.corruption}"
-
-    @classmethod
-    def quick(cls, seed: int = 0, target: str = "nrf52840") -> DemoConfig:
-        """The fast variant the test suite runs: one adaptation epoch, two ZO queries, MCU inference only."""
-        return cls(seed=seed, target=target, adapt_epochs=1, zo_queries=2, mcu_steps=2, mcu_training=False)
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -74,31 +40,49 @@ def command_options(command: str) -> set[str]:
     return set(sub.choices[command]._option_string_actions)
 
 
+def _samples(cfg: DemoConfig, train: int | None) -> list[str]:
+    out = [] if train is None else ["--train-samples", str(train)]
+    return out + ([] if cfg.test_samples is None else ["--test-samples", str(cfg.test_samples)])
+
+
+def pretrain_argv(cfg: DemoConfig, out: Path) -> list[str]:
+    """The `mcutrain pretrain` command line: float training on the clean data, then int8 by PTQ."""
+    return ["pretrain", "--arch", cfg.arch, "--dataset", cfg.dataset, "--epochs", str(cfg.pretrain_epochs),
+            "--seed", str(cfg.seed), "--lr", str(cfg.pretrain_lr), *_samples(cfg, cfg.pretrain_samples),
+            "-o", str(out / f"{cfg.arch}.npz")]
+
+
 def pretrain_stage(cfg: DemoConfig, out: Path, progress: bool) -> dict[str, Any]:
     """Float training on the clean data, then int8 by post-training quantization."""
     from mcutrain.commands.pretrain import pretrain
-    args = parse("pretrain", "--arch", cfg.arch, "--dataset", cfg.dataset,
-                 "--epochs", str(cfg.pretrain_epochs), "--seed", str(cfg.seed), "--lr", str(cfg.pretrain_lr),
-                 "-o", str(out / f"{cfg.arch}.npz"))
-    return pretrain(args, progress=progress)
+    argv = pretrain_argv(cfg, out)
+    return {**pretrain(parse(*argv), progress=progress), "command": "mcutrain " + " ".join(argv)}
 
 
 def adapt_argv(cfg: DemoConfig, method: str, model: Path, out: Path) -> list[str]:
     """The `mcutrain train` command line of one adaptation run."""
-    common = ["train", str(model), "--dataset", cfg.adapt_dataset, "--method", method, "--trainable", "all",
-              "--epochs", str(cfg.adapt_epochs), "--batch", str(cfg.batch), "--seed", str(cfg.seed),
-              "-o", str(out / f"{method}.npz")]
+    trainable, batch = (cfg.fqt_trainable, cfg.batch) if method == "fqt" else (cfg.zo_trainable, cfg.zo_batch)
+    common = ["train", str(model), "--dataset", cfg.adapt_dataset, "--method", method,
+              "--trainable", trainable,
+              "--epochs", str(cfg.adapt_epochs), "--batch", str(batch), "--seed", str(cfg.seed),
+              *_samples(cfg, cfg.adapt_samples), "-o", str(out / f"{method}.npz"), "--json"]
     if method == "fqt":
         return [*common, "--precision", "int8", "--partial", str(cfg.fqt_partial), "--lr", str(cfg.fqt_lr)]
     return [*common, "--queries", str(cfg.zo_queries), "--lr", str(cfg.zo_lr)]
 
 
-def adapt_stage(cfg: DemoConfig, method: str, model: Path, out: Path, progress: bool) -> dict[str, Any]:
-    """Simulated on-device training of the int8 model on the corrupted data; saves NAME.history.json."""
-    from mcutrain.commands.train import train
-    argv = adapt_argv(cfg, method, model, out)
-    result, _ = train(parse(*argv), progress=progress)
-    return {**result, "command": "mcutrain " + " ".join(argv)}
+def start_adapt(cfg: DemoConfig, method: str, model: Path, out: Path) -> Job:
+    """Simulated on-device training of the int8 model on the corrupted data, in the background."""
+    return start(adapt_argv(cfg, method, model, out))
+
+
+def adapt_result(job: Job) -> dict[str, Any]:
+    """The `--json` result of an adaptation job (it saved NAME.npz and NAME.history.json)."""
+    from mcutrain.cli import UserError
+    try:
+        return {**job.json(), "command": job.command.removesuffix(" --json")}
+    except JobError as e:
+        raise UserError(str(e)) from None
 
 
 def _toolchain_missing() -> str | None:
@@ -126,34 +110,45 @@ def _train_options(cfg: DemoConfig, method: str) -> list[tuple[str, Any]]:
     FQT's partial updates are not in the C step yet, so it runs with every filter trained (the
     planner's worst case, which the RAM column shows anyway).
     """
-    common = [("--trainable", "all"), ("--batch", cfg.mcu_batch)]
     if method == "fqt":
-        return [*common, ("--precision", "int8"), ("--lr", cfg.fqt_lr)]
-    return [*common, ("--queries", cfg.zo_queries), ("--lr", cfg.zo_lr)]
+        return [("--trainable", cfg.fqt_trainable), ("--batch", cfg.mcu_batch), ("--precision", "int8"),
+                ("--lr", cfg.fqt_lr)]
+    return [("--trainable", cfg.zo_trainable), ("--batch", cfg.mcu_batch), ("--queries", cfg.zo_queries),
+            ("--lr", cfg.zo_lr)]
 
 
-def _run_json(args: argparse.Namespace, path: Path) -> dict[str, Any]:
-    """`mcutrain run` in a temporary folder; its `--json` result saved to `path`."""
-    from mcutrain.commands.run import JSON_KEYS, run_on_mcu
-    with tempfile.TemporaryDirectory(prefix="mcutrain-demo-") as tmp:
-        r = run_on_mcu(args, Path(tmp))
-    doc = {k: r[k] for k in JSON_KEYS if k in r}
-    doc["method"] = getattr(args, "method", "none")
-    if doc["method"] != "none" and getattr(args, "batch", None) is not None:
-        doc["batch"] = args.batch
-    if doc["method"] == "fqt":
-        doc["partial"] = args.partial
+def mcu_argv(cfg: DemoConfig, part: str, model: Path) -> list[str]:
+    """The `mcutrain run` command line of one MCU part: 'inference' or a method's training steps."""
+    argv = ["run", str(model), "--dataset", cfg.adapt_dataset, "--steps", str(cfg.mcu_steps), "--target",
+            cfg.target, "--seed", str(cfg.seed), "--json"]
+    if part == "inference":
+        return argv
+    known = command_options("run")
+    return [*argv, "--method", part, *(x for opt, v in _train_options(cfg, part) if opt in known
+                                       for x in (opt, str(v)))]
+
+
+def _run_part(cfg: DemoConfig, part: str, model: Path, path: Path, log: Log) -> dict[str, Any]:
+    """One `mcutrain run ... --json`; its result saved to `path` (the report reads it)."""
+    job = start(mcu_argv(cfg, part, model))
+    try:
+        doc = job.json()
+    except JobError as e:
+        log(f"  MCU {part} failed: {short(str(e))}")
+        return {"error": str(e), "seconds": job.seconds}
+    if part == "inference":
+        doc["method"] = "none"
     io.atomic_write_bytes(path, lambda f: f.write(json.dumps(doc, indent=2).encode()))
-    return doc
+    return {**doc, "seconds": job.seconds}
 
 
 def mcu_stage(cfg: DemoConfig, model: Path, out: Path, log: Log) -> dict[str, Any]:
     """Build and run on the emulated core of `cfg.target`: int8 inference and each method's training steps.
 
     Results go to NAME.mcu.json beside the model they belong to (the report reads them). A missing
-    toolchain or a part not built yet is said plainly and the demo goes on.
+    toolchain or a part not built yet is said plainly and the demo goes on. The parts run one
+    after another (each cross-build is a single compiler process).
     """
-    from mcutrain.cli import UserError
     for name in (model.stem, *TRAINED):  # results of an earlier demo in this folder must not pass for these
         (out / f"{name}.mcu.json").unlink(missing_ok=True)
     missing = _toolchain_missing()
@@ -161,29 +156,42 @@ def mcu_stage(cfg: DemoConfig, model: Path, out: Path, log: Log) -> dict[str, An
         log(f"  MCU stage skipped: {missing}")
         return {"available": False, "reason": missing}
     res: dict[str, Any] = {"available": True, "seconds": {}}
-    common = ["--dataset", cfg.adapt_dataset, "--steps", str(cfg.mcu_steps), "--target", cfg.target,
-              "--seed", str(cfg.seed)]
     for part in ("inference", *TRAINED):
-        t0 = time.perf_counter()
         if part != "inference" and not cfg.mcu_training:
             res[part] = {"error": "skipped: --quick runs int8 inference only on the MCU"}
             continue
         if part != "inference" and not training_in_c(part):
             res[part] = {"error": f"not available yet: 'mcutrain run' has no {part} training step in C"}
             continue
-        argv = ["run", str(model), *common]
-        if part != "inference":
-            known = command_options("run")
-            argv += ["--method", part]
-            argv += [x for opt, v in _train_options(cfg, part) if opt in known for x in (opt, str(v))]
         name = model.stem if part == "inference" else part
-        try:
-            res[part] = _run_json(parse(*argv), out / f"{name}.mcu.json")
-        except (UserError, SystemExit) as e:
-            res[part] = {"error": f"'mcutrain {' '.join(argv)}' failed: {e}"}
-            log(f"  MCU {part} failed: {short(str(e))}")
-        res["seconds"][part] = time.perf_counter() - t0
+        res[part] = _run_part(cfg, part, model, out / f"{name}.mcu.json", log)
+        res["seconds"][part] = res[part].pop("seconds")
     return res
+
+
+class Background:
+    """A function run in a thread (the MCU stage, while the adaptations train); `result()` waits."""
+
+    def __init__(self, fn: Callable[..., dict[str, Any]], *args: Any) -> None:
+        self.started = time.perf_counter()
+        self.seconds: float | None = None
+        self._result: dict[str, Any] = {}
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn, *args), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Callable[..., dict[str, Any]], *args: Any) -> None:
+        try:
+            self._result = fn(*args)
+        except BaseException as e:  # NOTE: handed to the waiting thread by result()
+            self._error = e
+        self.seconds = time.perf_counter() - self.started
+
+    def result(self) -> dict[str, Any]:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._result
 
 
 def short(message: str, lines: int = 2) -> str:

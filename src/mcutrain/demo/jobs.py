@@ -1,0 +1,80 @@
+"""`mcutrain` command lines run in the background, so the demo's stages overlap.
+
+After pretraining, the two adaptations and the MCU builds need nothing from each other: each
+runs as its own process (the very command line the demo prints), and two cores work at once
+instead of one. Output goes to temporary files, never to a pipe that could fill while the
+demo waits on another job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+SINGLE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+"""BLAS threads per job: the jobs already fill the cores, and idle BLAS threads spin."""
+
+
+MAIN = "import sys; from mcutrain.cli import main; sys.exit(main(sys.argv[1:]))"
+"""The `mcutrain` entry point. NOTE: not `python -m mcutrain.cli`, which would load cli.py twice
+(as __main__ and as mcutrain.cli), so its `except UserError` would miss the commands' errors."""
+
+
+class JobError(RuntimeError):
+    """A background command that failed; the message holds its command line and error output."""
+
+
+@dataclass
+class Job:
+    """One `mcutrain ARGV...` process started by `start`."""
+
+    argv: list[str]
+    proc: subprocess.Popen
+    stdout: IO[bytes]
+    stderr: IO[bytes]
+    started: float = field(default_factory=time.perf_counter)
+    seconds: float | None = None
+    _done: tuple[int, str, str] | None = field(default=None, repr=False)
+
+    @property
+    def command(self) -> str:
+        return "mcutrain " + " ".join(self.argv)
+
+    def wait(self) -> tuple[int, str, str]:
+        """(exit code, stdout, stderr) once the process has ended."""
+        if self._done is None:
+            code = self.proc.wait()
+            self.seconds = time.perf_counter() - self.started
+            self._done = (code, _read(self.stdout), _read(self.stderr))
+        return self._done
+
+    def json(self) -> dict[str, Any]:
+        """The `--json` result on stdout, whatever the exit code (a mismatch exits 1 with a result)."""
+        code, out, err = self.wait()
+        try:
+            return json.loads(out)
+        except json.JSONDecodeError:
+            why = err.strip() or out.strip() or f"exit code {code}"
+            raise JobError(f"'{self.command}' failed: {why}") from None
+
+
+def _read(f: IO[bytes]) -> str:
+    f.seek(0)
+    text = f.read().decode(errors="replace")
+    f.close()
+    return text
+
+
+def start(argv: list[str]) -> Job:
+    """Start `mcutrain ARGV...` with this Python (the same install) in the background."""
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    env = {**os.environ, **SINGLE_THREAD_ENV}
+    proc = subprocess.Popen([sys.executable, "-c", MAIN, *argv], stdout=out, stderr=err,
+                            stdin=subprocess.DEVNULL, env=env)
+    return Job(list(argv), proc, out, err)
