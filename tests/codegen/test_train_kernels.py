@@ -150,14 +150,14 @@ def test_zo_perturbations(kernels_exe, tmp_path):
                                               (6, [i32([23, 5, -20, 100]), i32(y)])])
     for k, (seed, sw, sb) in enumerate([(21, 1, 100), (22, 3, 7)]):
         g = XorShift32(seed)
-        u = g.rademacher(w.size + b.size)
+        u = g.rademacher_packed(1, w.size + b.size)[0]      # one sign stream over weights then biases
         wq, bq = est.perturbed_params(w, b, u[None, :w.size], u[None, w.size:], sw, sb)
         assert arr(out[4 * k], "<i4")[0] == 0
         assert np.array_equal(arr(out[4 * k + 1], np.int8), wq[0])
         assert np.array_equal(arr(out[4 * k + 2], "<i4"), bq[0])
         assert arr(out[4 * k + 3], "<u4")[0] == g.state
     g = XorShift32(23)
-    u = g.rademacher(y.size)
+    u = g.rademacher_packed(1, y.size)[0]
     m = (y > -20) & (y < 100)
     want = np.clip(y.astype(np.int16) + 5 * u * m, -20, 100).astype(np.int8)
     assert np.array_equal(arr(out[9], np.int8), want)
@@ -179,10 +179,10 @@ def test_zo_accumulation_and_coefficients(kernels_exe, tmp_path):
         (9, [i32([4 * 50, 511, 1, 50, 5, 4, f32([0.02])[0], f32([0.07])[0]]), f32(s_w)]),
         (9, [i32([50, 10**6, 0, 50, 100, 2**12, f32([0.02])[0], f32([0.07])[0]]), f32(s_w)])])
     g = XorShift32(31)
-    want = sums + np.int64(-123456789012) * g.rademacher(50).astype(np.int64)
+    want = sums + np.int64(-123456789012) * g.rademacher_packed(1, 50)[0].astype(np.int64)
     assert np.array_equal(arr(out[1], "<i8"), want) and arr(out[2], "<u4")[0] == g.state
     g = XorShift32(32)
-    u = g.rademacher(bsz * d).reshape(bsz, d).astype(np.int64)
+    u = g.rademacher_packed(1, bsz * d).reshape(bsz, d).astype(np.int64)   # signs run on across rows
     m = (y > -128) & (y < 90)
     assert np.array_equal(arr(out[4], "<i4"), (g0 + dl[:, None] * u * m).reshape(-1))
     assert arr(out[5], "<u4")[0] == g.state

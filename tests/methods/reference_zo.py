@@ -31,8 +31,10 @@ def _losses(qm: QuantModel, x_q: np.ndarray, y: np.ndarray, override: dict | Non
     return [int(v) for v in loss], t
 
 
-def _rad(rng: XorShift32) -> int:
-    return -1 if rng.next_u32() >> 31 else 1
+def _signs(rng: XorShift32, n: int) -> list[int]:
+    """n packed Rademacher signs: bit e % 32 of the (e // 32)-th fresh draw, set means -1."""
+    words = [rng.next_u32() for _ in range((n + 31) // 32)]
+    return [-1 if (words[e // 32] >> (e % 32)) & 1 else 1 for e in range(n)]
 
 
 def _clone(qm: QuantModel) -> QuantModel:
@@ -72,7 +74,7 @@ def reference_step(qm: QuantModel, x: np.ndarray, y: np.ndarray, lr: float, cfg:
                 flat += [("b", m, i) for i in range(qm.biases[m].size)]
             s = [0] * len(flat)
             for _ in range(n):
-                u = [_rad(rng) for _ in flat]
+                u = _signs(rng, len(flat))
                 pert = _clone(qm)
                 for (kind, m, i), ui in zip(flat, u):
                     if kind == "w":
@@ -102,7 +104,8 @@ def reference_step(qm: QuantModel, x: np.ndarray, y: np.ndarray, lr: float, cfg:
             d_out = yb[0].size
             gy = [[0] * d_out for _ in range(bsz)]
             for _ in range(n):
-                u = [[_rad(rng) for _ in range(d_out)] for _ in range(bsz)]
+                flat_u = _signs(rng, bsz * d_out)
+                u = [flat_u[b * d_out:(b + 1) * d_out] for b in range(bsz)]
                 yp = yb.copy().reshape(bsz, -1)
                 for b in range(bsz):
                     for j in range(d_out):

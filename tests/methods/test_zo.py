@@ -75,10 +75,13 @@ def test_query_chunking_and_batch_layout_do_not_change_anything(tiny):
         assert np.array_equal(a.qm.weights[n], b.qm.weights[n])
         assert np.array_equal(a.qm.biases[n], b.qm.biases[n])
     assert a.rng.state == b.rng.state
-    # the stream drawn in one vectorized call equals sequential draws
+    # the packed signs drawn in one vectorized call equal bits of sequential draws
     g1, g2 = XorShift32(9), XorShift32(9)
-    seq = np.array([1 - 2 * (g1.next_u32() >> 31) for _ in range(1000)])
-    assert np.array_equal(g2.rademacher(1000), seq)
+    words = [g1.next_u32() for _ in range(3 * 32)]        # 3 rows of 1000 signs: 32 draws each
+    seq = np.array([[1 - 2 * ((words[32 * r + e // 32] >> (e % 32)) & 1) for e in range(1000)]
+                    for r in range(3)])
+    assert np.array_equal(g2.rademacher_packed(3, 1000), seq)
+    assert g1.state == g2.state
 
 
 def test_partial_pass_equals_full_engine_pass():
@@ -217,4 +220,5 @@ def test_schedule_and_step_counts(tiny):
     sch = m.schedule(len(x))
     assert [s["kind"] for s in sch] == ["wp", "np", "np"]
     assert sch[1]["cached"] == ("conv1", "dw") and sch[1]["rerun"] == ("flat", "fc")
-    assert sch[1]["draws"] == 4 * len(x) * 27
+    assert sch[1]["draws"] == 4 * 6      # 4 queries x ceil(6 samples x 27 outputs / 32 signs per draw)
+    assert sch[0]["draws"] == 4 * 1      # conv1: 30 parameters, one draw per query

@@ -159,7 +159,7 @@ class ZOMethod(TrainingMethod):
         """The step's structure for planners: per unit what is cached, re-run and drawn."""
         out = []
         for u in self.units:
-            draws = u.draws_per_query if u.kind == "wp" else batch * u.dim
+            draws = u.draws_per_query if u.kind == "wp" else -(-(batch * u.dim) // 32)
             out.append({**asdict(u), "queries": self.cfg.queries, "draws": self.cfg.queries * draws,
                         "partial_forward_macs": self.cfg.queries * batch * u.tail_macs})
         return out

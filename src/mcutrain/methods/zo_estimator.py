@@ -22,11 +22,12 @@ integer softmax cross-entropy, and the estimator keeps the exact int64 sums
 coefficient per channel, ``g_int = coef * S``, applied by the QAS update.
 
 Stream order (the C twin replays it): per unit in step order, per query
-i = 0..n-1, the unit's perturbation elements in order; WP: for each layer of
-the unit in graph order, its weight in OHWI C order, then its bias; NP: the
-(B, *out_shape) output in C order. One ``rademacher`` value per element,
-``+1`` when the top bit of the xorshift32 draw is 0. Masked elements still
-consume their draw.
+i = 0..n-1, the unit's perturbation vector; WP: for each layer of the unit in
+graph order, its weight in OHWI C order, then its bias; NP: the
+(B, *out_shape) output in C order. The vector's signs are packed 32 per
+xorshift32 draw (`XorShift32.rademacher_packed`: element e is ``-1`` when bit
+``e mod 32`` of draw ``e div 32`` is set), each query starting on a fresh
+draw. Masked elements still consume their bit.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ class ZOUnit:
     kind: str                      # "wp" or "np"
     layers: tuple[str, ...]        # WP: the perturbed layers (several = model-wise); NP: one layer
     dim: int                       # d of the GNS shrink (WP: parameters; NP: per-sample outputs)
-    draws_per_query: int           # xorshift32 draws per query
+    draws_per_query: int           # xorshift32 draws per query (32 signs each)
     cached: tuple[str, ...]        # base-pass tensors the queries and the gradient recovery read
     rerun: tuple[str, ...]         # nodes each query evaluates again
     tail_macs: int                 # per-sample MACs of one query's partial forward pass
@@ -68,14 +69,14 @@ def make_unit(qm: QuantModel, kind: str, layers: tuple[str, ...]) -> ZOUnit:
     nodes = [g.node(n) for n in layers]
     if kind == "wp":
         dim = sum(int(qm.weights[n].size + qm.biases[n].size) for n in layers)
-        draws = dim
+        draws = -(-dim // 32)                         # 32 signs per draw
         perturbed = set(layers)
         cached = (nodes[0].inputs[0],)
     elif kind == "np":
         if len(layers) != 1:
             raise ValueError("node perturbation acts on one layer at a time")
         dim = int(np.prod(g.shape(layers[0])))
-        draws = -1                                    # B * dim: set per batch
+        draws = -1                                    # ceil(B * dim / 32): set per batch
         perturbed = set(layers)
         cached = (nodes[0].inputs[0], layers[0])
     else:
@@ -127,10 +128,14 @@ def forward_difference(f, theta: np.ndarray, sigma: int, n: int, rng: XorShift32
     network's batch loss); used directly for toy problems.
     """
     d = theta.size
-    u = rng.rademacher(n * d).reshape(n, d).astype(np.int64)
+    u = rng.rademacher_packed(n, d).astype(np.int64)
     f0 = np.asarray(f(theta.reshape(1, d).astype(np.int64)), np.int64)
     dl = np.asarray(f(theta.reshape(1, d).astype(np.int64) + sigma * u), np.int64) - f0
     return dl @ u, gns_gamma(n, d - 1, gns)
+
+
+NP_INT32_QUERIES = 127
+"""Most queries whose node sums fit int32: ``127 * 2^24 < 2^31`` (as the C kernel's sums)."""
 
 
 def _chunk_queries(n: int, per_query_elements: int, budget: int) -> int:
@@ -140,7 +145,8 @@ def _chunk_queries(n: int, per_query_elements: int, budget: int) -> int:
 def perturbed_params(w: np.ndarray, b: np.ndarray, u_w: np.ndarray, u_b: np.ndarray,
                      sigma_w: int, sigma_b: int) -> tuple[np.ndarray, np.ndarray]:
     """``clamp(W + sigma_w u, -127, 127)`` int8 and ``sat32(b + sigma_b u)`` int32, stacked per query."""
-    wq = np.clip(w[None].astype(np.int16) + np.int16(sigma_w) * u_w, -127, 127).astype(np.int8)
+    sw = np.int16(min(sigma_w, 255))               # any larger step clamps the same way
+    wq = np.clip(w[None].astype(np.int16) + sw * u_w, -127, 127).astype(np.int8)
     bq = np.clip(b[None].astype(np.int64) + np.int64(sigma_b) * u_b, -(2**31), 2**31 - 1).astype(np.int32)
     return wq, bq
 
@@ -165,7 +171,7 @@ def estimate_wp(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
     labels_q = None
     for q0 in range(0, n, qc):                    # chunks of queries (memory), not single queries
         q = min(qc, n - q0)
-        u = rng.rademacher(q * d).reshape(q, d)
+        u = rng.rademacher_packed(q, d)
         producers, off = {}, 0
         for m, (nw, nb) in zip(unit.layers, sizes):
             uw = u[:, off:off + nw].reshape(q, *qm.weights[m].shape)
@@ -175,8 +181,7 @@ def estimate_wp(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
                 uw = uw * masks[m][0].astype(np.int8)
                 ub = ub * masks[m][1].astype(np.int8)
             wq, bq = perturbed_params(qm.weights[m], qm.biases[m], uw, ub, sigma_w, sigma_b)
-            node = qm.graph.node(m)
-            producers[m] = lambda x, node=node, wq=wq, bq=bq: zf.param_fwd_multi(qm, node, x, wq, bq)
+            producers[m] = zf.WeightSets(qm, qm.graph.node(m), wq, bq)
         if labels_q is None or len(labels_q) != q * bsz:
             labels_q = np.tile(labels, q)
         logits = zf.run_queries(qm, base, q, producers)
@@ -210,8 +215,15 @@ def estimate_np(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
                 channel_mask: np.ndarray | None = None, budget: int = 1 << 24) -> dict[str, IntGrad]:
     """NP estimate of `unit`'s layer: node gradient, then the exact local weight gradient.
 
-    Draws ``n * B * d_out`` values. `channel_mask` (0/1 per output channel)
-    restricts perturbation to chosen channels (top-k / random-k sparse NP).
+    Draws ``n * ceil(B * d_out / 32)`` values (32 signs per draw). `channel_mask`
+    (0/1 per output channel) restricts perturbation to chosen channels
+    (top-k / random-k sparse NP).
+
+    The signs stay bits: a perturbed element is one of two values
+    (``clamp(y +- sigma m)``), picked by its bit, and the node sum is
+    ``sum_i dl_i u_i = D - 2 sum_i dl_i bit_i`` with ``D = sum_i dl_i``, an
+    int32 contraction over the chunk's queries (exact: ``|dl| < 2^24``, at most
+    `NP_INT32_QUERIES` queries per chunk); the mask multiplies the sum once.
     """
     layer = unit.layers[0]
     node = qm.graph.node(layer)
@@ -224,22 +236,26 @@ def estimate_np(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
     d_out = unit.dim
     active = d_out if channel_mask is None else d_out // len(channel_mask) * int(channel_mask.sum())
     per_query = bsz * (zf.tail_elements(qm, {layer}) + 2 * d_out)
-    qc = _chunk_queries(n, per_query, budget)
-    gy = np.zeros((bsz, d_out), np.float64)        # exact: |sum| <= n * 2^24 << 2^53
+    qc = min(_chunk_queries(n, per_query, budget), NP_INT32_QUERIES)
+    gy = np.zeros((bsz, d_out), np.int64)
     labels_q = None
-    yf = y.reshape(1, bsz, d_out).astype(np.int16)
-    mf = m.reshape(1, bsz, d_out)
+    y32, step = y.reshape(bsz, d_out).astype(np.int32), np.int32(sigma) * m.reshape(bsz, d_out)
+    y_plus = np.clip(y32 + step, lo, hi).astype(np.int8)                       # bit 0: u = +1
+    flip = (y_plus ^ np.clip(y32 - step, lo, hi).astype(np.int8)).view(np.uint8)
     for q0 in range(0, n, qc):
         q = min(qc, n - q0)
-        u = rng.rademacher(q * bsz * d_out).reshape(q, bsz, d_out) * mf
-        yp = np.clip(yf + np.int16(sigma) * u, lo, hi).astype(np.int8)
+        bits = rng.sign_bits(q, bsz * d_out).reshape(q, bsz, d_out)
+        yp = (np.multiply(bits, flip) ^ y_plus.view(np.uint8)).view(np.int8)   # y_plus or y_minus
         yp = yp.reshape(q, bsz, *y.shape[1:])
         if labels_q is None or len(labels_q) != q * bsz:
             labels_q = np.tile(labels, q)
         logits = zf.run_queries(qm, base, q, {layer: lambda x, yp=yp: yp})
-        dl = per_sample_loss(qm, logits, labels_q).reshape(q, bsz) - l0[None]   # (q, B)
-        # gy[b, j] += sum_q dl[q, b] * u[q, b, j]: a batched GEMM over samples
-        gy += np.matmul(dl.T.astype(np.float64)[:, None, :], u.transpose(1, 0, 2).astype(np.float64))[:, 0]
+        dl = (per_sample_loss(qm, logits, labels_q).reshape(q, bsz) - l0[None]).astype(np.int32)  # (q, B)
+        # gy[b, j] += sum_q dl[q, b] * (1 - 2 bits[q, b, j]): one int32 contraction over the queries
+        bits_t = np.ascontiguousarray(bits.transpose(1, 0, 2))                  # (B, q, d_out)
+        s_bits = np.einsum("bq,bqj->bj", np.ascontiguousarray(dl.T), bits_t)
+        gy += dl.sum(axis=0, dtype=np.int64)[:, None] - 2 * s_bits.astype(np.int64)
+    gy *= m.reshape(bsz, d_out)
     gy_int = gy.astype(np.int64).reshape(y.shape)
     gamma = gns_gamma(bsz * n, active - 1, gns)
     w_sum, b_sum = local_weight_grad(qm, layer, base[node.inputs[0]], gy_int)

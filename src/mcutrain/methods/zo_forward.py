@@ -21,6 +21,7 @@ logits equal what `int_engine.run` returns for that perturbed model.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -59,12 +60,18 @@ def _l1_bound(x_zp: int, w: np.ndarray, b: np.ndarray, where: str) -> int:
 
 
 def param_fwd_multi(qm: QuantModel, node: Node, x: np.ndarray, w: np.ndarray,
-                    b: np.ndarray) -> np.ndarray:
+                    b: np.ndarray, pool: Node | None = None) -> np.ndarray:
     """conv2d/linear with Q weight sets: x (Qx, B, ...) int8, w (Q, *W) int8, b (Q, O) int32.
 
     Returns int8 (Q, B, ...out). Qx is 1 (the shared cached input) or Q (an
     input already perturbed upstream). Every accumulator equals that of the
     engine's kernel for weight set q, so the outputs are identical.
+
+    `pool` (a maxpool reading this conv's output, its only consumer) is fused:
+    the maximum is taken over the exact accumulators before the bias and the
+    requantization, which are monotone non-decreasing per channel, so
+    ``pool(requant(acc + b)) == requant(pool(acc) + b)`` with a quarter (2x2
+    pool) of the int64 requantization work. The pool's output is returned.
     """
     q, qx, bsz = w.shape[0], x.shape[0], x.shape[1]
     zx, zy = qm.zero_point(node.inputs[0]), qm.zero_point(node.name)
@@ -86,18 +93,39 @@ def param_fwd_multi(qm: QuantModel, node: Node, x: np.ndarray, w: np.ndarray,
     wo = out_size(wd, kw, stride[1], padding[2] + padding[3])
     cig = w.shape[-1]
     if groups == c and cig == 1 and c > 1:   # NOTE: a 1-channel conv is faster as a GEMM (same integers)
-        acc = _depthwise_acc(x, zx, w, b, stride, padding, (ho, wo))
-    else:
-        dt = gemm_dtype(bound)
-        xc = x.reshape(qx * bsz, h, wd, c).astype(dt) - dt.type(zx)
-        cols = im2col(xc, (kh, kw), stride, padding, 0)       # (Qx*M, kh*kw*C)
-        m = bsz * ho * wo
-        opg = o // groups
-        cols_g = cols.reshape(qx, m, kh * kw, groups, cig).transpose(0, 3, 1, 2, 4)
-        cols_g = cols_g.reshape(qx, groups, m, kh * kw * cig)
-        w_g = w.reshape(q, groups, opg, kh * kw * cig).transpose(0, 1, 3, 2)
-        acc = exact_matmul(cols_g, w_g, bound)                # (Q, G, M, Og)
-        acc = acc.transpose(0, 2, 1, 3).reshape(q, bsz, ho, wo, o)
+        acc = _depthwise_acc(x, zx, w, b, stride, padding, (ho, wo)).astype(np.int64)
+        return _pool_requantize(acc, None, pool, mult, shift, zy, lo, hi)
+    dt = gemm_dtype(bound)
+    xc = x.reshape(qx * bsz, h, wd, c).astype(dt) - dt.type(zx)
+    cols = im2col(xc, (kh, kw), stride, padding, 0)           # (Qx*M, kh*kw*C)
+    m = bsz * ho * wo
+    if qx == 1 and groups == 1:
+        # one GEMM against all Q weight sets side by side: (M, K) @ (K, Q*O), channels q-major
+        wk = w.reshape(q * o, kh * kw * cig).T.astype(dt)
+        acc = np.matmul(cols, wk).reshape(bsz, ho, wo, q * o)  # exact integers in dt
+        if pool is not None:
+            acc = ie.maxpool_fwd_s8(acc, pool.attrs["kernel"], pool.attrs["stride"])
+        hp, wp = acc.shape[1:3]
+        acc = acc.reshape(bsz, hp, wp, q, o).transpose(3, 0, 1, 2, 4).astype(np.int64, order="C")
+        return _pool_requantize(acc, b, None, mult, shift, zy, lo, hi)
+    opg = o // groups
+    cols_g = cols.reshape(qx, m, kh * kw, groups, cig).transpose(0, 3, 1, 2, 4)
+    cols_g = cols_g.reshape(qx, groups, m, kh * kw * cig)
+    w_g = w.reshape(q, groups, opg, kh * kw * cig).transpose(0, 1, 3, 2)
+    acc = exact_matmul(cols_g, w_g, bound)                    # (Q, G, M, Og)
+    acc = acc.transpose(0, 2, 1, 3).reshape(q, bsz, ho, wo, o)
+    return _pool_requantize(acc, b, pool, mult, shift, zy, lo, hi)
+
+
+def _pool_requantize(acc: np.ndarray, b: np.ndarray | None, pool: Node | None, mult, shift, zy: int,
+                     lo: int, hi: int) -> np.ndarray:
+    """int64 accumulators (Q, B, H, W, O) -> optional fused maxpool -> + bias (Q, O) -> int8 output."""
+    if pool is not None:
+        q, bsz = acc.shape[:2]
+        acc = ie.maxpool_fwd_s8(acc.reshape(q * bsz, *acc.shape[2:]), pool.attrs["kernel"],
+                                pool.attrs["stride"])
+        acc = acc.reshape(q, bsz, *acc.shape[1:])
+    if b is not None:
         acc += b[:, None, None, None, :].astype(np.int64)
     return requantize_output(acc, mult, shift, zy, lo, hi)
 
@@ -116,6 +144,33 @@ def _depthwise_acc(x: np.ndarray, zx: int, w: np.ndarray, b: np.ndarray, stride,
     for i, j, view in tap_views(xp, (kh, kw), stride, out_hw):
         acc += view.reshape(qx, bsz, ho, wo, o) * w32[:, None, None, None, :, i, j, 0]
     return acc
+
+
+@dataclass(frozen=True)
+class WeightSets:
+    """A producer of Q weight sets of one conv2d/linear node (WP queries): ``param_fwd_multi``.
+
+    Unlike a plain callable it can take the fused maxpool that follows the
+    node (`fusable_pool`), so the query pass requantizes the pooled tensor.
+    """
+
+    qm: QuantModel
+    node: Node
+    w: np.ndarray              # (Q, *W) int8
+    b: np.ndarray              # (Q, O) int32
+
+    def __call__(self, x: np.ndarray, pool: Node | None = None) -> np.ndarray:
+        return param_fwd_multi(self.qm, self.node, x, self.w, self.b, pool)
+
+
+def fusable_pool(qm: QuantModel, node: Node) -> Node | None:
+    """The maxpool that alone reads conv2d `node`'s output (then the two fuse), else None."""
+    if node.op != Op.CONV2D or node.name == qm.graph.output:
+        return None
+    users = qm.graph.consumers(node.name)
+    if len(users) == 1 and users[0].op == Op.MAXPOOL:
+        return users[0]
+    return None
 
 
 def affected_nodes(qm: QuantModel, perturbed: set[str]) -> list[Node]:
@@ -147,12 +202,29 @@ def run_queries(qm: QuantModel, base: dict[str, np.ndarray], q: int,
         t = base[name]
         return np.broadcast_to(t[None], (q, *t.shape)).reshape(q * bsz, *t.shape[1:])
 
+    fused: set[str] = set()
     for n in affected_nodes(qm, set(producers)):
+        if n.name in fused:
+            continue
+        pool = fusable_pool(qm, n)
+        name = n.name if pool is None else pool.name
+        if pool is not None:
+            fused.add(pool.name)
         if n.name in producers:
             src = n.inputs[0]
             x = stacked[src].reshape(q, bsz, *stacked[src].shape[1:]) if src in stacked else base[src][None]
-            y = producers[n.name](x)
-            stacked[n.name] = y.reshape(q * bsz, *y.shape[2:])
+            prod = producers[n.name]
+            y = prod(x, pool) if isinstance(prod, WeightSets) else prod(x)
+            if isinstance(prod, WeightSets) or pool is None:
+                stacked[name] = y.reshape(q * bsz, *y.shape[2:])
+            else:                     # a producer of a finished output: pool it as the engine does
+                stacked[n.name] = y.reshape(q * bsz, *y.shape[2:])
+                stacked[name] = ie.run_node(qm, pool, [stacked[n.name]])
+        elif pool is not None:
+            x = stacked_input(n.inputs[0])
+            y = param_fwd_multi(qm, n, x.reshape(1, *x.shape), qm.weights[n.name][None],
+                                qm.biases[n.name][None], pool)
+            stacked[name] = y[0]
         else:
             stacked[n.name] = node_fwd(qm, n, [stacked_input(s) for s in n.inputs])
     out = qm.graph.output

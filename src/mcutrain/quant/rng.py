@@ -11,7 +11,14 @@ becomes ``ZERO_SEED_STATE`` = 2463534242, Marsaglia's example seed.
 Values drawn from the stream:
 - ``draw_u32(n)``: the next n outputs, exactly as n calls of ``next()``.
 - ``uniform01(n)``: ``float32(u >> 8) * 2^-24``: 24-bit fractions in [0, 1 - 2^-24], exact in float32.
-- ``rademacher(n)``: ``+1`` if the top bit of ``u`` is 0, else ``-1``, one draw per value.
+- ``rademacher(n)``: ``+1`` if the top bit of ``u`` is 0, else ``-1``, one draw per value
+  (the C ``mt_xorshift32_rademacher``).
+- ``rademacher_packed(rows, n)``: 32 signs per draw, for the ZO perturbations whose
+  every element takes a sign (millions per step, where one draw per sign would
+  cost more than the forward passes). Each of ``rows`` vectors of ``n`` signs
+  takes ``ceil(n / 32)`` fresh draws; element ``e`` is ``+1`` if bit ``e mod 32``
+  (bit 0 the least significant) of draw ``e div 32`` is 0, else ``-1``; the
+  unused high bits of a row's last draw are discarded.
 
 Vectorized drawing is the same single sequence: the update is linear over
 GF(2), so its 32x32 bit matrix ``T`` can be raised to any power by squaring.
@@ -161,6 +168,22 @@ class XorShift32:
     def rademacher(self, n: int) -> np.ndarray:
         """``n`` int8 values in {-1, +1}: ``1 - 2 * (u >> 31)``."""
         return (1 - 2 * (self.draw_u32(n) >> np.uint32(31)).astype(np.int8)).astype(np.int8)
+
+    def sign_bits(self, rows: int, n: int) -> np.ndarray:
+        """The bits of `rademacher_packed` as uint8 (rows, n): 1 where the sign is ``-1``.
+
+        Callers that only select between two values (``x + s`` or ``x - s``)
+        or sum the selected ones use the bits directly (``u = 1 - 2 * bit``).
+        """
+        if rows < 0 or n < 0:
+            raise ValueError(f"cannot draw a negative count ({rows} x {n})")
+        words = -(-n // 32)
+        w = self.draw_u32(rows * words).astype("<u4", copy=False).reshape(rows, words)
+        return np.unpackbits(w.view(np.uint8), axis=1, count=n, bitorder="little")
+
+    def rademacher_packed(self, rows: int, n: int) -> np.ndarray:
+        """int8 (rows, n) signs, 32 per draw, each row from fresh draws (module docstring)."""
+        return (1 - 2 * self.sign_bits(rows, n).view(np.int8)).astype(np.int8, copy=False)
 
     def to_dict(self) -> dict[str, int]:
         return {"state": self._state}

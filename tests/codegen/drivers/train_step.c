@@ -223,8 +223,8 @@ static int zo_step(uint32_t *rng, const int32_t *labels, float logit_scale, int3
                 for (b = 0; b < batch; ++b) {
                     lq += li[b];
                 }
-                mt_zo_accumulate_wp_s64(&replay, lq - loss0, nw, n->sum_w);
-                mt_zo_accumulate_wp_s64(&replay, lq - loss0, n->o, n->sum_b);
+                /* weights then biases in one sign stream (sum_b follows sum_w) */
+                mt_zo_accumulate_wp_s64(&replay, lq - loss0, nw + n->o, n->sum_w);
             }
             {
                 const float gamma = mt_zo_gns_gamma_f32(queries, (int64_t)nw + n->o - 1, gns);
@@ -449,11 +449,11 @@ static int read_model(int32_t method)
             n->s_w[e] = rdf();
         }
         if (n->train != TRAIN_NONE && method == METHOD_ZO) {
-            n->sum_w = ts_alloc(8u * (size_t)n->o * (size_t)n->k);
-            n->sum_b = ts_alloc(8u * (size_t)n->o);
-            if (n->sum_b == NULL) {
+            n->sum_w = ts_alloc(8u * ((size_t)n->o * (size_t)n->k + (size_t)n->o)); /* weights, then biases */
+            if (n->sum_w == NULL) {
                 return 0;
             }
+            n->sum_b = n->sum_w + (size_t)n->o * (size_t)n->k;
         }
         if (n->train != TRAIN_NONE && method == METHOD_BP) {
             n->grad_w = ts_alloc(4u * (size_t)n->o * (size_t)n->k);
