@@ -45,7 +45,7 @@ TRAINABLE = "layers:conv2,fc1"
 @dataclass
 class Budget:
     epochs: int = 5
-    queries: int = 10
+    queries: int = 20
     seeds: tuple[int, ...] = (0, 1, 2)
     corruptions: tuple[str, ...] = CORRUPTIONS
     n_train: int = 100
@@ -56,10 +56,15 @@ class Budget:
     lr: dict[str, float] = field(default_factory=lambda: {
         "zo-wp": 0.5, "zo-np": 0.05, "zo-mix": 0.05, "zo-sparse": 0.05, "bp-qas": 0.05,
         "fqt-int8": 0.01, "float32": 1e-3})
+    """Base learning rates; the tuned methods pick theirs from `lr_factors` x base."""
+    tuned: tuple[str, ...] = ("zo-wp", "zo-np", "zo-mix", "zo-sparse", "bp-qas")
+    lr_factors: tuple[float, ...] = (0.5, 1.0, 2.0)
+    tune_corruptions: tuple[str, ...] = ("motion_blur", "fog")
+    tune_seed: int = 0
 
 
 QUICK = Budget(epochs=1, queries=2, seeds=(0,), corruptions=("gaussian_noise",), n_train=10, n_val=2,
-               n_test=5, pretrain_epochs=1, pretrain_samples=2000)
+               n_test=5, pretrain_epochs=1, pretrain_samples=2000, tuned=())
 
 
 def pretrained_model(work: Path, budget: Budget, quick: bool) -> tuple[Graph, dict[str, Any]]:
@@ -118,10 +123,60 @@ def _fqt_available() -> bool:
     return True
 
 
+def _adapt_data(graph: Graph, corr: str, seed: int, budget: Budget, quick: bool):
+    """(qm, x_tr, y_tr, x_val, y_val, x_te, y_te) of one corruption and split seed."""
+    from mcutrain.data import adaptation_split, load_dataset
+    ds = load_dataset(f"fashion-mnist-c:{corr}:5", seed=0)
+    split = adaptation_split(ds.x_test, ds.y_test, budget.n_train, budget.n_val, seed=seed,
+                             n_test=budget.n_test)
+    qm = ptq.quantize_model(graph, ds.clean_train[:512] if not quick else ds.clean_train[:64])
+    return (qm, *split)
+
+
+def _adapt_run(name: str, graph: Graph, data, budget: Budget, seed: int, lr: float) -> dict[str, Any]:
+    """Train method `name` on one split; the run record (test accuracy at the best validation epoch)."""
+    qm, x_tr, y_tr, x_val, y_val, x_te, y_te = data
+    t0 = time.perf_counter()
+    m = make_method(name, qm, graph, x_tr, y_tr, budget, seed)
+    if m is None:
+        before = float(np.mean(int_engine.predict(qm, x_te) == y_te))
+        run = {"accuracy_before": before, "accuracy_after": before, "forward_passes": 0, "steps": 0,
+               "history": [], "best_val_accuracy": None}
+    else:
+        r = fit(m, x_tr, y_tr, x_te, y_te, epochs=budget.epochs, batch=100, lr=lr, seed=seed, x_val=x_val,
+                y_val=y_val, progress=False)
+        run = {"accuracy_before": r.accuracy_before, "accuracy_after": r.accuracy_after,
+               "forward_passes": r.forward_passes, "steps": r.steps, "history": r.history,
+               "best_val_epoch": r.best_val_epoch,
+               "best_val_accuracy": max(h["val_accuracy"] for h in r.history)}
+    run.update({"method": name, "seed": seed, "lr": lr, "seconds": time.perf_counter() - t0})
+    return run
+
+
+def tune_lr(graph: Graph, budget: Budget, quick: bool, log=print) -> tuple[dict[str, float], list[dict]]:
+    """Per tuned method, the lr of the grid with the best mean validation accuracy (never test).
+
+    Grid: `lr_factors` x the base lr; data: `tune_corruptions` with split seed
+    `tune_seed`. Methods outside `tuned` keep their base lr.
+    """
+    chosen, runs = dict(budget.lr), []
+    data = {c: _adapt_data(graph, c, budget.tune_seed, budget, quick) for c in budget.tune_corruptions}
+    for name in budget.tuned:
+        means = {}
+        for f in budget.lr_factors:
+            lr = float(budget.lr[name] * f)
+            rs = [_adapt_run(name, graph, data[c], budget, budget.tune_seed, lr) | {"corruption": c}
+                  for c in budget.tune_corruptions]
+            runs += [{k: v for k, v in r.items() if k != "history"} for r in rs]
+            means[lr] = float(np.mean([r["best_val_accuracy"] for r in rs]))
+            log(f"[zo-adapt] tune {name:10s} lr {lr:g}: mean validation accuracy {means[lr]:.3f}")
+        chosen[name] = max(means, key=lambda v: (means[v], -abs(np.log(v / budget.lr[name]))))
+    return chosen, runs
+
+
 def run_adapt(work: Path, results: Path, quick: bool = False, log=print,
               docs: Path = Path("docs")) -> dict[str, Any]:
     """The `zo-adapt` benchmark; writes results after every (seed, corruption) so nothing is lost."""
-    from mcutrain.data import adaptation_split, load_dataset
     budget = QUICK if quick else Budget()
     graph, meta = pretrained_model(work, budget, quick)
     methods = [m for m in ADAPT_METHODS if m != "fqt-int8" or _fqt_available()]
@@ -129,27 +184,13 @@ def run_adapt(work: Path, results: Path, quick: bool = False, log=print,
                            "pretrained": meta, "budget": {k: v for k, v in budget.__dict__.items()},
                            "trainable": TRAINABLE, "runs": [], "rows": []}
     t_all = time.perf_counter()
+    lrs, doc["lr_tuning"] = tune_lr(graph, budget, quick, log)
+    doc["lr"] = {m: lrs[m] for m in methods if m in lrs}
     for seed in budget.seeds:
         for corr in budget.corruptions:
-            ds = load_dataset(f"fashion-mnist-c:{corr}:5", seed=0)
-            x_tr, y_tr, x_val, y_val, x_te, y_te = adaptation_split(
-                ds.x_test, ds.y_test, budget.n_train, budget.n_val, seed=seed, n_test=budget.n_test)
-            qm = ptq.quantize_model(graph, ds.clean_train[:512] if not quick else ds.clean_train[:64])
-            before = float(np.mean(int_engine.predict(qm, x_te) == y_te))
+            data = _adapt_data(graph, corr, seed, budget, quick)
             for name in methods:
-                t0 = time.perf_counter()
-                m = make_method(name, qm, graph, x_tr, y_tr, budget, seed)
-                if m is None:
-                    run = {"accuracy_before": before, "accuracy_after": before, "forward_passes": 0,
-                           "steps": 0, "history": []}
-                else:
-                    r = fit(m, x_tr, y_tr, x_te, y_te, epochs=budget.epochs, batch=100,
-                            lr=budget.lr[name], seed=seed, x_val=x_val, y_val=y_val, progress=False)
-                    run = {"accuracy_before": r.accuracy_before, "accuracy_after": r.accuracy_after,
-                           "forward_passes": r.forward_passes, "steps": r.steps,
-                           "history": r.history, "best_val_epoch": r.best_val_epoch}
-                run.update({"corruption": corr, "method": name, "seed": seed,
-                            "seconds": time.perf_counter() - t0})
+                run = _adapt_run(name, graph, data, budget, seed, lrs.get(name, 0.0)) | {"corruption": corr}
                 doc["runs"].append(run)
                 log(f"[zo-adapt] seed {seed} {corr:18s} {name:10s} {run['accuracy_before']:.3f} -> "
                     f"{run['accuracy_after']:.3f}  ({run['seconds']:.0f} s)")
@@ -256,6 +297,38 @@ def adapt_table(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def adapt_head(doc: dict[str, Any]) -> str:
+    """The paragraph above the zo-adapt table: protocol, learning rates and the two targets."""
+    b, rows = doc["budget"], doc["rows"]
+    seeds = sorted({s for r in rows for s in r["seeds"]})
+    corrs = [c for c in CORRUPTIONS if any(r["corruption"] == c for r in rows)]
+    mean = {m: 100 * float(np.mean([r["accuracy_after"] for r in rows if r["method"] == m]))
+            for m in {r["method"] for r in rows}}
+    lr = ", ".join(f"{m} {v:g}" for m, v in doc.get("lr", {}).items())
+    tuned = ", ".join(b.get("tuned", ()))
+    text = (f"Test accuracy (%) at the best validation epoch, mean of {len(seeds)} seed(s) over "
+            f"{len(corrs)} corruption(s) (`mcutrain bench zo-adapt`; "
+            f"{doc.get('seconds', 0) / 60:.0f} minutes here, machine shared). small-cnn pretrained in float "
+            "on 15,000 clean Fashion-MNIST images "
+            "(2 epochs), int8 by PTQ; each corruption at severity 5 on the Fashion-MNIST test set split per "
+            f"class into {b['n_train']} train / {b['n_val']} validation / {b['n_test']} test images (the ZO "
+            f"seed's protocol); batch 100, {b['epochs']} epochs, cosine learning rate, trainable `conv2` and "
+            f"`fc1` (classifier frozen) for every method; ZO with {b['queries']} queries "
+            "(the seed used 50). ")
+    if tuned:
+        text += (f"Learning rates of {tuned}: the best mean validation accuracy (never test) over "
+                 f"{' / '.join(f'{f:g}' for f in b['lr_factors'])} x the base rate on "
+                 f"{', '.join(b['tune_corruptions'])} (split seed {b['tune_seed']}); the others fixed. ")
+    if lr:
+        text += f"Rates used: {lr}. "
+    if "zo-mix" in mean and "bp-qas" in mean and "none" in mean:
+        gap, gain = mean["zo-mix"] - mean["bp-qas"], mean["zo-mix"] - mean["none"]
+        text += (f"Targets: zo-mix within 1 point of bp-qas ({'met' if gap >= -1 else 'not met'}: "
+                 f"{mean['zo-mix']:.1f} vs {mean['bp-qas']:.1f}) and clearly above none "
+                 f"({'met' if gain > 5 else 'not met'}: {gain:+.1f} points).")
+    return text
+
+
 def ablation_table(doc: dict[str, Any]) -> str:
     """Markdown table of the ablation: final training loss and test accuracy per variant."""
     lines = ["| variant | final training loss | test accuracy (%) |", "|---|---|---|"]
@@ -274,7 +347,7 @@ def write_docs(doc: dict[str, Any], docs: Path) -> None:
     name = doc["benchmark"]
     fig, ax = plt.subplots(figsize=(10, 4))
     if name == "zo-adapt":
-        table = adapt_table(doc)
+        table = adapt_head(doc) + "\n\n" + adapt_table(doc)
         rows = doc["rows"]
         methods = [m for m in ADAPT_METHODS if any(r["method"] == m for r in rows)]
         corrs = [c for c in CORRUPTIONS if any(r["corruption"] == c for r in rows)]
@@ -313,7 +386,117 @@ def write_docs(doc: dict[str, Any], docs: Path) -> None:
     atomic_write_bytes(md, lambda f: f.write(text.encode()))
 
 
-BENCHMARKS = {"zo-adapt": run_adapt, "zo-ablation": run_ablation}
+COST_LAYERS = ("conv2", "fc1")
+COST_QUERIES = (10, 50)
+
+
+def _median_ms(times: list[float]) -> float:
+    return float(np.median(times)) * 1e3
+
+
+def cost_rows(qm, x: np.ndarray, y: np.ndarray, layers: tuple[str, ...], queries: tuple[int, ...],
+              repeats: int, cfg: ZOConfig | None = None) -> list[dict[str, Any]]:
+    """Per layer, kind and query count: a ZO step's time against queries x one partial forward pass.
+
+    The step is the unit's whole estimate (draws, perturbation, the n query
+    passes, loss, accumulation; NP also the local weight gradient); one
+    partial pass re-runs the network from that layer, unperturbed, on the
+    same batch, with its loss. Both are timed in the same repeat, one after
+    the other, so machine load hits them alike; medians of `repeats`.
+    """
+    from mcutrain.methods import zo_estimator as est
+    cfg = cfg or ZOConfig()
+    base = int_engine.run(qm, int_engine.quantize_input(qm, x))
+    l0 = est.per_sample_loss(qm, base[qm.graph.output].reshape(len(x), -1), y)
+    rows = []
+    for n in queries:
+        for layer in layers:
+            for kind in ("wp", "np"):
+                unit = est.make_unit(qm, kind, (layer,))
+                funcs = _cost_funcs(qm, base, y, l0, unit, n, cfg)
+                times: dict[str, list[float]] = {k: [] for k in funcs}
+                funcs["step"]()                                  # warm caches (jump matrices)
+                for _ in range(repeats):
+                    for k, f in funcs.items():
+                        t0 = time.perf_counter()
+                        f()
+                        times[k].append(time.perf_counter() - t0)
+                step_ms, one_ms = _median_ms(times["step"]), _median_ms(times["partial"])
+                local_ms = _median_ms(times["local"]) if "local" in times else None
+                draws = unit.draws_per_query if kind == "wp" else -(-(len(x) * unit.dim) // 32)
+                rows.append({"layer": layer, "kind": kind, "queries": n, "dim": unit.dim,
+                             "draws_per_query": draws, "step_ms": step_ms, "partial_ms": one_ms,
+                             "ratio": step_ms / (n * one_ms), "local_grad_ms": local_ms,
+                             "ratio_without_local_grad": (None if local_ms is None
+                                                          else (step_ms - local_ms) / (n * one_ms))})
+    return rows
+
+
+def _cost_funcs(qm, base: dict[str, np.ndarray], y: np.ndarray, l0: np.ndarray, unit, n: int,
+                cfg: ZOConfig) -> dict[str, Any]:
+    """The timed callables of one unit: its step, one partial pass and (NP) the local weight gradient."""
+    from mcutrain.methods import zo_estimator as est
+    from mcutrain.methods import zo_forward as zf
+    from mcutrain.quant.rng import XorShift32
+    layer = unit.layers[0]
+    node = qm.graph.node(layer)
+    if unit.kind == "wp":
+        producer = zf.WeightSets(qm, node, qm.weights[layer][None], qm.biases[layer][None])
+        funcs = {"step": lambda: est.estimate_wp(qm, base, y, l0, unit, XorShift32(cfg.seed), n, cfg.sigma_w,
+                                                 cfg.sigma_b, cfg.gns, budget=cfg.budget)}
+    else:
+        y0 = base[layer][None]
+        producer = lambda xx: y0                                 # the unperturbed output
+        funcs = {"step": lambda: est.estimate_np(qm, base, y, l0, unit, XorShift32(cfg.seed), n,
+                                                 cfg.sigma_node, cfg.gns, budget=cfg.budget)}
+    funcs["partial"] = lambda: est.per_sample_loss(qm, zf.run_queries(qm, base, 1, {layer: producer}), y)
+    if unit.kind == "np":
+        g_acc = np.full(base[layer].shape, 1 << 20, np.int64)
+        funcs["local"] = lambda: est.local_weight_grad(qm, layer, base[node.inputs[0]], g_acc)
+    return funcs
+
+
+def run_cost(work: Path, results: Path, quick: bool = False, log=print,
+             docs: Path = Path("docs")) -> dict[str, Any]:
+    """The `zo-cost` benchmark: the ZO step cost target (at most 1.2x queries x one partial pass)."""
+    from mcutrain import bench
+    from mcutrain.data import adaptation_split, load_dataset
+    budget = QUICK if quick else Budget()
+    graph, _ = pretrained_model(work, budget, quick)
+    ds = load_dataset("fashion-mnist-c:gaussian_noise:5", seed=0)
+    x_tr, y_tr, *_ = adaptation_split(ds.x_test, ds.y_test, budget.n_train, budget.n_val, seed=0,
+                                      n_test=budget.n_test)
+    qm = ptq.quantize_model(graph, ds.clean_train[:512] if not quick else ds.clean_train[:64])
+    bsz = 10 if quick else 100
+    queries, repeats = ((2,), 2) if quick else (COST_QUERIES, 7)
+    t0 = time.perf_counter()
+    with bench.limit_threads(1):
+        rows = cost_rows(qm, x_tr[:bsz], y_tr[:bsz], COST_LAYERS, queries, repeats)
+    for r in rows:
+        log(f"[zo-cost] {r['layer']:6s} {r['kind']} n={r['queries']:3d}: step {r['step_ms']:8.1f} ms, "
+            f"one partial {r['partial_ms']:6.2f} ms, ratio {r['ratio']:.2f}")
+    bench.write_results(results, "zo-cost", rows, quick, arch="small-cnn", batch=bsz, repeats=repeats,
+                        threads=1, seconds=time.perf_counter() - t0)
+    if not quick:
+        bench.update_docs(docs, "zo-cost", cost_markdown(rows, bsz, repeats))
+    return {"benchmark": "zo-cost", "rows": rows}
+
+
+def cost_markdown(rows: list[dict[str, Any]], bsz: int, repeats: int) -> str:
+    from mcutrain import bench
+    head = (f"ZO step cost on small-cnn (int8, batch {bsz}, one BLAS thread, median of {repeats} "
+            "repeats; `mcutrain bench zo-cost`): the step time of one perturbation unit (draws, "
+            "perturbations, the n query passes, losses, accumulation; NP also the exact local weight "
+            "gradient) against n x one partial forward pass from that layer, timed side by side. "
+            "Target: ratio at most 1.2.\n\n")
+    return head + bench.markdown_table(rows, ["layer", "kind", "queries", "dim", "draws_per_query", "step_ms",
+                                              "partial_ms", "ratio", "local_grad_ms",
+                                              "ratio_without_local_grad"],
+                                       {"step_ms": ".1f", "partial_ms": ".2f", "ratio": ".2f",
+                                        "local_grad_ms": ".1f", "ratio_without_local_grad": ".2f"})
+
+
+BENCHMARKS = {"zo-adapt": run_adapt, "zo-ablation": run_ablation, "zo-cost": run_cost}
 
 
 def register(add) -> None:
