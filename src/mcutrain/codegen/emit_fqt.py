@@ -32,9 +32,10 @@ from __future__ import annotations
 import numpy as np
 
 from mcutrain.codegen.emit import ExportError
+from mcutrain.codegen.emit_fqt_float import emitters, logit_range_function
 from mcutrain.codegen.emit_fqt_graph import GRAPH_EMITTERS, check_graph
 from mcutrain.codegen.emit_fqt_ops import FQT_KERNEL_EMITTERS, _call, _FqtEmitter, _try
-from mcutrain.codegen.emit_fqt_source import _SOURCE, _draws, _state, jump_columns
+from mcutrain.codegen.emit_fqt_source import _SOURCE, _draws, _state, jump_columns, predict_output
 from mcutrain.codegen.emit_train import (
     _HEADER,
     CTYPE,
@@ -47,6 +48,7 @@ from mcutrain.graph import INPUT, Op
 from mcutrain.plan.schedule import Kernel, Schedule
 from mcutrain.plan.schedules import schedule_for
 from mcutrain.plan.training import plan_training
+from mcutrain.quant.qparams import qparams_from_range
 
 __all__ = [
     "FQT_KERNEL_EMITTERS",
@@ -54,6 +56,7 @@ __all__ = [
     "emit_fqt_training",
     "jump_columns",
     "quantize_input",
+    "reported_logits",
     "state_arrays",
 ]
 
@@ -65,23 +68,43 @@ BWD_IN_TERMS = (2**31 - 1) // (PRESCALED_MAX * 127)
 FQT_KERNEL_EMITTERS.update(GRAPH_EMITTERS)   # grouped convs, adds, average pools, shared tensors
 
 
+UINT8_MAX_BATCH = 128
+"""uint8 batches sum the samples' centred uint8 gradients (|.| <= 255 each) in int16."""
+
+
+def _check_sequential(method) -> None:
+    """uint8, mixed and float32 run sequential graphs of conv2d (dense), linear, maxpool and flatten."""
+    g = method.graph
+    for n in g.nodes:
+        if n.op not in (Op.CONV2D, Op.LINEAR, Op.MAXPOOL, Op.FLATTEN):
+            raise ExportError(f"node '{n.name}': op {n.op.value} has no fqt {method.prec.name} C step "
+                              "yet; use --precision int8, or a sequential graph of conv2d, linear, maxpool, "
+                              "flatten")
+        if n.op == Op.CONV2D and n.attrs["groups"] != 1:
+            raise ExportError(f"node '{n.name}': grouped/depthwise convs have no fqt {method.prec.name} "
+                              "C step yet; use --precision int8")
+        if len(g.consumers(n.name)) > 1:
+            raise ExportError(f"node '{n.name}' feeds several layers; fqt {method.prec.name} in C needs a "
+                              "sequential graph (or --precision int8)")
+
+
 def check_fqt(method, batch: int) -> None:
     """Refuse FQT settings the generated C does not implement yet, saying what to use instead."""
     p = method.prec
-    if p.name not in ("int8", "uint8"):
-        raise ExportError(f"fqt --precision {p.name} has no C step yet; use --precision int8 or uint8")
-    if p.name == "uint8" and batch != 1:
-        raise ExportError(f"fqt --precision uint8 in C runs batch 1 so far (got --batch {batch}); "
-                          "use --batch 1")
-    if p.name == "uint8" and (p.weight_rounding != "nearest" or p.relative_update):
-        raise ExportError("fqt uint8 in C rounds weights to nearest with absolute steps; "
+    if p.name == "uint8" and batch > UINT8_MAX_BATCH:
+        raise ExportError(f"fqt --precision uint8 in C sums the batch's uint8 gradients in int16: at most "
+                          f"--batch {UINT8_MAX_BATCH} (got {batch})")
+    if p.name in ("uint8", "mixed") and (p.weight_rounding != "nearest" or p.relative_update):
+        raise ExportError(f"fqt {p.name} in C rounds weights to nearest with absolute steps; "
                           "drop the weight_rounding / relative_update overrides")
-    if method.partial.active and (p.name != "int8" or batch != 1):
-        raise ExportError("fqt partial updates (lambda_min < 1) run in C with --precision int8 and --batch 1 "
-                          "so far")
+    if method.partial.active and batch != 1:
+        raise ExportError("fqt partial updates (lambda_min < 1) run in C with --batch 1 so far (the update "
+                          "mask of a batch is not kept yet)")
     if p.name == "int8" and (p.weight_rounding != "stochastic" or p.relative_update):
         raise ExportError("fqt int8 in C rounds weights stochastically with absolute steps; "
                           "drop the weight_rounding / relative_update overrides")
+    if p.name != "int8":
+        _check_sequential(method)
     g = method.graph
     check_graph(method, batch)    # ops, shared tensors and bounds of non-sequential graphs
     for n in g.nodes:
@@ -120,10 +143,15 @@ def _step(e: _FqtEmitter, s: Schedule, in_size: int) -> list[str]:
                     [f"{ind}{x}" for x in _try(["st = fqt_forward(1);"])]
                 fwd_done = True
             continue
-        lines += _block(FQT_KERNEL_EMITTERS[k.op](e, k), k, ind)
+        lines += _block(e.emit[k.op](e, k), k, ind)
     if open_loop is not None:
         lines.append("    }")
     return [x if x.startswith(" ") or not x else "    " + x for x in lines]
+
+
+def method_grad_ranges(e: _FqtEmitter) -> list[str]:
+    """C names of the per-sample gradient ranges (uint8), which a batch seeds like error ranges."""
+    return [f"grad_{e.lid(t)}" for t in e.trained] if e.m.prec.quantize_sample_grads else []
 
 
 def _seed_function(e: _FqtEmitter, s: Schedule, in_size: int) -> str:
@@ -135,13 +163,16 @@ def _seed_function(e: _FqtEmitter, s: Schedule, in_size: int) -> str:
     """
     e.seed_pass = True
     body: list[str] = []
+    grads = method_grad_ranges(e)     # uint8: the per-sample gradient ranges seed the same way
+    skip = ("zero",) if grads else ("linear_bwd_w", "conv2d_bwd_w", "zero")
     for k in s.kernels:
-        if k.loop is None or k.phase == "forward" or k.op in ("linear_bwd_w", "conv2d_bwd_w", "zero"):
+        if k.loop is None or k.phase == "forward" or k.op in skip:
             continue
-        body += _block(FQT_KERNEL_EMITTERS[k.op](e, k), k, "            ")
+        body += _block(e.emit[k.op](e, k), k, "            ")
     e.seed_pass = False
-    unset = " || ".join(f"!err_{e.ids[key]}.initialized" for key in e.err_keys)
-    seeds = "\n".join(f"        mt_fqt_range_seed(&err_{e.ids[key]});" for key in e.err_keys)
+    ranges = [f"err_{e.ids[key]}" for key in e.err_keys] + grads
+    unset = " || ".join(f"!{r}.initialized" for r in ranges)
+    seeds = "\n".join(f"        mt_fqt_range_seed(&{r});" for r in ranges)
     return f"""
 /* A batch's first step: every error tensor gets the range of the whole batch (see emit_fqt). */
 static mt_status fqt_seed(const int32_t *labels)
@@ -149,7 +180,7 @@ static mt_status fqt_seed(const int32_t *labels)
     mt_status st = MT_OK;
     int32_t round;
     int32_t b;
-    for (round = 0; round < {len(e.err_keys)} && ({unset}); ++round) {{
+    for (round = 0; round < {len(e.err_keys) + bool(grads)} && ({unset}); ++round) {{
         for (b = 0; b < {s.batch}; ++b) {{
             memcpy({e.t(INPUT)}, fqt_batch_in + b * {in_size}, {in_size});
             st = fqt_forward(0);
@@ -171,24 +202,32 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
     s = schedule_for(method, batch=batch, kernels=kernels)
     plan = plan_training(s)
     e = _FqtEmitter(method, s, plan)
+    e.emit = emitters(e)
     g = method.graph
-    e.act_owners = list(dict.fromkeys(method.owner[t] for t in [INPUT, *(n.name for n in g.nodes)]))
-    e.err_keys = list(dict.fromkeys(e.err_key[n.name] for n in reversed(g.nodes) if n.name in e.err_key
-                                    and method.needs[n.name]))
+    p = method.prec
+    e.act_owners = [] if p.acts == "f32" else \
+        list(dict.fromkeys(method.owner[t] for t in [INPUT, *(n.name for n in g.nodes)]))
+    e.err_keys = [] if p.errors == "f32" else \
+        list(dict.fromkeys(e.err_key[n.name] for n in reversed(g.nodes) if n.name in e.err_key
+                           and method.needs[n.name]))
     jumps, total = _draws(e)
     e.total_draws = total
     defs, entries, io = _state(e)
     fp = _fingerprint(entries, "fqt", batch)
-    unknown = sorted({k.op for k in s.kernels} - set(FQT_KERNEL_EMITTERS))
+    unknown = sorted({k.op for k in s.kernels} - set(e.emit))
     if unknown:
         raise ExportError(f"fqt schedule ops without C code yet: {', '.join(unknown)}")
 
     fwd_lines = []
     for k in s.kernels:
         if k.phase == "forward":
-            fwd_lines += _block(FQT_KERNEL_EMITTERS[k.op](e, k), k, "    ")
-    step_lines = _step(e, s, in_size := int(np.prod(g.input_shape)))
+            fwd_lines += _block(e.emit[k.op](e, k), k, "    ")
+    # float32 inputs travel as their float32 bytes: sizes below are in bytes
+    in_size = int(np.prod(g.input_shape)) * (4 if p.acts == "f32" else 1)
+    step_lines = _step(e, s, in_size)
     seed_fn = _seed_function(e, s, in_size) if batch > 1 and e.err_keys else ""
+    if batch > 1 and p.acts == "f32":
+        seed_fn += logit_range_function(e, in_size, e.t(g.output))
     macros = []
     for t in sorted(plan.offsets, key=lambda t: (plan.offsets[t], t)):
         tt = s.tensors[t]
@@ -198,6 +237,9 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
     prepare = []
     for n in g.parametric():
         lid = e.lid(n.name)
+        if p.acts == "f32":     # float32: no multipliers, no accumulator extremes
+            prepare[:] = ["(void)fqt_reset_extremes;"]
+            continue
         if e.u8:
             prepare.append(f"{lid}_m = ({e.act(n.inputs[0])}_scale * {lid}_s_w[0]) / {e.act(n.name)}_scale;")
             continue
@@ -208,6 +250,7 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
     state_bytes = 4 * STATE_HEADER_WORDS + sum(x.nbytes for x in entries)
     ishape = g.input_shape if len(g.input_shape) == 3 else (1, 1, *g.input_shape)
     qin = method.act_qparams(INPUT)
+    qout = method.act_qparams(g.output)
     c = method.cfg
     opts = {"method": "fqt", "precision": c.precision, "alpha_a": c.alpha_a, "alpha_e": c.alpha_e,
             "alpha_w": c.alpha_w, "alpha_norm": c.alpha_norm, "trainable": list(e.trained)}
@@ -216,11 +259,15 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
         options=f"precision {c.precision}, alpha_a {c.alpha_a}, alpha_e {c.alpha_e}, alpha_w {c.alpha_w}, "
                 f"alpha_norm {c.alpha_norm}",
         h=ishape[0], w=ishape[1], c=ishape[2], in_size=in_size, out_size=g.num_classes,
-        in_zp=int(qin.zero_point), in_q=f"scale {float(qin.scale)!r}, zero point {int(qin.zero_point)}",
-        out_zp=int(method.act_qparams(g.output).zero_point),
-        out_q="qparams dynamic (the EMA range moves every step; the zero point macro is the initial one)",
+        in_zp=int(qin.zero_point) if qin else 0,
+        in_q=f"scale {float(qin.scale)!r}, zero point {int(qin.zero_point)}" if qin else "float32 values",
+        out_zp=int(qout.zero_point) if qout else 0,
+        out_q="qparams dynamic (the EMA range moves every step; the zero point macro is the initial one)"
+              if qout else "the float32 logits quantized with their own range (as the loss sees them)",
         arena=plan.arena_bytes, train_arena=plan.arena_bytes, infer_arena=plan.arena_bytes,
         state_bytes=state_bytes, layers=len(g.nodes))
+    if p.acts == "f32":
+        header = header.replace(" * Input: int8 [", " * Input: float32 values (MODEL_INPUT_SIZE bytes) [")
     save = "\n".join(f"    {sv}\n    off += {x.nbytes};" for (sv, _), x in zip(io, entries))
     load = "\n".join(f"    {ld}\n    off += {x.nbytes};" for (_, ld), x in zip(io, entries))
     source = _SOURCE.format(
@@ -232,8 +279,10 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
         sample_in=e.t(INPUT), logits=e.t(g.output), batch_in=in_size * batch, seed_fn=seed_fn,
         batch_buf=(f"static int8_t fqt_batch_in[{batch * in_size}]; /* the caller's batch */\n"
                    if batch > 1 else ""),
-        seed_call=("    st = fqt_seed(labels);\n    if (st != MT_OK) {\n        return st;\n    }\n"
-                   if seed_fn else ""),
+        seed_call="".join(f"    st = {fn};\n    if (st != MT_OK) {{\n        return st;\n    }}\n"
+                          for fn, on in (("fqt_seed(labels)", "fqt_seed(" in seed_fn),
+                                         ("fqt_logit_range()", "fqt_logit_range(" in seed_fn)) if on),
+        predict_out=predict_output(e, p, g),
         save=save, load=load)
     ram = sum(method.w[n].size + 4 * method.b[n].size for n in e.trained)
     const = sum(method.w[n.name].size for n in g.parametric() if n.name not in e.trained)
@@ -286,7 +335,23 @@ def state_arrays(method, src: TrainSource) -> dict[str, np.ndarray]:
 
 
 def quantize_input(method, x: np.ndarray) -> np.ndarray:
-    """Float samples as the library takes them: the simulator's input quantization (uint8: floor)."""
+    """Float samples as the library takes them: the simulator's input quantization (uint8: floor);
+    float32: the samples' float32 bytes, (B, 4 * elements) int8."""
     qp = method.act_qparams(INPUT)
+    if qp is None:
+        return np.ascontiguousarray(np.asarray(x, "<f4").reshape(len(x), -1)).view(np.int8)
     q = qp.quantize(np.asarray(x, np.float32), "floor" if method.prec.acts == "u8" else "nearest")
     return q.view(np.int8) if q.dtype == np.uint8 else q
+
+
+def reported_logits(method, logits: np.ndarray) -> np.ndarray:
+    """The (B, K) int8 logits a library reports for the simulator's `logits` of one batch.
+
+    8-bit logits as stored (uint8 bytes read as int8); float32 logits as the loss sees them,
+    quantized to int8 with the batch's range (`FQT._loss`).
+    """
+    lg = np.asarray(logits).reshape(len(logits), -1)
+    if method.act_qparams(method.graph.output) is not None:
+        return lg.astype(np.int8)
+    qp = qparams_from_range(lg.min(), lg.max(), "int8")
+    return qp.quantize(lg, "nearest").astype(np.int8)

@@ -30,7 +30,7 @@ class _FqtEmitter:
         self.trained = [n.name for n in self.g.parametric() if n.name in method.trainable]
         self.err_key = self._error_keys()
         self.seed_pass = False
-        self.u8 = method.prec.name == "uint8"
+        self.u8 = method.prec.acts == "u8"      # uint8 weights and activations: uint8 and mixed
         self.partial = [n for n in self.trained if method.partial.active
                         and (n != self.g.output or method.cfg.partial_output)]
         self.q = "u8" if self.u8 else "s8"
@@ -446,7 +446,7 @@ def _ema_update(e: _FqtEmitter, k: Kernel) -> list[str]:
                       f"mt_fqt_qparams_{e.q}({a}.lo, {a}.hi, &{a}_scale, &{a}_zp);"]
     for key in e.err_keys:
         lines.append(f"mt_fqt_range_update(&err_{e.ids[key]}, {c_float(c.alpha_e)});")
-    if e.u8:
+    if m.prec.quantize_sample_grads:
         lines += [f"mt_fqt_range_update(&grad_{e.lid(t)}, {c_float(c.alpha_e)});" for t in e.trained]
     for n in e.g.parametric():
         if not m.dynamic[n.name]:
@@ -454,10 +454,11 @@ def _ema_update(e: _FqtEmitter, k: Kernel) -> list[str]:
         lid, w = e.lid(n.name), n.params["weight"]
         step = f"{lid}_bias_step" if n.name in e.trained else "NULL"
         if e.u8:
-            lines += _call("mt_fqt_bias_rescale_u8", [str(w.shape[0]), str(w.size // w.shape[0]),
-                                                      f"{lid}_weight", f"{lid}_w_zp",
-                                                      f"{e.act(n.inputs[0])}_scale", f"{lid}_s_w[0]", step,
-                                                      f"{lid}_bias_scale", f"{lid}_bias"])
+            part = n.name in e.partial      # partial updates: channels not updated may keep their bias
+            lines += _call("mt_fqt_bias_rescale_u8_upd" if part else "mt_fqt_bias_rescale_u8",
+                           [str(w.shape[0]), str(w.size // w.shape[0]), f"{lid}_weight", f"{lid}_w_zp",
+                            f"{e.act(n.inputs[0])}_scale", f"{lid}_s_w[0]", step,
+                            *([f"{lid}_upd"] if part else []), f"{lid}_bias_scale", f"{lid}_bias"])
             continue
         lines += _call("mt_fqt_bias_rescale_s32", [str(w.shape[0]), str(w.size // w.shape[0]),
                                                    f"{lid}_weight", f"{e.act(n.inputs[0])}_scale",
@@ -465,7 +466,7 @@ def _ema_update(e: _FqtEmitter, k: Kernel) -> list[str]:
                                                    f"{lid}_upd" if n.name in e.partial else "NULL",
                                                    f"{lid}_bias_scale",
                                                    f"{lid}_bias"])
-    if e.partial:
+    if e.partial and e.total_draws:
         lines += ["model_state.rng = rng0;",
                   f"mt_xorshift32_jump_n(&model_state.rng, (uint32_t)fqt_draws, &fqt_jump_pow[0][0], "
                   f"{e.jump_bits});"]

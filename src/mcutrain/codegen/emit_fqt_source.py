@@ -29,6 +29,15 @@ def _f32(v) -> np.ndarray:
     return np.asarray(v, np.float32).reshape(-1)
 
 
+def _norm_state(arr, m, name: str, lid: str, o: int) -> None:
+    """The standardization statistics of a trained layer (EMA mean, sd, initialized flags)."""
+    st = m.norm.get(name, {"mu": np.zeros(o), "sd": np.zeros(o), "init": np.zeros(o, bool)})
+    arr("float", f"{lid}_norm_mu", st["mu"], "f32", f"{name}.norm_mu", f"{name}: gradient mean (EMA)")
+    arr("float", f"{lid}_norm_sd", st["sd"], "f32", f"{name}.norm_sd", f"{name}: gradient sd (EMA)")
+    arr("int8_t", f"{lid}_norm_init", st["init"].astype(np.int8), "s8", f"{name}.norm_init",
+        f"{name}: statistics initialized")
+
+
 def _state(e: _FqtEmitter) -> tuple[list[str], list[StateEntry], list[tuple[str, str]]]:
     """C definitions of the FQT state, its blob entries and (save, load) code per entry."""
     m, g = e.m, e.g
@@ -41,7 +50,8 @@ def _state(e: _FqtEmitter) -> tuple[list[str], list[StateEntry], list[tuple[str,
         v = np.asarray(values)
         if ctype == "float":
             items = ", ".join(c_float(x) for x in _f32(v).tolist())
-            defs.append(f"/* {comment} */\nstatic float {name}[{v.size}] = {{{items}}};")
+            qual = "const " if const else ""
+            defs.append(f"/* {comment} */\nstatic {qual}float {name}[{v.size}] = {{{items}}};")
         else:
             text = c_array(ctype, name, v, per_line=16, comment=comment)
             defs.append(text if const else text.replace("static const ", "static ", 1))
@@ -81,6 +91,15 @@ def _state(e: _FqtEmitter) -> tuple[list[str], list[StateEntry], list[tuple[str,
         o = w.shape[0]
         qp = m.wqp[name]
         trained = name in e.trained
+        if m.prec.weights == "f32":     # float32: weights and biases only, plus the statistics
+            arr("float", f"{lid}_weight", w, "f32", f"{name}.weight" if trained else None,
+                f"{name}: weight {list(w.shape)} float32" + (" (RAM, trained)" if trained else " (frozen)"),
+                const=not trained)
+            arr("float", f"{lid}_bias", m.b[name], "f32", f"{name}.bias" if trained else None,
+                f"{name}: bias float32" + (" (RAM, trained)" if trained else " (frozen)"), const=not trained)
+            if trained:
+                _norm_state(arr, m, name, lid, o)
+            continue
         nw = 1 if e.u8 else o            # uint8: one scale, zero point and range per tensor
         wt = "uint8_t" if e.u8 else "int8_t"
         arr(wt, f"{lid}_weight", w, "u8" if e.u8 else "s8", f"{name}.weight" if trained else None,
@@ -104,22 +123,34 @@ def _state(e: _FqtEmitter) -> tuple[list[str], list[StateEntry], list[tuple[str,
                 f"{name}: weight range minimum (EMA)")
             arr("float", f"{lid}_w_hi", np.broadcast_to(ema.hi, (nw,)), "f32", f"{name}.w_hi",
                 f"{name}: weight range maximum (EMA)")
-            if e.u8:
+            if m.prec.quantize_sample_grads:
                 rng_struct(f"grad_{lid}", m.grad_ema.get(name), f"grad.{name}.range",
                            f"{name}: per-sample gradient range (EMA)")
                 entries.append(StateEntry(f"grad.{name}.init", "s32", (1,)))
                 io.append((f"memcpy(blob + off, &grad_{lid}.initialized, 4);",
                            f"memcpy(&grad_{lid}.initialized, blob + off, 4);"))
-            st = m.norm.get(name, {"mu": np.zeros(o), "sd": np.zeros(o), "init": np.zeros(o, bool)})
-            arr("float", f"{lid}_norm_mu", st["mu"], "f32", f"{name}.norm_mu", f"{name}: gradient mean (EMA)")
-            arr("float", f"{lid}_norm_sd", st["sd"], "f32", f"{name}.norm_sd", f"{name}: gradient sd (EMA)")
-            arr("int8_t", f"{lid}_norm_init", st["init"].astype(np.int8), "s8", f"{name}.norm_init",
-                f"{name}: statistics initialized")
+            _norm_state(arr, m, name, lid, o)
             defs.append(f"static float {lid}_bias_step[{o}];")
     defs.append(f"static int32_t fqt_loss_max = {int(m.loss_max)};")
     entries.append(StateEntry("loss_max", "s32", (1,)))
     io.append(("memcpy(blob + off, &fqt_loss_max, 4);", "memcpy(&fqt_loss_max, blob + off, 4);"))
     return defs, entries, io
+
+
+def predict_output(e: _FqtEmitter, prec, g) -> str:
+    """model_predict's copy of the logits: the 8-bit logits, or float32 logits quantized with their range."""
+    if prec.acts != "f32":
+        return f"    memcpy(logits, {e.t(g.output)}, MODEL_OUTPUT_SIZE);"
+    lg, kk = e.t(g.output), g.num_classes
+    return f"""    if (st == MT_OK) {{
+        float lo = {lg}[0], hi = {lg}[0], s;
+        int32_t z, k;
+        for (k = 1; k < {kk}; ++k) {{
+            lo = {lg}[k] < lo ? {lg}[k] : lo;
+            hi = {lg}[k] > hi ? {lg}[k] : hi;
+        }}
+        st = mt_fqt_logits_s8_f32({kk}, {lg}, lo, hi, logits, &s, &z);
+    }}"""
 
 
 def _jump_array(name: str, n: int, comment: str) -> str:
@@ -129,11 +160,22 @@ def _jump_array(name: str, n: int, comment: str) -> str:
     return f"/* {comment} */\nstatic const uint32_t {name}[32] = {{\n{body}\n}};"
 
 
+def _partial_decl(e: _FqtEmitter) -> list[str]:
+    """Partial updates: per layer k, the kept channels and the update mask; each layer's draw offset."""
+    decl = [f"static int32_t fqt_k_{e.lid(n)};\nstatic int32_t fqt_n_{e.lid(n)};\n"
+            f"static int32_t {e.lid(n)}_keep[{e.m.w[n].shape[0]}];\n"
+            f"static uint8_t {e.lid(n)}_upd[{e.m.w[n].shape[0]}];" for n in e.partial]
+    return decl + [f"static int32_t fqt_off_{e.lid(n)};" for n in e.trained]
+
+
 def _draws(e: _FqtEmitter) -> tuple[list[str], int]:
     """Jump matrices to each trained layer's place in the step's stochastic-rounding stream."""
     out, off = [], 0
     e.jumps = set()
     if e.m.prec.weight_rounding != "stochastic":
+        if e.partial:   # no draws: only k, the kept channels and the update mask per layer
+            out.append("/* Partial updates: k, kept channels and update mask per layer. */\n"
+                       + "\n".join(_partial_decl(e)) + "\nstatic int32_t fqt_draws; /* (no draws: unused) */")
         return out, 0
     if e.partial:
         full = sum(e.m.w[n].size for n in e.trained)
@@ -142,10 +184,7 @@ def _draws(e: _FqtEmitter) -> tuple[list[str], int]:
         for i in range(e.jump_bits):
             cols = ", ".join(f"0x{int(v):08X}u" for v in jump_columns(1 << i))
             rows.append(f"    {{{cols}}}")
-        decl = [f"static int32_t fqt_k_{e.lid(n)};\nstatic int32_t fqt_n_{e.lid(n)};\n"
-                f"static int32_t {e.lid(n)}_keep[{e.m.w[n].shape[0]}];\n"
-                f"static uint8_t {e.lid(n)}_upd[{e.m.w[n].shape[0]}];" for n in e.partial]
-        decl += [f"static int32_t fqt_off_{e.lid(n)};" for n in e.trained]
+        decl = _partial_decl(e)
         out.append("/* Partial updates: k, kept channels and update mask per layer; draw offsets. */\n"
                    + "\n".join(decl) + "\nstatic int32_t fqt_draws;\n"
                    f"/* columns of the xorshift32 jumps by 2^i draws */\n"
@@ -167,7 +206,7 @@ def _draws(e: _FqtEmitter) -> tuple[list[str], int]:
 
 _SOURCE = """\
 /*
- * model.c: FQT int8 training (see model.h): the state that moves every step, the arena, the
+ * model.c: FQT training (see model.h): the state that moves every step, the arena, the
  * forward pass and the training step of the planner's schedule. Arena {arena} bytes.
  *
 {graph}
@@ -265,7 +304,7 @@ mt_status model_predict(const int8_t *input, int8_t *logits)
     if (st == MT_OK) {{
         st = fqt_forward(0);
     }}
-    memcpy(logits, {logits}, MODEL_OUTPUT_SIZE);
+{predict_out}
     return st;
 }}
 
