@@ -29,6 +29,10 @@ from mcutrain.quant.loss import PROB_FRAC_BITS, int_softmax_cross_entropy
 from mcutrain.quant.qparams import EmaRange, qparams_from_range
 from mcutrain.quant.rounding import round_half_away
 
+ERR_S8 = np.int16
+"""Storage of centred int8 errors in flight (|e| <= 127): half the bytes of int32, and room for the
+sums of overlapping max-pool windows (at most 256 taps of 127)."""
+
 
 class FQTBackward:
     """Loss, error propagation and weight gradients; state lives on the `FQT` object."""
@@ -66,7 +70,7 @@ class FQTBackward:
         k = int(np.frexp(np.float64(qp.scale))[1]) - 1           # s_e = 2^k
         n = PROB_FRAC_BITS + k
         e = rounding_shift_right(err_q.astype(np.int64), n) if n >= 1 else err_q.astype(np.int64) << -n
-        return _Err(np.clip(e, -ERROR_CLAMP, ERROR_CLAMP).astype(np.int32), F32(qp.scale))
+        return _Err(np.clip(e, -ERROR_CLAMP, ERROR_CLAMP).astype(ERR_S8), F32(qp.scale))
 
     # ------------------------------------------------------------ phases 2 and 3: backward
 
@@ -82,7 +86,7 @@ class FQTBackward:
             e = K.requant_f32_floor(acc, m, int(qp.zero_point), 0, 255)
             return _Err(e - qp.zero_point, F32(qp.scale))
         mult, shift = quantize_multiplier(np.float64(s) / np.float64(qp.scale))
-        e = K.requant_fixed(acc, mult, shift, 0, -ERROR_CLAMP, ERROR_CLAMP, int(max(-lo, hi)), np.int32)
+        e = K.requant_fixed(acc, mult, shift, 0, -ERROR_CLAMP, ERROR_CLAMP, int(max(-lo, hi)), ERR_S8)
         return _Err(e, F32(qp.scale))
 
     def _combine(self, t: str, parts: list[_Err], rec: _Batch) -> _Err:
@@ -98,7 +102,7 @@ class FQTBackward:
         if self.prec.errors == "u8":
             e = np.clip(np.floor(v) + F32(qp.zero_point), 0, 255).astype(np.int32) - qp.zero_point
         else:
-            e = np.clip(round_half_away(v), -ERROR_CLAMP, ERROR_CLAMP).astype(np.int32)
+            e = np.clip(round_half_away(v), -ERROR_CLAMP, ERROR_CLAMP).astype(ERR_S8)
         return _Err(e, F32(qp.scale))
 
     def _mask(self, n: Node, err: _Err, rec: _Batch) -> _Err:
@@ -194,9 +198,9 @@ class FQTBackward:
             wc = wc.astype(F32)
         if n.op == Op.CONV2D:
             acc = K.conv2d_bwd_in_acc(ein, wc, vals[src].shape, a["stride"], a["padding"], a["groups"],
-                                      mode, self._e_max(ein))
+                                      mode, self._e_max(prescaled=True))
         else:
-            acc = K.linear_bwd_in_acc(ein, wc, mode, self._e_max(ein))
+            acc = K.linear_bwd_in_acc(ein, wc, mode, self._e_max(prescaled=True))
         if self.prec.errors == "f32" and self.prec.weights == "u8":
             acc = (acc * F32(self._w_scale(name))).astype(F32)
         if self.n_consumers[src] > 1 and self.prec.errors != "f32":
@@ -207,12 +211,12 @@ class FQTBackward:
         """A contribution to a tensor with several consumers: float32 reals, requantized after the sum."""
         return _Err(acc.astype(F32) * F32(s_acc), None)
 
-    def _e_max(self, ec: np.ndarray) -> int | None:
+    def _e_max(self, prescaled: bool = False) -> int | None:
         """Known bound of |centred error| from its format (None: float errors, scan when needed)."""
         if self.prec.errors == "u8":
             return 255
         if self.prec.errors == "s8":
-            return 1 << 15 if ec.dtype == np.int16 else ERROR_CLAMP   # prescaled (int16) or raw
+            return 1 << 15 if prescaled else ERROR_CLAMP   # int8 errors times Q15 ratios, or raw
         return None
 
     def _prescale_errors(self, name: str, ec: np.ndarray, s_e: F32) -> tuple[np.ndarray, F32]:
@@ -245,10 +249,10 @@ class FQTBackward:
             xc = xc.astype(F32)
         if n.op == Op.CONV2D:
             gacc = K.conv2d_bwd_w_acc(xc, ec, self.w[name].shape, a["stride"], a["padding"], a["groups"],
-                                      mode, per_sample, X_MAX, self._e_max(ec),
+                                      mode, per_sample, X_MAX, self._e_max(),
                                       cols=cols)
         else:
-            gacc = K.linear_bwd_w_acc(xc, ec, mode, per_sample, X_MAX, self._e_max(ec))
+            gacc = K.linear_bwd_w_acc(xc, ec, mode, per_sample, X_MAX, self._e_max())
         gb = K.bias_grad_acc(ec, mode)
         sx = F32(self.act_qparams(src).scale) if self.prec.quantized_acts else None
         if per_sample:                                # uint8: quantize each sample's gradient
