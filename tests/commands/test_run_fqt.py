@@ -1,5 +1,5 @@
 """`mcutrain run --method fqt` on an emulated Cortex-M4: every step bit-exact with the simulated FQT
-(every state entry), the exact JSON, dumps with the same tensors; unsupported precisions refused."""
+(every state entry), the exact JSON, dumps with the same tensors; unsupported settings refused."""
 
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ def test_fqt_int8_run_is_bit_exact(arm_tools, tmp_path, capsys):
         np.testing.assert_array_equal(sim[k], mcu[k], err_msg=k)
 
 
-def test_fqt_mixed_is_not_generated_yet(capsys):
-    assert main([*BASE, "--precision", "mixed", "--target", "cortex-m4"]) == 1
-    assert "fqt --precision mixed has no C step yet" in capsys.readouterr().err
+def test_fqt_partial_updates_of_a_batch_are_refused(capsys):
+    args = ["--precision", "mixed", "--partial", "0.5", "--batch", "2", "--target", "cortex-m4"]
+    assert main([*BASE, *args]) == 1
+    assert "partial updates (lambda_min < 1) run in C with --batch 1" in capsys.readouterr().err

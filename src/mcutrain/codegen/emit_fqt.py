@@ -1,4 +1,4 @@
-"""Emit `model.h` / `model.c` for FQT int8 training: the planner's FQT schedule as C calls.
+"""Emit `model.h` / `model.c` for FQT training (any precision): the planner's FQT schedule as C calls.
 
 The step follows `plan.schedule_for(method)` kernel by kernel over `plan.plan_training` offsets,
 like `emit_train` does for ZO and BP-QAS; each schedule op maps to one emitter in
@@ -197,7 +197,11 @@ static mt_status fqt_seed(const int32_t *labels)
 
 
 def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: str = "") -> TrainSource:
-    """model.h / model.c training `method` (an `FQT` of precision int8) one sample per step."""
+    """model.h / model.c training `method` (an `FQT` of any precision) one sample at a time.
+
+    The precision picks the emitters (`emit_fqt_float.emitters`); mixed and float32 sum floats in
+    the order of `FQTConfig(exact_float_order=True)` whatever the method's own setting.
+    """
     check_fqt(method, batch)
     s = schedule_for(method, batch=batch, kernels=kernels)
     plan = plan_training(s)

@@ -26,6 +26,7 @@ from collections.abc import Callable
 
 import numpy as np  # noqa: F401  (the doctest's namespace)
 
+from mcutrain.codegen.emit import ExportError
 from mcutrain.codegen.emit_fqt_ops import (
     ACT_CODE,
     FQT_KERNEL_EMITTERS,
@@ -279,7 +280,7 @@ def _bwd_w_u8(e: _FqtEmitter, k: Kernel) -> list[str]:
     gb = e.t(next(t for t in k.writes if t.endswith(".bias")))
     xa, gr = e.act(n.inputs[0]), f"grad_{lid}"
     if e.s.tensors[next(t for t in k.writes if t.endswith(".weight"))].dtype != "s16":
-        raise ValueError("uint8 batch gradients are summed in int16 (batch <= 128)")
+        raise ExportError("fqt uint8 in C sums a batch's uint8 gradients in int16: at most --batch 128")
     head = [] if n.op == Op.LINEAR else e.conv_head(n)
 
     def kern(grad: str, bias: str, mult: str, zp: str) -> list[str]:

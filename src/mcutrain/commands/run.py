@@ -133,13 +133,13 @@ def _simulate_fqt(method, batches_f: list[tuple[np.ndarray, np.ndarray]], lr: fl
 
     Losses and logits are those before the step's update, as the C step reports them.
     """
-    from mcutrain.codegen.emit_fqt import state_arrays
+    from mcutrain.codegen.emit_fqt import reported_logits, state_arrays
 
     out = []
     for x, y in batches_f:
         logits, losses = method.logits_and_losses(x, y)
         method.step(x, y, lr)
-        out.append((losses.astype(np.int32), logits.astype(np.int8), state_arrays(method, src),
+        out.append((losses.astype(np.int32), reported_logits(method, logits), state_arrays(method, src),
                     int(method.rng.state)))
     return out
 
@@ -159,6 +159,14 @@ def run_fqt(args: argparse.Namespace, work: Path, target, kernels: str) -> dict[
     ds, qm, prov = load_run_inputs(args)
     calib = ds.x_train[np.random.default_rng([args.seed, 3]).permutation(len(ds.x_train))[:CALIB_SAMPLES]]
     method, sim_method = build_method(args, qm, calib), build_method(args, qm, calib)
+    if method.prec.errors == "f32" and not sim_method.cfg.exact_float_order:
+        # NOTE: the C step of mixed / float32 sums floats in the sequential order of exact_float_order;
+        # compared bit for bit, the simulator must sum in that order too (its default is BLAS)
+        from dataclasses import replace
+
+        from mcutrain.methods.fqt import FQT
+        sim_method = FQT(qm.graph, replace(sim_method.cfg, exact_float_order=True),
+                         np.asarray(calib, np.float32))
     bsz = args.batch
     batches_f = [(ds.x_train[i * bsz:(i + 1) * bsz], ds.y_train[i * bsz:(i + 1) * bsz])
                  for i in range(args.steps)]
