@@ -119,7 +119,11 @@ def _graph_fwd(e: _FqtEmitter, k: Kernel) -> list[str]:
                 *_call("mt_relu_fwd_s8", ["lo", "hi", str(e.s.tensors[k.writes[0]].elements), x, y])]
     if n.op == Op.ADD:
         return _add_fwd(e, k, n)
-    return _fwd(e, k)          # depthwise conv: the grouped loops of mt_conv2d_fwd_s8_range
+    lines = _fwd(e, k)
+    if n.params["weight"].shape[0] != n.attrs["groups"]:      # a channel multiplier: the grouped loops
+        return lines
+    # depthwise: the same call and arithmetic, channels as the inner loop
+    return [x.replace("mt_conv2d_fwd_s8_range(", "mt_depthwise_conv2d_fwd_s8_range(") for x in lines]
 
 
 def _add_fwd(e: _FqtEmitter, k: Kernel, n: Node) -> list[str]:

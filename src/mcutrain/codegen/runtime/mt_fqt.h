@@ -284,6 +284,23 @@ mt_status mt_fqt_bias_rescale_s32(int32_t channels,
 /* ------------------------------------------------------------------ graph ops (int8) */
 
 /*
+ * Depthwise conv forward (groups = C = O) with per-channel accumulator extremes: the arithmetic and
+ * the arguments of mt_conv2d_fwd_s8_range (ctx unused), channels as the inner loop.
+ */
+mt_status mt_depthwise_conv2d_fwd_s8_range(const mt_context *ctx,
+                                           const mt_conv_params *params,
+                                           const mt_per_channel_quant *quant,
+                                           const mt_dims *input_dims,
+                                           const int8_t *input,
+                                           const mt_dims *filter_dims,
+                                           const int8_t *filter,
+                                           const int32_t *bias,
+                                           const mt_dims *output_dims,
+                                           int8_t *output,
+                                           int32_t *acc_min,
+                                           int32_t *acc_max);
+
+/*
  * Transposed grouped conv (depthwise and dense included) of prescaled errors:
  * acc[n, h, w, c] = sum over taps (i, j) and the output channels o of c's group of
  * e16[n, oh, ow, o] * w[o, i, j, c mod cig]; exact (int64 past 520 products per sum).
