@@ -273,3 +273,43 @@ def test_uint8_per_sample_gradient_helpers():
     K.requant_f32_floor_batch_sum(kept, m, z, 0, 255)
     assert np.array_equal(kept, g)                                   # not overwritten unless asked
     assert K.outer_range(e, x) == (float(g.min()), float(g.max()))
+
+
+@pytest.mark.parametrize("kernel,stride", [((2, 2), (2, 2)), ((3, 3), (2, 2))])
+def test_float_maxpool_first_max_and_signed_zero_routing(kernel, stride):
+    """float32: the first maximum wins (+0.0 and -0.0 tie); routing keeps a routed -0.0, drops to +0.0."""
+    rng = np.random.default_rng(11)
+    x = rng.integers(-1, 2, (2, 6, 6, 3)).astype(np.float32) * np.float32(0.5)
+    x[0, 0, 0, 0], x[0, 0, 1, 0] = -0.0, 0.0                  # a signed-zero tie in the first window
+    y, arg = K.maxpool_fwd(x, kernel, stride)
+    n, ho, wo, c = y.shape
+    for b in range(n):
+        for i in range(ho):
+            for j in range(wo):
+                for ch in range(c):
+                    win = [x[b, i * stride[0] + a, j * stride[1] + bb, ch]
+                           for a in range(kernel[0]) for bb in range(kernel[1])]
+                    first = next(t for t, v in enumerate(win) if v == max(win))
+                    assert arg[b, i, j, ch] == first
+                    assert y[b, i, j, ch].tobytes() == win[first].tobytes()
+    e = rng.standard_normal(y.shape).astype(np.float32)
+    e[0, 0, 0, 0] = -0.0
+    dx = K.maxpool_bwd(e, arg, x.shape, kernel, stride)
+    tiled = kernel == stride
+    want = np.zeros(x.shape, np.float32)
+    for b, i, j, ch in np.ndindex(*y.shape):
+        a, bb = divmod(int(arg[b, i, j, ch]), kernel[1])
+        at = (b, i * stride[0] + a, j * stride[1] + bb, ch)
+        # non-overlapping windows store the routed error; overlapping ones add it to +0.0
+        want[at] = e[b, i, j, ch] if tiled else want[at] + e[b, i, j, ch]
+    assert np.array_equal(dx.view(np.int32), want.view(np.int32))   # bit for bit, zeros' signs too
+    assert np.signbit(dx).sum() == np.signbit(want).sum()
+
+
+def test_select_is_where_bit_for_bit():
+    a = np.array([-1.5, -0.0, 0.0, 2.0, -3.0], np.float32)
+    keep = np.array([True, True, False, False, True])
+    got = K.select(a, keep)
+    assert got.dtype == np.float32 and got.view(np.int32).tolist() == np.where(keep, a, 0).astype(
+        np.float32).view(np.int32).tolist()
+    assert K.select(np.array([5, -7], np.int16), np.array([False, True])).tolist() == [0, -7]

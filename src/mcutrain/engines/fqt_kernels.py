@@ -484,6 +484,19 @@ def bias_grad_acc(ec: np.ndarray, mode: str, per_sample: bool = False) -> np.nda
 # ---------------------------------------------------------------- pooling (any number format)
 
 
+def _as_bits(a: np.ndarray) -> np.ndarray:
+    """Integers as they are, floats as their bit patterns (a view): `bits * mask` is an exact select."""
+    if a.dtype.kind in "iu":
+        return a
+    return a.view({4: np.int32, 8: np.int64, 2: np.int16}[a.dtype.itemsize])
+
+
+def select(a: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """`where(keep, a, 0)` bit for bit (0 is +0.0 for floats), as one integer product."""
+    bits = _as_bits(a)
+    return np.multiply(bits, keep, dtype=bits.dtype).view(a.dtype)
+
+
 def _tiled(kernel: tuple[int, int], stride: tuple[int, int], h: int, w: int) -> bool:
     """Windows that tile the input without overlap (stride == kernel): reshapes replace tap loops."""
     return tuple(kernel) == tuple(stride) and h >= kernel[0] and w >= kernel[1]
@@ -523,8 +536,8 @@ def maxpool_fwd(x: np.ndarray, kernel: tuple[int, int], stride: tuple[int, int]
             y, arg = view.copy(), np.zeros(view.shape, np.uint8)
             continue
         better = view > y
-        np.copyto(y, view, where=better)
-        np.copyto(arg, t, where=better)
+        y = np.where(better, view, y)
+        arg += better.view(np.uint8) * (np.uint8(t) - arg)      # t where better (uint8, mod 256)
     return y, arg
 
 
@@ -532,28 +545,24 @@ def maxpool_bwd(ec: np.ndarray, arg: np.ndarray, in_shape: tuple[int, ...], kern
                 stride: tuple[int, int]) -> np.ndarray:
     """Route each centred window error to its argmax; other inputs get 0 (overlaps add)."""
     ho, wo = ec.shape[1:3]
-    if _tiled(kernel, stride, in_shape[1], in_shape[2]) and ec.dtype.kind in "iu":
+    if _tiled(kernel, stride, in_shape[1], in_shape[2]):
         # NOTE: windows do not overlap, so every covered input is written once:
         # (N, Ho, kh, Wo, kw, C) is the C-order layout of the covered (N, Ho*kh, Wo*kw, C)
-        # input, and (arg == t) * e fills tap t (an integer product with a bool is exact;
-        # floats take the path below, which keeps +0.0 for the dropped inputs).
+        # input, and (arg == t) * e fills tap t: an integer product with a bool is exact, and a
+        # float error is selected through its bits (0 bits = +0.0, as a select writes).
         n, kh, kw, c = in_shape[0], kernel[0], kernel[1], in_shape[3]
-        d6 = np.empty((n, ho, kh, wo, kw, c), ec.dtype)
+        bits = _as_bits(ec)
+        d6 = np.empty((n, ho, kh, wo, kw, c), bits.dtype)
         for i in range(kh):
             for j in range(kw):
-                np.multiply(arg == i * kw + j, ec, out=d6[:, :, i, :, j, :])
-        d4 = d6.reshape(n, ho * kh, wo * kw, c)
+                np.multiply(arg == i * kw + j, bits, out=d6[:, :, i, :, j, :])
+        d4 = d6.reshape(n, ho * kh, wo * kw, c).view(ec.dtype)
         if d4.shape == tuple(in_shape):
             return d4
         dx = np.zeros(in_shape, ec.dtype)
         dx[:, :ho * kh, :wo * kw] = d4
         return dx
     dx = np.zeros(in_shape, ec.dtype)
-    if _tiled(kernel, stride, in_shape[1], in_shape[2]):    # windows do not overlap: plain stores
-        zero = np.zeros((), ec.dtype)
-        for t, (_, _, view) in enumerate(tap_views(dx, kernel, stride, (ho, wo))):
-            np.copyto(view, np.where(arg == t, ec, zero))
-        return dx
     for t, (_, _, view) in enumerate(tap_views(dx, kernel, stride, (ho, wo))):
         view += np.where(arg == t, ec, 0).astype(ec.dtype)
     return dx

@@ -117,9 +117,7 @@ class FQTBackward:
             lo, hi = activation_range(qp, act)
             z = int(qp.zero_point)
             keep = (y > z) & (y < hi) if act == "relu6" else y > max(lo, z)
-        if err.ec.dtype.kind in "iu":      # an integer times a bool is exact (and faster than a select)
-            return _Err(np.multiply(err.ec, keep, dtype=err.ec.dtype), err.scale)
-        return _Err(np.where(keep, err.ec, 0).astype(err.ec.dtype), err.scale)
+        return _Err(K.select(err.ec, keep), err.scale)
 
     def _backward(self, vals: dict[str, np.ndarray], err_q: np.ndarray, loss_q: np.ndarray,
                   rec: _Batch) -> None:
