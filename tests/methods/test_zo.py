@@ -222,3 +222,27 @@ def test_schedule_and_step_counts(tiny):
     assert sch[1]["cached"] == ("conv1", "dw") and sch[1]["rerun"] == ("flat", "fc")
     assert sch[1]["draws"] == 4 * 6      # 4 queries x ceil(6 samples x 27 outputs / 32 signs per draw)
     assert sch[0]["draws"] == 4 * 1      # conv1: 30 parameters, one draw per query
+
+
+def test_fused_conv_pool_queries_equal_full_engine_passes():
+    rng = np.random.default_rng(2)
+    g = zoo.build("small-cnn", input_shape=(8, 8, 1), seed=2)
+    x = rng.random((3, 8, 8, 1), dtype=np.float32)
+    qm = ptq.quantize_model(g, x)
+    base = int_engine.run(qm, int_engine.quantize_input(qm, x))
+    for layer, pool in (("conv1", "pool1"), ("conv2", "pool2")):
+        node = g.node(layer)
+        assert zf.fusable_pool(qm, node).name == pool
+        w, b = qm.weights[layer], qm.biases[layer]
+        wq = np.clip(w[None].astype(np.int16) + rng.integers(-3, 4, (4, *w.shape)), -127, 127).astype(np.int8)
+        bq = (b[None] + rng.integers(-300, 300, (4, len(b)))).astype(np.int32)
+        logits = zf.run_queries(qm, base, 4, {layer: zf.WeightSets(qm, node, wq, bq)})
+        unfused = zf.run_queries(qm, base, 4, {layer: lambda xx, wq=wq, bq=bq, node=node:
+                                               zf.param_fwd_multi(qm, node, xx, wq, bq)})
+        assert np.array_equal(logits, unfused)
+        for i in range(4):
+            qm.weights[layer], qm.biases[layer] = wq[i], bq[i]
+            full = int_engine.forward(qm, int_engine.quantize_input(qm, x))
+            assert np.array_equal(logits[3 * i:3 * i + 3], full), (layer, i)
+        qm.weights[layer], qm.biases[layer] = w, b
+    assert zf.fusable_pool(qm, g.node("fc1")) is None

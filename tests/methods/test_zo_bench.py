@@ -32,3 +32,19 @@ def test_quick_benchmarks_write_results_table_and_figure(tmp_path):
     text = (docs / "benchmarks.md").read_text()
     assert "<!-- bench:zo-adapt -->" in text and "| gaussian_noise |" in text
     assert (docs / "zo-adapt.png").stat().st_size > 1000
+
+
+@pytest.mark.skipif(not _have_fashion(), reason="Fashion-MNIST files not found")
+def test_quick_cost_benchmark_measures_every_layer_and_kind(tmp_path):
+    bench_zo.run_cost(tmp_path, tmp_path / "results", quick=True, log=lambda s: None, docs=tmp_path)
+    doc = json.loads((tmp_path / "results" / "zo-cost.quick.json").read_text())
+    rows = doc["rows"]
+    want = {(c, k) for c in bench_zo.COST_LAYERS for k in ("wp", "np")}
+    assert {(r["layer"], r["kind"]) for r in rows} == want
+    for r in rows:
+        assert r["step_ms"] > 0 and r["partial_ms"] > 0
+        assert r["ratio"] == pytest.approx(r["step_ms"] / (r["queries"] * r["partial_ms"]))
+        assert (r["local_grad_ms"] is None) == (r["kind"] == "wp")
+    conv2_np = next(r for r in rows if r["layer"] == "conv2" and r["kind"] == "np")
+    assert conv2_np["draws_per_query"] == -(-10 * 14 * 14 * 32 // 32)    # batch 10, 32 signs per draw
+    assert not (tmp_path / "benchmarks.md").exists()                       # quick runs leave the docs alone

@@ -101,3 +101,18 @@ def test_repeated_draw_sizes_reuse_lane_jumps_and_stay_one_stream() -> None:
     assert np.array_equal(u, (ref[4_000:8_000] >> 8).astype(np.float32) * np.float32(2.0**-24))
     assert np.concatenate([a, ref[4_000:8_000], b, c, d, e]).tolist() == ref.tolist()
     assert g.state == int(ref[-1])
+
+
+def test_packed_rademacher_takes_32_signs_per_draw() -> None:
+    u = ref_stream(17, 3 * 4)                      # 3 rows of 100 signs: ceil(100 / 32) = 4 draws each
+    want = [[-1 if (u[4 * r + e // 32] >> (e % 32)) & 1 else 1 for e in range(100)] for r in range(3)]
+    g = XorShift32(17)
+    assert g.rademacher_packed(3, 100).tolist() == want
+    assert g.state == u[-1]                        # the unused 28 bits of each row's last draw are dropped
+    bits = XorShift32(17).sign_bits(3, 100)
+    assert bits.dtype == np.uint8 and (1 - 2 * bits.astype(int)).tolist() == want
+    big = XorShift32(3).rademacher_packed(4, 50_000)
+    assert big.dtype == np.int8 and abs(big.mean()) < 0.01
+    assert XorShift32(3).sign_bits(0, 7).shape == (0, 7) and XorShift32(3).sign_bits(2, 0).shape == (2, 0)
+    with pytest.raises(ValueError, match="negative"):
+        XorShift32(3).sign_bits(-1, 5)

@@ -186,7 +186,7 @@ def estimate_wp(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
             labels_q = np.tile(labels, q)
         logits = zf.run_queries(qm, base, q, producers)
         dl = (per_sample_loss(qm, logits, labels_q).reshape(q, bsz) - l0[None]).sum(axis=1)  # (q,)
-        s_tot += dl @ u.astype(np.int64)           # exact int64: |dl| < 2^40, n small
+        s_tot += np.einsum("q,qd->d", dl, u)      # exact int64 (|dl| < B 2^24), u stays int8
     gamma = gns_gamma(n, active - 1, gns)
     out, off = {}, 0
     for m, (nw, nb) in zip(unit.layers, sizes):

@@ -51,7 +51,7 @@ def _l1_bound(x_zp: int, w: np.ndarray, b: np.ndarray, where: str) -> int:
     leave the C kernel's int32 accumulator for any weight set.
     """
     xm = ie.x_magnitude(x_zp)
-    l1 = np.abs(w.reshape(w.shape[0], w.shape[1], -1).astype(np.int64)).sum(axis=2)   # (Q, O)
+    l1 = np.abs(w.reshape(w.shape[0], w.shape[1], -1).astype(np.int16)).sum(axis=2, dtype=np.int64)  # (Q, O)
     worst = int((xm * l1 + np.abs(b.astype(np.int64))).max(initial=0))
     if worst > ie.ACC_LIMIT:
         raise ie.AccumulatorOverflow(f"{where}: |bias| + max|x - z_x| * sum|w| = {worst} exceeds the "
