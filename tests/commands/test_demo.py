@@ -90,7 +90,7 @@ def test_fashion_commands_use_subsets_and_the_parts_that_fit():
     assert (fqt.trainable, fqt.batch) == ("layers:conv1,conv2,fc2", 32)
     assert (fqt.train_samples, fqt.test_samples) == (FASHION.adapt_samples, 2000)
     zo = parse(*adapt_argv(FASHION, "zo", model, Path(".")))
-    assert (zo.trainable, zo.batch) == ("all", 8)
+    assert (zo.trainable, zo.batch) == ("layers:conv1,conv2,fc2", 8)
     run = parse(*mcu_argv(FASHION, "fqt", model))
     assert (run.method, run.trainable, run.batch, run.steps) == ("fqt", "layers:conv1,conv2,fc2", 2, 2)
     assert run.json is True

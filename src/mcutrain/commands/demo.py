@@ -60,12 +60,11 @@ def run(args: argparse.Namespace) -> int:
     from mcutrain.demo.config import choose
     from mcutrain.demo.stages import (
         TRAINED,
-        Background,
         adapt_result,
         describe_mcu,
-        mcu_stage,
         pretrain_stage,
         start_adapt,
+        start_mcu,
     )
     from mcutrain.mcu.targets import TargetError, get_target
 
@@ -83,15 +82,16 @@ def run(args: argparse.Namespace) -> int:
         print(text, file=stream, flush=True)
 
     t_all = time.perf_counter()
-    summary: dict[str, Any] = {"config": cfg.__dict__, "stages": {}, "seconds": {}}
+    summary: dict[str, Any] = {"config": cfg.__dict__, "stages": {}, "seconds": {}, "cpu_seconds": {}}
     if note:
         log(note)
     log(f"mcutrain demo: {cfg.arch} on {cfg.dataset}, adapted to {cfg.adapt_dataset}, planned and run for "
         f"{cfg.target}{' (quick)' if args.quick else ''}")
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     pre = pretrain_stage(cfg, out, progress)
     summary["stages"]["pretrain"], summary["seconds"]["pretrain"] = pre, time.perf_counter() - t0
+    summary["cpu_seconds"]["pretrain"] = time.process_time() - c0
     model = Path(pre["path"])
     log(f"[1/5] pretrain: float accuracy {pre['float_accuracy']:.3f}, int8 (PTQ) {pre['int8_accuracy']:.3f} "
         f"on {pre['test_samples']:,} clean {cfg.dataset} test images, trained on {pre['train_samples']:,} "
@@ -102,24 +102,27 @@ def run(args: argparse.Namespace) -> int:
     log(f"[2-4/5] adapting with {' and '.join(TRAINED)} and building for the emulated {cfg.target} "
         "core, side by side ...")
     jobs = {m: start_adapt(cfg, m, model, out) for m in TRAINED}
-    mcu_job = Background(mcu_stage, cfg, model, out, log)
+    mcu_runs = start_mcu(cfg, model, out, log)
     for i, method in enumerate(TRAINED):
         r = adapt_result(jobs[method])
         summary["stages"][method], summary["seconds"][method] = r, jobs[method].seconds
+        summary["cpu_seconds"][method] = jobs[method].cpu_seconds
         log(f"[{2 + i}/5] adapt with {method}: accuracy on {cfg.adapt_dataset} {r['accuracy_before']:.3f} -> "
             f"{r['accuracy_after']:.3f} ({r['epochs']} epochs on {r['train_samples']:,} images, "
             f"{jobs[method].seconds:.0f} s)\n      {r['command']}")
-    mcu = mcu_job.result()
-    summary["stages"]["mcu"], summary["seconds"]["mcu"] = mcu, mcu_job.seconds
-    log(f"[4/5] MCU: built and ran on the emulated {cfg.target} core ({mcu_job.seconds:.0f} s)")
+    mcu = mcu_runs.result()
+    summary["stages"]["mcu"], summary["seconds"]["mcu"] = mcu, mcu_runs.seconds
+    summary["cpu_seconds"]["mcu"] = sum((mcu.get("cpu_seconds") or {}).values())
+    log(f"[4/5] MCU: built and ran on the emulated {cfg.target} core ({mcu_runs.seconds:.0f} s)")
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     from mcutrain.report import ReportError, write_report
     try:
         rep = write_report(out, out / "report", target=cfg.target)
     except ReportError as e:
         raise UserError(str(e)) from None
     summary["stages"]["report"], summary["seconds"]["report"] = rep, time.perf_counter() - t0
+    summary["cpu_seconds"]["report"] = time.process_time() - c0
     summary["mcu_lines"] = describe_mcu(mcu, cfg)
     summary["seconds"]["total"] = time.perf_counter() - t_all
     log(f"[5/5] plan on {cfg.target} and report ({summary['seconds']['report']:.0f} s): {out / 'report'}")

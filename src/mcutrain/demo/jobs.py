@@ -40,6 +40,10 @@ class Job:
     stderr: IO[bytes]
     started: float = field(default_factory=time.perf_counter)
     seconds: float | None = None
+    """Wall time from start to end."""
+    cpu_seconds: float | None = None
+    """CPU time of the process and everything it ran (compiler, QEMU): what the job costs, whatever
+    else the machine is doing."""
     _done: tuple[int, str, str] | None = field(default=None, repr=False)
 
     @property
@@ -49,8 +53,10 @@ class Job:
     def wait(self) -> tuple[int, str, str]:
         """(exit code, stdout, stderr) once the process has ended."""
         if self._done is None:
-            code = self.proc.wait()
+            _, status, usage = os.wait4(self.proc.pid, 0)
             self.seconds = time.perf_counter() - self.started
+            self.cpu_seconds = usage.ru_utime + usage.ru_stime
+            code = self.proc.returncode = os.waitstatus_to_exitcode(status)
             self._done = (code, _read(self.stdout), _read(self.stderr))
         return self._done
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -128,70 +127,65 @@ def mcu_argv(cfg: DemoConfig, part: str, model: Path) -> list[str]:
                                        for x in (opt, str(v)))]
 
 
-def _run_part(cfg: DemoConfig, part: str, model: Path, path: Path, log: Log) -> dict[str, Any]:
-    """One `mcutrain run ... --json`; its result saved to `path` (the report reads it)."""
-    job = start(mcu_argv(cfg, part, model))
+def _finish_part(job: Job, part: str, path: Path, log: Log) -> dict[str, Any]:
+    """The result of one `mcutrain run ... --json` job, saved to `path` (the report reads it)."""
     try:
         doc = job.json()
     except JobError as e:
         log(f"  MCU {part} failed: {short(str(e))}")
-        return {"error": str(e), "seconds": job.seconds}
+        return {"error": str(e)}
     if part == "inference":
         doc["method"] = "none"
     io.atomic_write_bytes(path, lambda f: f.write(json.dumps(doc, indent=2).encode()))
-    return {**doc, "seconds": job.seconds}
+    return doc
 
 
-def mcu_stage(cfg: DemoConfig, model: Path, out: Path, log: Log) -> dict[str, Any]:
-    """Build and run on the emulated core of `cfg.target`: int8 inference and each method's training steps.
+class McuRuns:
+    """The MCU stage's `mcutrain run` jobs, started at once by `start_mcu`; `result()` waits for them."""
+
+    def __init__(self, res: dict[str, Any], jobs: dict[str, tuple[Job, Path]], log: Log) -> None:
+        self.res, self.jobs, self.log = res, jobs, log
+        self.started = time.perf_counter()
+        self.seconds = 0.0
+
+    def result(self) -> dict[str, Any]:
+        for part, (job, path) in self.jobs.items():
+            self.res[part] = _finish_part(job, part, path, self.log)
+            self.res["seconds"][part] = job.seconds
+            self.res["cpu_seconds"][part] = job.cpu_seconds
+        self.seconds = time.perf_counter() - self.started
+        return self.res
+
+
+def start_mcu(cfg: DemoConfig, model: Path, out: Path, log: Log) -> McuRuns:
+    """Start building and running on the emulated core of `cfg.target`: int8 inference and each
+    method's training steps, one background `mcutrain run` each.
 
     Results go to NAME.mcu.json beside the model they belong to (the report reads them). A missing
-    toolchain or a part not built yet is said plainly and the demo goes on. The parts run one
-    after another (each cross-build is a single compiler process).
+    toolchain or a part not built yet is said plainly and the demo goes on.
     """
     for name in (model.stem, *TRAINED):  # results of an earlier demo in this folder must not pass for these
         (out / f"{name}.mcu.json").unlink(missing_ok=True)
     missing = _toolchain_missing()
     if missing:
         log(f"  MCU stage skipped: {missing}")
-        return {"available": False, "reason": missing}
-    res: dict[str, Any] = {"available": True, "seconds": {}}
+        return McuRuns({"available": False, "reason": missing}, {}, log)
+    res: dict[str, Any] = {"available": True, "seconds": {}, "cpu_seconds": {}}
+    jobs: dict[str, tuple[Job, Path]] = {}
     for part in ("inference", *TRAINED):
         if part != "inference" and not cfg.mcu_training:
             res[part] = {"error": "skipped: --quick runs int8 inference only on the MCU"}
-            continue
-        if part != "inference" and not training_in_c(part):
+        elif part != "inference" and not training_in_c(part):
             res[part] = {"error": f"not available yet: 'mcutrain run' has no {part} training step in C"}
-            continue
-        name = model.stem if part == "inference" else part
-        res[part] = _run_part(cfg, part, model, out / f"{name}.mcu.json", log)
-        res["seconds"][part] = res[part].pop("seconds")
-    return res
+        else:
+            name = model.stem if part == "inference" else part
+            jobs[part] = (start(mcu_argv(cfg, part, model)), out / f"{name}.mcu.json")
+    return McuRuns(res, jobs, log)
 
 
-class Background:
-    """A function run in a thread (the MCU stage, while the adaptations train); `result()` waits."""
-
-    def __init__(self, fn: Callable[..., dict[str, Any]], *args: Any) -> None:
-        self.started = time.perf_counter()
-        self.seconds: float | None = None
-        self._result: dict[str, Any] = {}
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(fn, *args), daemon=True)
-        self._thread.start()
-
-    def _run(self, fn: Callable[..., dict[str, Any]], *args: Any) -> None:
-        try:
-            self._result = fn(*args)
-        except BaseException as e:  # NOTE: handed to the waiting thread by result()
-            self._error = e
-        self.seconds = time.perf_counter() - self.started
-
-    def result(self) -> dict[str, Any]:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._result
+def mcu_stage(cfg: DemoConfig, model: Path, out: Path, log: Log) -> dict[str, Any]:
+    """`start_mcu` and wait for its results."""
+    return start_mcu(cfg, model, out, log).result()
 
 
 def short(message: str, lines: int = 2) -> str:
