@@ -521,7 +521,9 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
-    BENCHMARKS[a.name](work, Path(a.results), a.quick, lambda s: print(s, flush=True), Path(a.docs))
+    from mcutrain.bench import limit_threads
+    with limit_threads(1):                  # as `mcutrain bench`: one BLAS thread on a shared host
+        BENCHMARKS[a.name](work, Path(a.results), a.quick, lambda s: print(s, flush=True), Path(a.docs))
     return 0
 
 
