@@ -274,18 +274,20 @@ def run_partial(work: Path, results: Path, quick: bool = False, log=print,
               docs: Path = Path("docs")) -> None:
     """Dynamic partial updates (int8): accuracy and backward cost at lambda_min 1.0 / 0.5 / 0.1."""
     b = QUICK if quick else BUDGET
-    spec0, arch0, epochs0, n0, _ = b.scratch[-1] if quick else ("fashion-mnist", "small-cnn", 3, 8000, LR)
+    spec0, arch0, epochs0, n0, lr0 = (b.scratch[-1] if quick else
+                                      ("fashion-mnist", "small-cnn", 3, 8000, FASHION_SCRATCH_LR))
     ds0 = _ds(spec0)
-    tasks = [("scratch", spec0, zoo.build(arch0, ds0.num_classes, ds0.shape, seed=0), "all", epochs0, n0)]
-    tasks += [(t, s, g, "last:2", b.transfer_epochs, b.transfer_samples)
+    g_scratch = zoo.build(arch0, ds0.num_classes, ds0.shape, seed=0)
+    tasks = [("scratch", spec0, g_scratch, "all", epochs0, n0, lr0)]
+    tasks += [(t, s, g, "last:2", b.transfer_epochs, b.transfer_samples, LR)
               for t, s, g in transfer_tasks(work, b, quick)[:2]]
     rows: list[dict[str, Any]] = []
-    for kind, spec, g0, trainable, epochs, n in tasks:
+    for kind, spec, g0, trainable, epochs, n, lr in tasks:
         x, y, xt, yt, _, _ = _data(spec, n, 200 if quick else b.eval_samples)
         full = None
         for lam in b.partial_lambdas:
             runs = [train_fqt(g0, "int8", x, y, xt, yt, epochs=epochs, seed=s, batch=b.batch,
-                              trainable=trainable, lmin=lam) for s in b.partial_seeds]
+                              trainable=trainable, lmin=lam, lr=lr) for s in b.partial_seeds]
             r = {"accuracy": float(np.mean([q["accuracy"] for q in runs])),
                  "accuracy_std": _mean_std([q["accuracy"] for q in runs])[1],
                  "backward_macs": sum(q["backward_macs"] for q in runs),
@@ -297,7 +299,7 @@ def run_partial(work: Path, results: Path, quick: bool = False, log=print,
                          "backward_macs_ratio": full["backward_macs"] / max(r["backward_macs"], 1),
                          "backward_time_speedup": full["backward_seconds"]
                          / max(r["backward_seconds"], 1e-9),
-                         "epochs": epochs, "seeds": len(runs)})
+                         "epochs": epochs, "lr": lr, "seeds": len(runs)})
             log(f"fqt-partial {spec} lambda_min {lam}: {rows[-1]}")
             bench.write_results(results, "fqt-partial", rows, quick, complete=False)
     bench.write_results(results, "fqt-partial", rows, quick, complete=True, precision="int8")
@@ -305,7 +307,7 @@ def run_partial(work: Path, results: Path, quick: bool = False, log=print,
         bench.update_docs(docs, "fqt-partial", bench.markdown_table(
             rows, ["task", "dataset", "lambda_min", "accuracy", "accuracy_std", "accuracy_loss",
                    "backward_macs_ratio",
-                   "backward_time_speedup", "epochs", "seeds"],
+                   "backward_time_speedup", "epochs", "lr", "seeds"],
             {"accuracy": ".4f", "accuracy_std": ".4f", "accuracy_loss": "+.4f", "backward_macs_ratio": ".2f",
              "backward_time_speedup": ".2f"}))
 
