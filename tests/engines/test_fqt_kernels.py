@@ -183,6 +183,16 @@ def test_requant_fixed_equals_requantize_output(acc_dtype, z, lo, hi, monkeypatc
             got = K.requant_fixed(acc.astype(acc_dtype), mult, shift, z, lo, hi, amax, np.int8, bias)
             monkeypatch.undo()
             assert got.dtype == np.int8 and np.array_equal(got, want)
+    # float32 ratios (24-bit multipliers) with large accumulators, as the int8 error requantization has
+    m32 = np.array([2.0**-20 * 3, 1.2345e-5, 3.0e-7], np.float32)    # a tie is exact for 3 * 2^-20
+    mult3, shift3 = quantize_multiplier(m32.astype(np.float64))
+    acc3 = rng.integers(-2**26, 2**26, (200, 3))
+    acc3[:4, 0] = np.array([1, 3, -1, -5]) * 2**19 // 3 * 1                    # v = k/2 * ... near ties
+    acc3[4:8, 0] = np.array([2**19, 3 * 2**19, -(2**19), -5 * 2**19]) // 3
+    want = _requant_ref(acc3, mult3, shift3, 0, -127, 127)
+    got = K.requant_fixed(acc3.astype(np.float64), mult3, shift3, 0, -127, 127, int(np.abs(acc3).max()),
+                          np.int16)
+    assert np.array_equal(got, want)
     # an int32 overflow is still refused
     with pytest.raises(ValueError, match="int32"):
         K.requant_fixed(np.array([[2**32, 0, 0, 0, 0, 0]]), mult, shift, z, lo, hi, 2**32)

@@ -147,15 +147,17 @@ def requant_fixed(acc: np.ndarray, multiplier: np.ndarray | int, shift: np.ndarr
     """`clamp(requantize(acc + bias, multiplier, shift) + z, lo, hi)` (fixedpoint 6.1), bit-identical, faster.
 
     `acc` holds exact integers (any int or float dtype), `bias` (optional, int32 per
-    channel) is added exactly, `acc_max` >= max |acc + bias|. With `P = acc_max *
-    max(multiplier) < 2^52` the rule runs in float64: `v = (acc + b) * (multiplier * 2^-n)`
-    is exact (an integer below 2^52 times a power of two), and `floor(|v| + 0.5)` is
-    exact too: for n <= 52, |v| + 0.5 is an integer below 2^53 times 2^-n; for n > 52,
+    channel) is added exactly, `acc_max` >= max |acc + bias|. Write the multiplier as
+    `m' * 2^t` (m' odd: its trailing zeros stripped, n' = n - t; a multiplier from a
+    float32 ratio has t >= 7). With `P = acc_max * max(m') < 2^52` the rule runs in
+    float64: `v = (acc + b) * (multiplier * 2^-n) = (acc + b) * m' * 2^-n'` is exact (an
+    integer below 2^52 times a power of two), and `floor(|v| + 0.5)` is exact too: for
+    n' <= 52, |v| + 0.5 is an integer below 2^53 times 2^-n'; for n' > 52,
     |v| < 0.5 - 2^-53 so the sum rounds below 1, and `(|p| + 2^(n-1)) >> n` is 0 as
     well. The bias joins as `acc * m + b * m` (two exact terms with a representable
     sum: no rounding) when `b * m + 0.5` is exact too; otherwise acc + b is formed
-    first. Beyond these bounds (or outside int32, which `requantize` refuses) it is
-    `requantize_output` in int64.
+    first. Beyond these bounds the rule runs in int64; accumulators outside int32 go
+    to `requantize`, which refuses them.
     """
     mult = np.asarray(multiplier, np.int64)
     n = 31 - np.asarray(shift, np.int64)
@@ -167,6 +169,10 @@ def requant_fixed(acc: np.ndarray, multiplier: np.ndarray | int, shift: np.ndarr
             a = a + np.asarray(bias, np.int64)
         y = requantize(a, mult, shift) + np.int64(zero_point)   # refuses what is out of its range
         return np.clip(y, lo, hi).astype(dtype)
+    low = mult & -mult                                   # lowest set bit (0 for a zero multiplier)
+    t = np.where(low > 0, np.frexp(low.astype(np.float64))[1] - 1, 0)    # exact: powers of two
+    m_odd, n_odd = mult >> t, n - t
+    mmax, nmax = int(m_odd.max()), int(n_odd.max())
     if acc_max * mmax >= 1 << 52:
         # int64, the rule of fixedpoint.rounding_shift_right without its range checks (done above:
         # |acc + b| <= 2^31 - 1, 0 <= multiplier < 2^31, so |p| < 2^62 and p + 2^(n-1) cannot overflow)
@@ -184,7 +190,7 @@ def requant_fixed(acc: np.ndarray, multiplier: np.ndarray | int, shift: np.ndarr
     bm = None
     if bias is not None:
         # |acc| <= acc_max + bmax: acc * m exact below 2^53; b * m + 0.5 exact below 2^53 (n <= 53)
-        if (acc_max + bmax) * mmax < 1 << 53 and bmax * mmax + (1 << max(int(n.max()) - 1, 0)) < 1 << 53:
+        if (acc_max + bmax) * mmax < 1 << 53 and bmax * mmax + (1 << max(nmax - 1, 0)) < 1 << 53:
             bm = np.asarray(bias, np.float64) * m
         else:
             acc = np.add(acc, np.asarray(bias, np.int64), dtype=np.float64)   # exact: below 2^53
