@@ -65,12 +65,16 @@ def test_scratch_sizes_mirror_the_c_companions():
             o, kh, kw, _ = n.params["weight"].shape
             kp = kh * ((kw * cg + 3) // 4 * 4)   # int16 weights: kernel rows padded to fours
             if kp <= 256:   # mt_conv2d_fwd_s8_s16 (inference) or mt_conv2d_fwd_s8 (RAM weights)
-                s16 = 14 * kp + 16 * o
+                c, (out_h, out_w) = g.shape(n.inputs[0])[-1], g.shape(n.name)[:2]
+                (sh, sw) = n.attrs["stride"]
+                row = (((out_w - 1) * sw + kw) * c + 6) // 4 * 4   # a padded input row
+                # the general path: a window of the rows a block of 3 pixels spans, 3 columns,
+                # 16 bytes of constants per channel, a short last block's outputs
+                slots = min(kh + sh * (2 if out_w == 1 else 1), (out_h - 1) * sh + kh)
+                s16 = slots * row + 6 * kp + 16 * o + (3 * o + 3) // 4 * 4
                 if k <= 10 and o % 4 == 0 and tiny_words(kh, kw, cg) <= 5:
                     # the tiny path: records of 9 words per channel, columns of 16 pixels, a
                     # window of kh padded rows stored twice
-                    c, out_w = g.shape(n.inputs[0])[-1], g.shape(n.name)[1]
-                    row = (((out_w - 1) * n.attrs["stride"][1] + kw) * c + 6) // 4 * 4
                     s16 = max(s16, 36 * o + 320 + 2 * kh * row)
                 assert dsp == max(s8, s16), n.name
                 assert scratch_bytes(g, n, "dsp", widened=False) == s8, n.name

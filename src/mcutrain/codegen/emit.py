@@ -5,8 +5,10 @@ bounds, the add's shared shift and the arena offsets (from `mcutrain.plan`, used
 computed once and written as constants, so the C code only invokes kernels. Weights and all
 parameter structs are `const` (Flash); the arena is the only RAM the model uses. No float
 and no malloc appear in the generated code. For DSP kernels the weights of the convs that
-`plan.lifetimes.widens_weights` are written widened to int16 (`widen_conv_weight`) and run
-`mt_conv2d_fwd_s8_s16`: one load per four weights in its inner loop, for twice their Flash.
+`plan.lifetimes.widens_weights` are written widened to int16 (`widen_conv_weight`, rows paired
+by `pair_weight_rows`) and run `mt_conv2d_fwd_s8_s16`: its inner loop loads the pairs SMLAD
+multiplies, for twice their Flash. Linear weights are written four rows interleaved
+(`interleave_rows4`, the same bytes in another order) and run `mt_linear_fwd_s8_rows4`.
 
 Example:
     >>> from mcutrain import zoo
@@ -93,6 +95,43 @@ def widen_conv_weight(w: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(rows.reshape(o, kh, r // 4, 4)[..., [0, 2, 1, 3]].reshape(o, kh, r))
 
 
+def pair_weight_rows(w16: np.ndarray, groups: int) -> np.ndarray:
+    """Widened conv weights [O, kh, R] in the order `mt_conv2d_fwd_s8_s16` reads them: [O * kh * R].
+
+    Within each group's rows, rows 2i and 2i + 1 interleaved two int16 at a time (one LDRD of
+    the 2x3 GEMM brings a pair of k for both rows); an odd last row of a group stays alone.
+    Flash-neutral: the same values in another order (`mt_w16_index` in C).
+
+    >>> pair_weight_rows(np.arange(12, dtype=np.int16).reshape(3, 1, 4), 1).tolist()
+    [0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 10, 11]
+    """
+    o = w16.shape[0]
+    opg, kp = o // groups, w16[0].size
+    rows = w16.reshape(groups, opg, kp)
+    even = opg & ~1
+    pairs = rows[:, :even].reshape(groups, even // 2, 2, kp // 2, 2).transpose(0, 1, 3, 2, 4)
+    parts = [pairs.reshape(groups, -1), rows[:, even:].reshape(groups, -1)]
+    return np.ascontiguousarray(np.concatenate(parts, axis=1).reshape(-1))
+
+
+def interleave_rows4(w: np.ndarray) -> np.ndarray:
+    """Linear weights [O, I] int8 as `mt_linear_fwd_s8_rows4` reads them: [O * I4].
+
+    Rows padded with zeros to I4 = I rounded up to 4; rows 4b .. 4b + 3 interleaved four values
+    at a time (one LDM brings four weights of each), the last O % 4 rows stored alone.
+
+    >>> interleave_rows4(np.arange(1, 11, dtype=np.int8).reshape(5, 2)).tolist()
+    [1, 2, 0, 0, 3, 4, 0, 0, 5, 6, 0, 0, 7, 8, 0, 0, 9, 10, 0, 0]
+    """
+    o, i = w.shape
+    i4 = (i + 3) // 4 * 4
+    rows = np.zeros((o, i4), np.int8)
+    rows[:, :i] = w
+    o4 = o // 4 * 4
+    blocks = rows[:o4].reshape(o4 // 4, 4, i4 // 4, 4).transpose(0, 2, 1, 3).reshape(-1)
+    return np.ascontiguousarray(np.concatenate([blocks, rows[o4:].reshape(-1)]))
+
+
 class _Emitter:
     def __init__(self, qm: QuantModel, plan: ArenaPlan, widen: bool = False):
         """`widen`: store the weights of the convs that `widens_weights` as int16 (inference
@@ -127,6 +166,17 @@ class _Emitter:
                                        f"}} {name} = {{{{", *body, "}};"]))
         return f"{name}.v"
 
+    def const_s8_aligned(self, name: str, values: np.ndarray, comment: str) -> str:
+        """An int8 constant array inside a union with an int32_t: 4-byte aligned (LDM) in C99."""
+        arr = np.asarray(values)
+        self.const_bytes += arr.size
+        body = c_array("int8_t", "v", arr, per_line=16).split("\n")[1:-1]
+        self.consts.append("\n".join([f"/* {comment} */", "static const union {",
+                                       f"    int8_t v[{arr.size}];",
+                                       "    int32_t align; /* 4-byte alignment for LDM */",
+                                       f"}} {name} = {{{{", *body, "}};"]))
+        return f"{name}.v"
+
     def scratch(self, n: Node) -> str:
         off, size = self.plan.scratch.get(n.name, (0, 0))
         if not size:
@@ -148,11 +198,17 @@ class _Emitter:
             lo, hi = qm.act_range(n)
             zx, zy = qm.zero_point(n.inputs[0]), qm.zero_point(n.name)
             wide = self.widen and widens_weights(g, n)
-            if wide:
+            rows4 = self.widen and n.op == Op.LINEAR
+            if rows4:
+                wn = self.const_s8_aligned(
+                    f"{nid}_weight", interleave_rows4(w), f"{n.name}: weight {list(w.shape)} int8 "
+                    "(rows padded to fours, four rows interleaved)")
+            elif wide:
                 w16 = widen_conv_weight(w)
                 wn = self.const_s16_aligned(
-                    f"{nid}_weight", w16, f"{n.name}: weight {list(w.shape)} as int16 "
-                    f"[{', '.join(map(str, w16.shape))}] (padded rows, SMLAD order)")
+                    f"{nid}_weight", pair_weight_rows(w16, n.attrs["groups"]),
+                    f"{n.name}: weight {list(w.shape)} as int16 [{', '.join(map(str, w16.shape))}] "
+                    "(padded rows, SMLAD order, row pairs interleaved)")
             else:
                 wn = self.const("int8_t", f"{nid}_weight", w, f"{n.name}: weight {list(w.shape)} int8")
             bn = self.const("int32_t", f"{nid}_bias", b)
@@ -163,7 +219,8 @@ class _Emitter:
                 return [f"static const mt_linear_params p = {{{zx}, {zy}, {lo}, {hi}}};",
                         f"static const mt_per_channel_quant q = {{{mn}, {sn}}};",
                         f"const mt_context ctx = {self.scratch(n)};",
-                        *_call("mt_linear_fwd_s8", ["&ctx", "&p", "&q", "1", x, str(k), wn, bn, str(o), y])]
+                        *_call("mt_linear_fwd_s8_rows4" if rows4 else "mt_linear_fwd_s8",
+                               ["&ctx", "&p", "&q", "1", x, str(k), wn, bn, str(o), y])]
             a = n.attrs
             (sh, sw), (pt, _, pl, _) = a["stride"], a["padding"]
             head = [f"static const mt_conv_params p = {{{zx}, {zy}, {sh}, {sw}, {pt}, {pl}, {a['groups']}, "
@@ -246,7 +303,8 @@ def emit_model(qm: QuantModel, kernels: str = "dsp", planner: str = "greedy",
         if n.name in plan.scratch:
             size = plan.scratch[n.name][1]
             if n.op == Op.LINEAR:
-                call = f"mt_linear_fwd_s8_get_buffer_size({qm.weights[n.name].shape[1]})"
+                fn = "mt_linear_fwd_s8_rows4" if em.widen else "mt_linear_fwd_s8"
+                call = f"{fn}_get_buffer_size({qm.weights[n.name].shape[1]})"
             else:
                 w, nid = qm.weights[n.name].shape, em.ids[n.name]
                 scratch_checks.append(f"    static const mt_dims f_{nid} = {{{', '.join(map(str, w))}}};")

@@ -38,8 +38,8 @@ update and the BP-QAS errors rounds where the simulator rounds (docs/integer-sem
 INFERENCE_RUNTIME = (
     "mt_types.h", "mt_arch.h", "mt_fixedpoint.h", "mt_nn.h", "mt_support.h",
     "mt_mat_mult_s8_s16.c", "mt_mat_mult_s16_s16.c", "mt_conv2d_fwd_s8.c", "mt_conv2d_fwd_s8_s16.c",
-    "mt_conv_s16.h", "mt_conv_window.c", "mt_conv_s16_tiny.c",
-    "mt_depthwise_conv2d_fwd_s8.c", "mt_linear_fwd_s8.c",
+    "mt_conv_s16.h", "mt_conv_window.c", "mt_conv_s16_tiny.c", "mt_mat_mult_s16_s16_3col.c",
+    "mt_depthwise_conv2d_fwd_s8.c", "mt_linear_fwd_s8.c", "mt_linear_fwd_s8_rows4.c",
     "mt_maxpool_fwd_s8.c", "mt_avgpool_fwd_s8.c", "mt_global_avgpool_fwd_s8.c", "mt_add_fwd_s8.c",
     "mt_relu_fwd_s8.c",
 )

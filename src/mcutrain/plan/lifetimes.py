@@ -103,9 +103,16 @@ def window_row_bytes(graph: Graph, node: Node) -> int:
 
 
 def s16_scratch_bytes(graph: Graph, node: Node) -> int:
-    """Scratch of `mt_conv2d_fwd_s8_s16` (`mt_conv2d_fwd_s8_s16_get_buffer_size`)."""
+    """Scratch of `mt_conv2d_fwd_s8_s16` (`mt_conv2d_fwd_s8_s16_get_buffer_size`): the general
+    path's window (kh + sh padded rows, kh + 2 sh for a one-pixel-wide output, at most the
+    padded image's), three int16 columns, 16 bytes of requantization constants per output
+    channel and a short last block's outputs; the tiny path's size where a layer may take it."""
     o, kh, _, _ = node.params["weight"].shape
-    general = 2 * 7 * kh * s16_row(node) + 16 * o
+    sh = node.attrs["stride"][0]
+    out_h, out_w = graph.shape(node.name)[:2]
+    slots = min(kh + sh * (2 if out_w == 1 else 1), (out_h - 1) * sh + kh)
+    general = (slots * window_row_bytes(graph, node) + 2 * 3 * kh * s16_row(node) + 16 * o
+               + (3 * o + 3) // 4 * 4)
     if runs_tiny(graph, node):
         tiny = 4 * TINY_RECORD * o + 4 * TINY_WORDS * TINY_PIXELS + 2 * kh * window_row_bytes(graph, node)
         return max(general, tiny)
@@ -113,10 +120,14 @@ def s16_scratch_bytes(graph: Graph, node: Node) -> int:
 
 
 def flash_weight_bytes(graph: Graph, node: Node, kernels: str = "dsp") -> int:
-    """Flash bytes of a frozen layer's weights in an inference export for `kernels`."""
+    """Flash bytes of a frozen layer's weights in an inference export for `kernels`: widened convs
+    take 2 bytes per padded weight; DSP linear layers pad their rows to a multiple of 4
+    (`mt_linear_fwd_s8_rows4`)."""
     w = node.params["weight"]
     if kernels == "dsp" and widens_weights(graph, node):
         return 2 * w.shape[0] * w.shape[1] * s16_row(node)
+    if kernels == "dsp" and node.op == Op.LINEAR:
+        return int(w.shape[0] * ((w.shape[1] + 3) // 4 * 4))
     return int(w.size)
 
 
@@ -148,7 +159,9 @@ def scratch_bytes(graph: Graph, node: Node, kernels: str = "dsp", widened: bool 
             return max(s8, s16_scratch_bytes(graph, node))
         return s8
     if node.op == Op.LINEAR:
-        return 2 * int(node.params["weight"].shape[1])
+        i = int(node.params["weight"].shape[1])
+        # inference exports run mt_linear_fwd_s8_rows4 (the row padded to fours)
+        return 2 * ((i + 3) // 4 * 4) if widened else 2 * i
     return 0
 
 

@@ -4,14 +4,17 @@
  *
  * Why a second conv kernel: with int8 weights every four weights cost three instructions in the
  * inner loop (LDR + 2 SXTB16). Frozen weights in Flash can be widened once, at export time, into
- * the order SMLAD wants, so one LDRD brings four of them: the 1x7 block then costs 22
- * instructions per 28 MACs instead of 24. Each kernel row (kw * Cg values) is padded with zero
- * weights to a multiple of four, so the im2col copies whole words of input per kernel row (the
- * extra input bytes meet zero weights and add exactly 0) and the GEMM needs no tail loop.
+ * the order SMLAD wants, so the loads bring the pairs SMLAD multiplies. Each kernel row
+ * (kw * Cg values) is padded with zero weights to a multiple of four, so the im2col copies whole
+ * words of input per kernel row (the extra input bytes meet zero weights and add exactly 0),
+ * and the rows of each pair of output channels are interleaved pair by pair (mt_conv_s16.h) so
+ * one LDRD brings a pair of k for both.
  *
- * Reference path: one accumulator per output element, as mt_conv2d_fwd_s8. DSP path: im2col of
- * seven output pixels per call into int16 columns (centred, SMLAD order, interleaved), then one
- * weight row at a time against the seven columns. Both compute the same exact integer sums.
+ * Reference path: one accumulator per output element, as mt_conv2d_fwd_s8. DSP paths (both read
+ * the input through a window of padded rows, so no pixel is a border case): reductions of at
+ * most ten values take the tiny path (mt_conv_s16_tiny.c); the others an im2col of three output
+ * pixels per block into interleaved int16 columns, then the 2x3 GEMM (mt_mat_mult_s16_s16_3col.c).
+ * All compute the same exact integer sums.
  */
 #include <stddef.h>
 
@@ -26,15 +29,17 @@ static int32_t padded_row(const mt_dims *f_d)
     return (f_d->w * f_d->c + 3) & ~3;
 }
 
+#if MT_DSP
+static int32_t general_size(const mt_conv_params *p, const mt_dims *in_d, const mt_dims *f_d, const mt_dims *out_d);
+#endif /* MT_DSP */
+
 int32_t mt_conv2d_fwd_s8_s16_get_buffer_size(const mt_conv_params *params,
                                              const mt_dims *input_dims,
                                              const mt_dims *filter_dims,
                                              const mt_dims *output_dims)
 {
 #if MT_DSP
-    /* the seven interleaved int16 columns of one block, then the prepared requantization
-       constants (4 int32 per output channel) */
-    const int32_t general = 2 * MT_GEMM_COLS * filter_dims->h * padded_row(filter_dims) + 16 * filter_dims->n;
+    const int32_t general = general_size(params, input_dims, filter_dims, output_dims);
     if (mt_conv_tiny_fits(params, filter_dims)) {
         /* the tiny path, or the general one when the requantization does not allow it */
         const int32_t tiny = mt_conv_tiny_buffer_size(params, input_dims, filter_dims, output_dims);
@@ -56,6 +61,13 @@ static int32_t smlad_pos(int32_t e)
     return (e & ~3) | ((e & 1) << 1) | ((e >> 1) & 1);
 }
 
+/* Element (ky, e) of weight row o: e in SMLAD order within the padded kernel row ky. */
+static int32_t weight_at(const int16_t *filter, const mt_dims *f_d, int32_t opg, int32_t o, int32_t ky, int32_t e)
+{
+    const int32_t krow4 = padded_row(f_d);
+    return filter[mt_w16_index(o, ky * krow4 + smlad_pos(e), opg, f_d->h * krow4)];
+}
+
 static void conv_ref(const mt_conv_params *p,
                      const mt_per_channel_quant *q,
                      const mt_dims *in_d,
@@ -69,7 +81,6 @@ static void conv_ref(const mt_conv_params *p,
     const int32_t cg = f_d->c;
     const int32_t opg = f_d->n / p->groups;
     const int32_t zx = p->input_zero_point;
-    const int32_t krow4 = padded_row(f_d);
     int32_t n, oy, ox, o;
     for (n = 0; n < in_d->n; n++) {
         for (oy = 0; oy < out_d->h; oy++) {
@@ -81,7 +92,6 @@ static void conv_ref(const mt_conv_params *p,
                     int32_t ky, kx, i;
                     for (ky = 0; ky < f_d->h; ky++) {
                         const int32_t iy = oy * p->stride_h - p->pad_top + ky;
-                        const int16_t *w = filter + (o * f_d->h + ky) * krow4;
                         if (iy < 0 || iy >= in_d->h) {
                             continue;
                         }
@@ -94,7 +104,7 @@ static void conv_ref(const mt_conv_params *p,
                             x = input + ((n * in_d->h + iy) * in_d->w + ix) * in_d->c + c0;
                             /* NOTE: |acc| <= |bias| + 255 * sum|w| < 2^31 (checked at export) */
                             for (i = 0; i < cg; i++) {
-                                acc += ((int32_t)x[i] - zx) * (int32_t)w[smlad_pos(kx * cg + i)];
+                                acc += ((int32_t)x[i] - zx) * weight_at(filter, f_d, opg, o, ky, kx * cg + i);
                             }
                         }
                     }
@@ -108,243 +118,186 @@ static void conv_ref(const mt_conv_params *p,
 
 #if MT_DSP
 
+/* Window slots of the general path: a block of MT_GEMM3_COLS pixels in raster order spans two
+   output rows (three when the output is one pixel wide), and no more than the padded image. */
+static int32_t general_slots(const mt_conv_params *p, const mt_dims *f_d, const mt_dims *out_d)
+{
+    const int32_t span = f_d->h + p->stride_h * (out_d->w == 1 ? 2 : 1);
+    const int32_t padded_h = (out_d->h - 1) * p->stride_h + f_d->h;
+    return span < padded_h ? span : padded_h;
+}
+
+/* Scratch of the general path: the window, the three interleaved columns, the prepared
+   requantization constants (16 bytes per output channel) and a block's outputs when the block
+   is cut short (3 * O, rounded up to 4). */
+static int32_t general_size(const mt_conv_params *p, const mt_dims *in_d, const mt_dims *f_d, const mt_dims *out_d)
+{
+    return general_slots(p, f_d, out_d) * mt_conv_window_row_bytes(p, in_d, f_d, out_d->w) +
+           2 * MT_GEMM3_COLS * f_d->h * padded_row(f_d) + 16 * f_d->n + ((MT_GEMM3_COLS * f_d->n + 3) & ~3);
+}
+
+/* What the im2col needs, read once per call. */
+typedef struct {
+    int32_t kh, kw, cg, c, krow4, row_bytes;
+    int32_t stride_h, step_x, out_w;
+    int32_t off2;
+    int32_t zx;
+} im2col_geom;
+
 #if defined(__GNUC__)
 #define MT_NOINLINE __attribute__((noinline))
 #else
 #define MT_NOINLINE
 #endif /* __GNUC__ */
 
-/* What the im2col needs, read once per call into one place (stores through the int16 columns may
-   alias anything, so fields read in the loops would be reloaded after every store anyway). */
+/* One kernel row of the three columns of a grouped conv: each pixel's kw taps of Cg values (C
+   apart in the window) gathered into one run, then read by words as in im2col3. */
+static MT_NOINLINE void grouped_row(const im2col_geom *m, const int8_t *const *x, int32_t *d)
+{
+    int8_t run[MT_S16_ROW_MAX + 4];
+    int32_t j, kx, i, g;
+    for (j = 0; j < MT_GEMM3_COLS; j++) {
+        for (kx = 0; kx < m->kw; kx++) {
+            for (i = 0; i < m->cg; i++) {
+                run[kx * m->cg + i] = x[j][kx * m->c + i];
+            }
+        }
+        for (i = m->kw * m->cg; i < m->krow4; i++) {
+            run[i] = (int8_t)m->zx;
+        }
+        for (g = 0; g < m->krow4 >> 2; g++) {
+            const int32_t v = mt_read_s8x4(run + 4 * g);
+            d[2 * MT_GEMM3_COLS * g + j] = mt_sxtab16(m->off2, v);
+            d[2 * MT_GEMM3_COLS * g + MT_GEMM3_COLS + j] = mt_sxtab16_ror8(m->off2, v);
+        }
+    }
+}
+
+/* Kernel rows per call of rows3 (its pointer table lives on the stack). */
+#define MT_ROWS3_MAX 8
+
+/* How many groups of four a kernel row has, and -z_x in both halves (one LDRD in rows3). */
 typedef struct {
-    int32_t in_h, in_w, in_c, img_bytes;
-    int32_t kh, kw, cg, krow4;
-    int32_t stride_h, stride_w, pad_top, pad_left, out_w;
-    int32_t zx, off2;
-    int32_t whole; /* ungrouped: a kernel row's taps are one run of kw * C bytes */
-} im2col_geom;
+    int32_t groups4;
+    int32_t off2;
+} rows3_args;
 
-/* Groups of one column are this many int16 apart in the interleaved block. */
-#define MT_STEP (4 * MT_GEMM_COLS)
-
-/*
- * n > 0 groups of four int8 from x (any alignment) centred (off2 = -z_x in both halves) into
- * SMLAD-order int16 at d, d + MT_STEP, ...; returns the next d. Native: LDR, 2 SXTAB16, one
- * STRD (d is 4-byte aligned) and the loop, 6 instructions per four values.
- */
-MT_INLINE int16_t *copy_groups(const int8_t *x, int16_t *d, int32_t n, int32_t off2)
-{
 #if defined(MT_DSP_NATIVE)
-    int32_t v, lo, hi;
-    if (__builtin_constant_p(n) && n == 1) {
-        __asm__ volatile("ldr     %[v], [%[x]]\n\t"
-                         "sxtab16 %[lo], %[o], %[v]\n\t"
-                         "sxtab16 %[hi], %[o], %[v], ror #8\n\t"
-                         "strd    %[lo], %[hi], [%[d]], %[st]\n\t"
-                         : [d] "+r"(d), [v] "=&r"(v), [lo] "=&r"(lo), [hi] "=&r"(hi)
-                         : [x] "r"(x), [o] "r"(off2), [st] "i"(2 * MT_STEP)
-                         : "memory");
-        return d;
-    }
-    __asm__ volatile("1:\n\t"
-                     "ldr     %[v], [%[x]], #4\n\t"
-                     "sxtab16 %[lo], %[o], %[v]\n\t"
-                     "sxtab16 %[hi], %[o], %[v], ror #8\n\t"
-                     "strd    %[lo], %[hi], [%[d]], %[st]\n\t"
-                     "subs    %[n], %[n], #1\n\t"
+
+/* One group of four values of the three pixels (r0-r2): (x0, x2) and (x1, x3) of each, centred,
+   stored with one STM as (lo0, lo1, lo2, hi0, hi1, hi2) at r3. */
+#define MT_ROWS3_GROUP                                                                                        \
+    "ldr     r7, [r0], #4\n\t"                                                                                \
+    "ldr     r8, [r1], #4\n\t"                                                                                \
+    "ldr     r9, [r2], #4\n\t"                                                                                \
+    "sxtab16 r4, r12, r7\n\t"                                                                                 \
+    "sxtab16 r7, r12, r7, ror #8\n\t"                                                                         \
+    "sxtab16 r5, r12, r8\n\t"                                                                                 \
+    "sxtab16 r8, r12, r8, ror #8\n\t"                                                                         \
+    "sxtab16 r6, r12, r9\n\t"                                                                                 \
+    "sxtab16 r9, r12, r9, ror #8\n\t"                                                                         \
+    "stm     r3!, {r4, r5, r6, r7, r8, r9}\n\t"
+
+/*
+ * rows3(ptrs, a, n, d): n kernel rows of the three columns, row i's three runs at ptrs[3 i ..
+ * 3 i + 2], a->groups4 words each, into d (interleaved as im2col3 describes): 10 instructions
+ * per twelve values, an odd group first, then two per loop pass.
+ * NOTE: naked, in assembly: STM stores in register order, which inline asm operands cannot fix.
+ */
+__attribute__((naked, noinline)) static void rows3(const int8_t *const *ptrs __attribute__((unused)),
+                                                   const rows3_args *a __attribute__((unused)),
+                                                   int32_t n __attribute__((unused)),
+                                                   int32_t *d __attribute__((unused)))
+{
+    __asm__ volatile("push    {r4-r11, lr}\n\t"
+                     "mov     r10, r0\n\t"
+                     "mov     r11, r2\n\t"
+                     "ldrd    r9, r12, [r1]\n\t"
+                     "sub     sp, sp, #8\n\t"
+                     "str     r9, [sp]\n\t"
+                     "1:\n\t"
+                     "ldm     r10!, {r0, r1, r2}\n\t"
+                     "ldr     lr, [sp]\n\t"
+                     "lsrs    lr, lr, #1\n\t"
+                     "bcc     2f\n\t" MT_ROWS3_GROUP "2:\n\t"
+                     "beq     4f\n\t"
+                     "3:\n\t" MT_ROWS3_GROUP MT_ROWS3_GROUP "subs    lr, lr, #1\n\t"
+                     "bne     3b\n\t"
+                     "4:\n\t"
+                     "subs    r11, r11, #1\n\t"
                      "bne     1b\n\t"
-                     : [x] "+r"(x), [d] "+r"(d), [n] "+r"(n), [v] "=&r"(v), [lo] "=&r"(lo), [hi] "=&r"(hi)
-                     : [o] "r"(off2), [st] "i"(2 * MT_STEP)
-                     : "cc", "memory");
-#else  /* !MT_DSP_NATIVE */
-    do {
-        const int32_t v = mt_read_s8x4(x);
-        mt_write_s16x2(d, mt_sxtab16(off2, v));
-        mt_write_s16x2(d + 2, mt_sxtab16_ror8(off2, v));
-        x += 4;
-        d += MT_STEP;
-    } while (--n > 0);
+                     "add     sp, sp, #8\n\t"
+                     "pop     {r4-r11, pc}\n\t");
+}
+
+#else /* !MT_DSP_NATIVE: the same copy in C (emulated instructions) */
+
+static void rows3(const int8_t *const *ptrs, const rows3_args *a, int32_t n, int32_t *d)
+{
+    int32_t i, g;
+    for (i = 0; i < n; i++) {
+        const int8_t *r0 = ptrs[3 * i], *r1 = ptrs[3 * i + 1], *r2 = ptrs[3 * i + 2];
+        for (g = 0; g < a->groups4; g++) {
+            const int32_t v0 = mt_read_s8x4(r0 + 4 * g);
+            const int32_t v1 = mt_read_s8x4(r1 + 4 * g);
+            const int32_t v2 = mt_read_s8x4(r2 + 4 * g);
+            d[0] = mt_sxtab16(a->off2, v0);
+            d[1] = mt_sxtab16(a->off2, v1);
+            d[2] = mt_sxtab16(a->off2, v2);
+            d[3] = mt_sxtab16_ror8(a->off2, v0);
+            d[4] = mt_sxtab16_ror8(a->off2, v1);
+            d[5] = mt_sxtab16_ror8(a->off2, v2);
+            d += 2 * MT_GEMM3_COLS;
+        }
+    }
+}
+
 #endif /* MT_DSP_NATIVE */
-    return d;
-}
-
-/* Longest padded kernel row gathered through the stack buffer of row_by_taps (the exporter's
-   widened layers have kh * R <= 256). */
-#define MT_GATHER_MAX 256
 
 /*
- * One padded kernel row of one column, tap by tap (padding, borders, grouped convs): `d` points
- * at the row's first group of the column's slot. A row outside the image is zeros. With Cg a
- * multiple of four every tap is whole groups (word copies, or zeros for a padding tap); else the
- * row's bytes are gathered with z_x for padding taps and the tail (both centre to 0), then
- * copied by words.
+ * The columns of output pixels px0 .. px0 + 2 (repeating the last one from `count` on) of the
+ * image behind `win`, channels from c0, interleaved word by word: pair p of column j at word
+ * 3 p + j. Each kernel row is R = krow4 bytes of the window read as words (SXTAB16 centres and
+ * splits a word into the pairs (x0, x2) and (x1, x3)); for a grouped conv the row's taps are
+ * first gathered (they are C apart in the window, Cg each).
  */
-static MT_NOINLINE void row_by_taps(const im2col_geom *m, const int8_t *img, int32_t iy, int32_t ix0, int32_t c0,
-                                    int16_t *d)
+static MT_NOINLINE void im2col3(mt_conv_window *win, const im2col_geom *m, int32_t px0, int32_t count, int32_t c0,
+                                int32_t *cols)
 {
-    const int32_t cg = m->cg;
-    const int32_t kw = m->kw;
-    const int32_t zx = m->zx;
-    int32_t e, kx, i;
-    if (iy < 0 || iy >= m->in_h) {
-        for (e = 0; e < m->krow4; e += 4) {
-            mt_write_s16x2(d, 0);
-            mt_write_s16x2(d + 2, 0);
-            d += MT_STEP;
-        }
-        return;
+    const int8_t *ptrs[MT_GEMM3_COLS * MT_ROWS3_MAX];
+    int32_t slot[MT_GEMM3_COLS], col[MT_GEMM3_COLS];
+    const int32_t groups4 = m->krow4 >> 2;
+    const int32_t slots = win->slots;
+    const int32_t oy0 = px0 / m->out_w;
+    const int32_t last = px0 + count - 1;
+    const int8_t *buf = win->buf;
+    rows3_args a;
+    int32_t j, ky, i;
+    a.groups4 = groups4;
+    a.off2 = m->off2;
+    mt_conv_window_rows(win, oy0 * m->stride_h, (last / m->out_w) * m->stride_h + m->kh - 1);
+    for (j = 0; j < MT_GEMM3_COLS; j++) {
+        const int32_t px = px0 + j < last ? px0 + j : last;
+        const int32_t oy = px / m->out_w;
+        slot[j] = (oy * m->stride_h) % slots;
+        col[j] = (px - oy * m->out_w) * m->step_x + c0;
     }
-    if ((cg & 3) == 0) {
-        for (kx = 0; kx < kw; kx++) {
-            const int32_t ix = ix0 + kx;
-            if (ix >= 0 && ix < m->in_w) {
-                d = copy_groups(img + (iy * m->in_w + ix) * m->in_c + c0, d, cg >> 2, m->off2);
-            } else {
-                for (i = 0; i < cg; i += 4) {
-                    mt_write_s16x2(d, 0);
-                    mt_write_s16x2(d + 2, 0);
-                    d += MT_STEP;
-                }
+    for (ky = 0; ky < m->kh; ky += MT_ROWS3_MAX) {
+        const int32_t n = m->kh - ky < MT_ROWS3_MAX ? m->kh - ky : MT_ROWS3_MAX;
+        int32_t *d = cols + ky * groups4 * 2 * MT_GEMM3_COLS;
+        for (i = 0; i < n; i++) {
+            for (j = 0; j < MT_GEMM3_COLS; j++) {
+                /* kernel row ky + i of pixel j: the next slot of the ring */
+                ptrs[MT_GEMM3_COLS * i + j] = buf + slot[j] * m->row_bytes + col[j];
+                slot[j] = slot[j] + 1 == slots ? 0 : slot[j] + 1;
             }
         }
-        return;
-    }
-    if (m->krow4 <= MT_GATHER_MAX) {
-        int8_t buf[MT_GATHER_MAX + 4];
-        e = 0;
-        for (kx = 0; kx < kw; kx++) {
-            const int32_t ix = ix0 + kx;
-            const int in = ix >= 0 && ix < m->in_w;
-            /* written as a select (x is only read for an in-range tap) so that the compiler does
-               not call memcpy / memset for a few bytes */
-            const int8_t *x = in ? img + (iy * m->in_w + ix) * m->in_c + c0 : buf;
-            for (i = 0; i < cg; i++) {
-                buf[e++] = in ? x[i] : (int8_t)zx;
+        if (m->cg != m->c) {
+            for (i = 0; i < n; i++) {
+                grouped_row(m, ptrs + MT_GEMM3_COLS * i, d + i * groups4 * 2 * MT_GEMM3_COLS);
             }
-        }
-        /* the tail (fewer than four bytes) as one word: buf has four spare bytes */
-        mt_write_s8x4(buf + e, (int32_t)(((uint32_t)zx & 0xFFu) * 0x01010101u));
-        copy_groups(buf, d, m->krow4 >> 2, m->off2);
-        return;
-    }
-    /* rows too long for the buffer: zeros, then the values one by one at their places */
-    for (e = 0; e < m->krow4; e += 4) {
-        mt_write_s16x2(d + MT_STEP * (e >> 2), 0);
-        mt_write_s16x2(d + MT_STEP * (e >> 2) + 2, 0);
-    }
-    for (kx = 0; kx < kw; kx++) {
-        const int32_t ix = ix0 + kx;
-        const int8_t *x;
-        if (ix < 0 || ix >= m->in_w) {
-            continue;
-        }
-        x = img + (iy * m->in_w + ix) * m->in_c + c0;
-        for (i = 0; i < cg; i++) {
-            e = kx * cg + i;
-            d[MT_STEP * (e >> 2) + smlad_pos(e & 3)] = (int16_t)((int32_t)x[i] - zx);
-        }
-    }
-}
-
-/*
- * Columns of r consecutive output pixels of one output row, every kernel row inside the image:
- * the first pixel's rows start at x, the next pixel's step_x bytes further; slot by slot from d.
- */
-static void columns_inside(const int8_t *x, int16_t *d, int32_t r, const im2col_geom *m, int32_t step_x)
-{
-    const int32_t kh = m->kh;
-    const int32_t groups = m->krow4 >> 2;
-    const int32_t row_bytes = m->in_w * m->in_c;
-    const int32_t off2 = m->off2;
-    int32_t ky;
-    if (groups == 1) {
-        /* tiny rows (kw * Cg <= 4, e.g. 3x3 over one channel): no inner loop */
-        do {
-            const int8_t *xr = x;
-            int16_t *dr = d;
-            ky = kh;
-            do {
-                dr = copy_groups(xr, dr, 1, off2);
-                xr += row_bytes;
-            } while (--ky != 0);
-            x += step_x;
-            d += 4;
-        } while (--r != 0);
-        return;
-    }
-    do {
-        const int8_t *xr = x;
-        int16_t *dr = d;
-        ky = kh;
-        do {
-            dr = copy_groups(xr, dr, groups, off2);
-            xr += row_bytes;
-        } while (--ky != 0);
-        x += step_x;
-        d += 4;
-    } while (--r != 0);
-}
-
-/* min(a, b) */
-static int32_t min_s32(int32_t a, int32_t b)
-{
-    return a < b ? a : b;
-}
-
-/*
- * The MT_GEMM_COLS interleaved columns (mt_support.h layout, padded kernel rows) of output pixels
- * px0 .. px0 + count - 1 of image `img`, channels from c0; slots from `count` on repeat the
- * last pixel. Runs of pixels whose kernel rows all lie inside the image go through
- * columns_inside (word copies only); the others kernel row by kernel row through row_by_taps.
- */
-static MT_NOINLINE void im2col_block(const im2col_geom *m, const int8_t *img, int32_t px0, int32_t count,
-                                     int32_t c0, int16_t *cols)
-{
-    const int32_t row_bytes = m->in_w * m->in_c;
-    const int32_t out_w = m->out_w;
-    const int32_t sw = m->stride_w;
-    const int32_t step_x = sw * m->in_c;
-    /* whole-word rows need an ungrouped conv (a kernel row's taps are one run) and all taps of
-       the row in range: 0 <= ix0 <= x_hi */
-    const int32_t x_hi = m->whole ? m->in_w - m->kw : -1;
-    /* last start of a pixel's first kernel row whose kh whole-word rows stay inside the image:
-       a padded row reads krow4 - kw * Cg bytes past its run (the next pixels' values, which
-       meet zero weights) */
-    const int32_t last = m->img_bytes - m->krow4 - (m->kh - 1) * row_bytes;
-    int32_t oy = px0 / out_w;
-    int32_t ox = px0 - oy * out_w;
-    int32_t j = 0;
-    while (j < MT_GEMM_COLS) {
-        const int32_t iy0 = oy * m->stride_h - m->pad_top;
-        const int32_t ix0 = ox * sw - m->pad_left;
-        const int32_t off = iy0 * row_bytes + ix0 * m->in_c;
-        int32_t r = 1;
-        if (j >= count) {
-            /* slots past the last pixel repeat it: copy the finished column */
-            const int16_t *src = cols + 4 * (count - 1);
-            int32_t e;
-            for (e = 0; e < m->kh * m->krow4; e += 4) {
-                mt_write_s16x2(cols + 4 * j + e * MT_GEMM_COLS, mt_read_s16x2(src + e * MT_GEMM_COLS));
-                mt_write_s16x2(cols + 4 * j + e * MT_GEMM_COLS + 2, mt_read_s16x2(src + e * MT_GEMM_COLS + 2));
-            }
-        } else if (ix0 >= 0 && ix0 <= x_hi && off >= 0 && off <= last) {
-            /* this pixel and the next r - 1 of its output row, up to the first that is not inside */
-            r = min_s32(min_s32(count - j, out_w - ox), (x_hi - ix0) / sw + 1);
-            r = min_s32(r, (last - off) / step_x + 1);
-            columns_inside(img + off, cols + 4 * j, r, m, step_x);
         } else {
-            int16_t *d = cols + 4 * j;
-            int32_t ky;
-            for (ky = 0; ky < m->kh; ky++) {
-                row_by_taps(m, img, iy0 + ky, ix0, c0, d);
-                d += MT_STEP * (m->krow4 >> 2);
-            }
-        }
-        j += r;
-        ox += r;
-        if (ox >= out_w) {
-            ox -= out_w;
-            oy++;
+            rows3(ptrs, &a, n, d);
         }
     }
 }
@@ -358,50 +311,64 @@ static void conv_dsp(const mt_conv_params *p,
                      const int32_t *bias,
                      const mt_dims *out_d,
                      int8_t *output,
-                     int16_t *cols)
+                     int8_t *scratch)
 {
     const int32_t krow4 = padded_row(f_d);
     const int32_t kp = f_d->h * krow4;
     const int32_t opg = f_d->n / p->groups;
     const int32_t pixels = out_d->h * out_d->w;
-    /* the prepared constants follow the columns (4-byte aligned: 14 * kp bytes, kp % 4 == 0) */
-    int32_t *prep = (int32_t *)(void *)(cols + MT_GEMM_COLS * kp);
+    const int32_t slots = general_slots(p, f_d, out_d);
     im2col_geom m;
+    int8_t *wbuf = scratch;
+    int32_t *cols;
+    int32_t *prep;
+    int8_t *tail;
     int32_t n, g, px;
-    m.in_h = in_d->h;
-    m.in_w = in_d->w;
-    m.in_c = in_d->c;
-    m.img_bytes = in_d->h * in_d->w * in_d->c;
     m.kh = f_d->h;
     m.kw = f_d->w;
     m.cg = f_d->c;
+    m.c = in_d->c;
     m.krow4 = krow4;
+    m.row_bytes = mt_conv_window_row_bytes(p, in_d, f_d, out_d->w);
     m.stride_h = p->stride_h;
-    m.stride_w = p->stride_w;
-    m.pad_top = p->pad_top;
-    m.pad_left = p->pad_left;
+    m.step_x = p->stride_w * in_d->c;
     m.out_w = out_d->w;
     m.zx = p->input_zero_point;
     /* -z_x in both halves; SXTAB16 adds it to two sign-extended bytes at once */
     m.off2 = (int32_t)(((uint32_t)(-m.zx) & 0xFFFFu) | ((uint32_t)(-m.zx) << 16));
-    m.whole = f_d->c == in_d->c;
+    cols = (int32_t *)(void *)(wbuf + slots * m.row_bytes);
+    prep = cols + MT_GEMM3_COLS * (kp >> 1);
+    tail = (int8_t *)(prep + 4 * f_d->n);
     for (g = 0; g < p->groups; g++) {
         mt_gemm_out qo;
-        int32_t fast;
+        int mode;
         qo.bias = bias + g * opg;
         qo.multiplier = q->multiplier + g * opg;
         qo.shift = q->shift + g * opg;
         qo.zero_point = p->output_zero_point;
         qo.act_min = p->act_min;
         qo.act_max = p->act_max;
-        fast = mt_gemm_prepare_s16(&qo, opg, prep);
+        mode = mt_gemm3_prepare(&qo, opg, prep);
         for (n = 0; n < in_d->n; n++) {
-            const int8_t *img = input + n * m.img_bytes;
-            for (px = 0; px < pixels; px += MT_GEMM_COLS) {
-                const int32_t count = pixels - px < MT_GEMM_COLS ? pixels - px : MT_GEMM_COLS;
-                im2col_block(&m, img, px, count, g * f_d->c, cols);
-                mt_mat_mult_s16_s16_7col(filter + g * opg * kp, cols, opg, kp, &qo, fast ? prep : NULL,
-                                         output + (n * pixels + px) * out_d->c + g * opg, out_d->c, count);
+            mt_conv_window win;
+            int8_t *y = output + n * pixels * out_d->c + g * opg;
+            mt_conv_window_init(&win, wbuf, slots, 1, m.row_bytes, p, in_d,
+                                input + n * in_d->h * in_d->w * in_d->c);
+            for (px = 0; px < pixels; px += MT_GEMM3_COLS) {
+                const int32_t count = pixels - px < MT_GEMM3_COLS ? pixels - px : MT_GEMM3_COLS;
+                im2col3(&win, &m, px, count, g * f_d->c, cols);
+                if (count == MT_GEMM3_COLS) {
+                    mt_gemm3(filter + g * opg * kp, cols, opg, kp, &qo, prep, mode, y + px * out_d->c, out_d->c);
+                } else {
+                    /* the last block: all three columns into `tail`, then the valid ones out */
+                    int32_t j, o;
+                    mt_gemm3(filter + g * opg * kp, cols, opg, kp, &qo, prep, mode, tail, opg);
+                    for (j = 0; j < count; j++) {
+                        for (o = 0; o < opg; o++) {
+                            y[(px + j) * out_d->c + o] = tail[j * opg + o];
+                        }
+                    }
+                }
             }
         }
     }
@@ -459,7 +426,7 @@ mt_status mt_conv2d_fwd_s8_s16(const mt_context *ctx,
             return MT_OK;
         }
         conv_dsp(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output,
-                 (int16_t *)ctx->buf);
+                 (int8_t *)ctx->buf);
         return MT_OK;
     }
 #else  /* !MT_DSP */

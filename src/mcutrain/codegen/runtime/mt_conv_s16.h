@@ -4,16 +4,41 @@
  * Both paths read the input through a window of padded rows (mt_conv_window): the image rows a
  * block of output pixels needs, each copied once per call with z_x in the padding columns (and
  * rows of z_x for the padding rows), so every kernel row of every pixel is one run of bytes and
- * no pixel needs a border case (z_x centres to 0). The window is a ring of `slots` rows stored
- * twice (at slot s and s + slots), so any `slots` consecutive rows are contiguous in memory.
+ * no pixel needs a border case (z_x centres to 0). The window is a ring of `slots` rows: padded
+ * row r in slot r % slots. The tiny path stores each row twice (at slot s and s + slots), so
+ * its kh consecutive rows are contiguous; the general path stores it once and steps through
+ * the slots itself.
  */
 #ifndef MT_CONV_S16_H
 #define MT_CONV_S16_H
 
 #include <stdint.h>
 
+#include "mt_arch.h"
 #include "mt_support.h"
 #include "mt_types.h"
+
+/*
+ * Index of element e (< kp = kh * R) of weight row o in the exported int16 layout: within each
+ * group of opg rows, rows 2i and 2i + 1 interleaved pair by pair ([row 2i: e0 e1][row 2i+1: e0 e1]
+ * [row 2i: e2 e3] ...), so one LDRD brings a pair of k for both; an odd last row of a group is
+ * stored alone. Each row is the padded kernel rows of mt_nn.h (SMLAD order within fours).
+ */
+MT_INLINE int32_t mt_w16_index(int32_t o, int32_t e, int32_t opg, int32_t kp)
+{
+    const int32_t l = o % opg;
+    const int32_t base = (o - l + (l & ~1)) * kp;
+    if ((opg & 1) && l == opg - 1) {
+        return base + e;
+    }
+    return base + (e >> 1) * 4 + (l & 1) * 2 + (e & 1);
+}
+
+/* Pixels (columns) per block of the general path's GEMM (mt_gemm3). */
+#define MT_GEMM3_COLS 3
+
+/* Longest padded kernel row R the exporter widens (kh * R <= 256). */
+#define MT_S16_ROW_MAX 256
 
 #if MT_DSP
 
@@ -22,6 +47,7 @@ typedef struct {
     const int8_t *img; /* the image [H, W, C] */
     int8_t *buf;       /* 2 * slots rows of row_bytes */
     int32_t slots;     /* rows the ring holds */
+    int32_t copies;    /* 1, or 2: every row also `slots` rows further */
     int32_t row_bytes; /* bytes of a padded row (a multiple of 4) */
     int32_t lead;      /* pad_left * C bytes of z_x before the image row */
     int32_t copy;      /* bytes of an image row inside the padded row */
@@ -39,10 +65,11 @@ typedef struct {
  */
 int32_t mt_conv_window_row_bytes(const mt_conv_params *p, const mt_dims *in_d, const mt_dims *f_d, int32_t out_w);
 
-/* Set the window up on `buf` (2 * slots * row_bytes bytes) for the image at `img`. */
+/* Set the window up on `buf` (copies * slots * row_bytes bytes) for the image at `img`. */
 void mt_conv_window_init(mt_conv_window *w,
                          int8_t *buf,
                          int32_t slots,
+                         int32_t copies,
                          int32_t row_bytes,
                          const mt_conv_params *p,
                          const mt_dims *in_d,
@@ -50,10 +77,34 @@ void mt_conv_window_init(mt_conv_window *w,
 
 /*
  * Padded rows first .. last (padded coordinates: image row + pad_top; last - first < slots,
- * first never smaller than in the previous call) loaded, and a pointer to row `first`: row
- * first + i starts i * row_bytes further.
+ * first never smaller than in the previous call) loaded, and a pointer to row `first` (with two
+ * copies, row first + i starts i * row_bytes further).
  */
 const int8_t *mt_conv_window_rows(mt_conv_window *w, int32_t first, int32_t last);
+
+/*
+ * Requantization constants of the 2x3 GEMM into prep: per row pair (bias0, bias1, m0, c1_0, sh0,
+ * m1, c1_1, sh1), for an odd last row (bias, m, c1, sh). Returns 1 (mt_requantize_floor: zero
+ * point -128), 2 (mt_requantize_fast) or 0 when some row needs the general mt_requantize (prep
+ * is then not written).
+ */
+int mt_gemm3_prepare(const mt_gemm_out *q, int32_t rows, int32_t *prep);
+
+/*
+ * `rows` weight rows (exported layout, k int16 each, k a multiple of 4, 4-byte aligned) times
+ * three columns (cols: k / 2 pairs, pair p of column j at word 3 p + j, centred int16):
+ * out[j * stride + r] = requant(bias[r] + w[r] . column j) for j < 3, r < rows; prep and mode
+ * from mt_gemm3_prepare.
+ */
+void mt_gemm3(const int16_t *w,
+              const int32_t *cols,
+              int32_t rows,
+              int32_t k,
+              const mt_gemm_out *q,
+              const int32_t *prep,
+              int mode,
+              int8_t *out,
+              int32_t stride);
 
 /* Words of one pixel's column in the tiny path (kh * kw * Cg <= 10 values, in pairs). */
 #define MT_TINY_WORDS 5

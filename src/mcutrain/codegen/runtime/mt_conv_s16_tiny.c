@@ -76,6 +76,7 @@ static int prepare(const mt_conv_params *p,
 {
     const int32_t L = f_d->w * f_d->c;
     const int32_t R = (L + 3) & ~3;
+    const int32_t kp = f_d->h * R;
     const int32_t g4 = L >> 2;
     const int32_t t = L & 3;
     const int32_t zp = p->output_zero_point;
@@ -94,19 +95,20 @@ static int prepare(const mt_conv_params *p,
         int32_t nw = 0, nh = 0, i;
         const int32_t sh = -1 - q->shift[o];
         for (ky = 0; ky < f_d->h; ky++) {
-            const int16_t *w = filter + (o * f_d->h + ky) * R;
+            /* the pairs of kernel row ky: elements (e, e + 1) for even e are one word */
+            const int32_t e0 = ky * R;
             for (g = 0; g < g4; g++) {
-                r[nw++] = mt_read_s16x2(w + 4 * g);
-                r[nw++] = mt_read_s16x2(w + 4 * g + 2);
+                r[nw++] = mt_read_s16x2(filter + mt_w16_index(o, e0 + 4 * g, f_d->n, kp));
+                r[nw++] = mt_read_s16x2(filter + mt_w16_index(o, e0 + 4 * g + 2, f_d->n, kp));
             }
             if (t == 3) {
-                r[nw++] = mt_read_s16x2(w + 4 * g4);
-                half[nh++] = w[4 * g4 + 2];
-            } else if (t == 2) {
-                half[nh++] = w[4 * g4];
-                half[nh++] = w[4 * g4 + 2];
-            } else if (t == 1) {
-                half[nh++] = w[4 * g4];
+                r[nw++] = mt_read_s16x2(filter + mt_w16_index(o, e0 + 4 * g4, f_d->n, kp));
+            }
+            if (t != 0) {
+                half[nh++] = filter[mt_w16_index(o, e0 + 4 * g4 + (t == 3 ? 2 : 0), f_d->n, kp)];
+            }
+            if (t == 2) {
+                half[nh++] = filter[mt_w16_index(o, e0 + 4 * g4 + 2, f_d->n, kp)];
             }
         }
         for (i = 0; i < nh; i += 2) {
@@ -324,7 +326,7 @@ int mt_conv_tiny(const mt_conv_params *p,
     for (n = 0; n < in_d->n; n++) {
         mt_conv_window w;
         int8_t *y = output + n * out_d->h * out_d->w * o_n;
-        mt_conv_window_init(&w, wbuf, f_d->h, row_bytes, p, in_d, input + n * in_d->h * in_d->w * in_d->c);
+        mt_conv_window_init(&w, wbuf, f_d->h, 2, row_bytes, p, in_d, input + n * in_d->h * in_d->w * in_d->c);
         for (oy = 0; oy < out_d->h; oy++) {
             const int8_t *x = mt_conv_window_rows(&w, oy * p->stride_h, oy * p->stride_h + f_d->h - 1);
             for (ox = 0; ox < out_d->w; ox += MT_TINY_PIXELS) {

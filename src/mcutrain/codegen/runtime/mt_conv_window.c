@@ -3,7 +3,7 @@
  *
  * Why: with z_x written into the padding once per row, the im2col of every output pixel is the
  * same word copy (no border cases), and a ring of a few rows keeps the scratch small whatever
- * the image height. Each row is stored twice so that consecutive rows are contiguous.
+ * the image height. With two copies of each row, consecutive rows are contiguous.
  */
 #include <string.h>
 
@@ -19,6 +19,7 @@ int32_t mt_conv_window_row_bytes(const mt_conv_params *p, const mt_dims *in_d, c
 void mt_conv_window_init(mt_conv_window *w,
                          int8_t *buf,
                          int32_t slots,
+                         int32_t copies,
                          int32_t row_bytes,
                          const mt_conv_params *p,
                          const mt_dims *in_d,
@@ -29,6 +30,7 @@ void mt_conv_window_init(mt_conv_window *w,
     w->img = img;
     w->buf = buf;
     w->slots = slots;
+    w->copies = copies;
     w->row_bytes = row_bytes;
     w->lead = lead < row_bytes ? lead : row_bytes;
     w->copy = img_row < row_bytes - w->lead ? img_row : row_bytes - w->lead;
@@ -39,7 +41,7 @@ void mt_conv_window_init(mt_conv_window *w,
     w->zx = p->input_zero_point;
 }
 
-/* Padded row r into its slot, then the slot's copy `slots` rows further. */
+/* Padded row r into its slot, then (with two copies) into the slot `slots` rows further. */
 static void load_row(mt_conv_window *w, int32_t r)
 {
     int8_t *d = w->buf + (r % w->slots) * w->row_bytes;
@@ -51,7 +53,9 @@ static void load_row(mt_conv_window *w, int32_t r)
     } else {
         memset(d, w->zx, (size_t)w->row_bytes);
     }
-    memcpy(d + w->slots * w->row_bytes, d, (size_t)w->row_bytes);
+    if (w->copies == 2) {
+        memcpy(d + w->slots * w->row_bytes, d, (size_t)w->row_bytes);
+    }
 }
 
 const int8_t *mt_conv_window_rows(mt_conv_window *w, int32_t first, int32_t last)

@@ -6,6 +6,70 @@
 #include "mt_arch.h"
 #include "mt_nn.h"
 
+#if MT_DSP
+
+/*
+ * The common 2x2 window over a multiple of four channels: four loads, three maxima (SSUB8 + SEL)
+ * and one store per four channels, pointers stepped rather than recomputed per pixel.
+ */
+static void pool2x2(const mt_pool_params *p,
+                    const mt_dims *in_d,
+                    const int8_t *input,
+                    const mt_dims *out_d,
+                    int8_t *output)
+{
+    const int32_t c4 = in_d->c >> 2;
+    const int32_t dx = in_d->c;
+    const int32_t dy = in_d->w * in_d->c;
+    const int32_t step_x = p->stride_w * in_d->c;
+    int8_t *y = output;
+    int32_t n, oy, ox, c;
+    for (n = 0; n < in_d->n; n++) {
+        for (oy = 0; oy < out_d->h; oy++) {
+            const int8_t *row = input + (n * in_d->h + oy * p->stride_h) * dy;
+            for (ox = 0; ox < out_d->w; ox++) {
+                const int8_t *a = row;
+                const int8_t *b = row + dy;
+#if defined(MT_DSP_NATIVE)
+                /* 4 LDR, 3 x (SSUB8 + SEL), STR and the loop: 13 instructions per four channels */
+                int32_t t0, t1, t2, t3, ge;
+                c = c4;
+                __asm__ volatile("1:\n\t"
+                                 "ldr   %[t0], [%[a], %[dx]]\n\t"
+                                 "ldr   %[t1], [%[a]], #4\n\t"
+                                 "ldr   %[t2], [%[b], %[dx]]\n\t"
+                                 "ldr   %[t3], [%[b]], #4\n\t"
+                                 "ssub8 %[ge], %[t1], %[t0]\n\t"
+                                 "sel   %[t1], %[t1], %[t0]\n\t"
+                                 "ssub8 %[ge], %[t3], %[t2]\n\t"
+                                 "sel   %[t3], %[t3], %[t2]\n\t"
+                                 "ssub8 %[ge], %[t1], %[t3]\n\t"
+                                 "sel   %[t1], %[t1], %[t3]\n\t"
+                                 "str   %[t1], [%[y]], #4\n\t"
+                                 "subs  %[c], %[c], #1\n\t"
+                                 "bne   1b\n\t"
+                                 : [a] "+r"(a), [b] "+r"(b), [y] "+r"(y), [c] "+r"(c), [t0] "=&r"(t0),
+                                   [t1] "=&r"(t1), [t2] "=&r"(t2), [t3] "=&r"(t3), [ge] "=&r"(ge)
+                                 : [dx] "r"(dx)
+                                 : "cc", "memory");
+#else  /* !MT_DSP_NATIVE */
+                for (c = c4; c > 0; c--) {
+                    const int32_t top = mt_max_s8x4(mt_read_s8x4(a), mt_read_s8x4(a + dx));
+                    const int32_t bottom = mt_max_s8x4(mt_read_s8x4(b), mt_read_s8x4(b + dx));
+                    mt_write_s8x4(y, mt_max_s8x4(top, bottom));
+                    a += 4;
+                    b += 4;
+                    y += 4;
+                }
+#endif /* MT_DSP_NATIVE */
+                row += step_x;
+            }
+        }
+    }
+}
+
+#endif /* MT_DSP */
+
 mt_status mt_maxpool_fwd_s8(const mt_pool_params *params,
                             const mt_dims *input_dims,
                             const int8_t *input,
@@ -21,6 +85,12 @@ mt_status mt_maxpool_fwd_s8(const mt_pool_params *params,
         (out_d->h - 1) * p->stride_h + p->kernel_h > in_d->h || (out_d->w - 1) * p->stride_w + p->kernel_w > in_d->w) {
         return MT_ERR_ARG;
     }
+#if MT_DSP
+    if (p->kernel_h == 2 && p->kernel_w == 2 && in_d->c % 4 == 0) {
+        pool2x2(p, in_d, input, out_d, output);
+        return MT_OK;
+    }
+#endif /* MT_DSP */
     for (n = 0; n < in_d->n; n++) {
         for (oy = 0; oy < out_d->h; oy++) {
             for (ox = 0; ox < out_d->w; ox++) {

@@ -65,11 +65,13 @@ int32_t mt_conv2d_fwd_s8_get_buffer_size(const mt_dims *filter_dims);
  *   filter_dims   in: (O, kh, kw, C / groups), the logical shape
  *   filter        in: [O, kh, R] int16, 4-byte aligned, R = kw * Cg rounded up to a multiple of 4:
  *                 each kernel row's kw * Cg weights (kx-major, as mt_conv2d_fwd_s8's), zeros up
- *                 to R, every group of four stored as (w0, w2, w1, w3) (SMLAD order)
+ *                 to R, every group of four stored as (w0, w2, w1, w3) (SMLAD order); within
+ *                 each group of O / groups rows, rows 2i and 2i + 1 interleaved two values at a
+ *                 time (an odd last row stays alone)
  * Other parameters, bound and return codes as mt_conv2d_fwd_s8.
- * Scratch: the DSP path needs seven int16 columns of kh * R and 16 bytes per output channel (see
- * the companion); with less scratch or an unaligned filter it falls back to the reference loop
- * (same results).
+ * Scratch: the DSP paths need a window of padded input rows, three int16 columns of kh * R and
+ * 16 bytes per output channel (see the companion); with less scratch or an unaligned filter it
+ * falls back to the reference loop (same results).
  */
 mt_status mt_conv2d_fwd_s8_s16(const mt_context *ctx,
                                const mt_conv_params *params,
@@ -83,9 +85,11 @@ mt_status mt_conv2d_fwd_s8_s16(const mt_context *ctx,
                                int8_t *output);
 
 /* Scratch bytes mt_conv2d_fwd_s8_s16 uses for these shapes with MT_DSP (0 without):
-   14 * kh * R + 16 * O, or for a reduction of at most ten values (groups 1, O a multiple of 4)
-   the larger of that and 36 * O + 320 + 2 * kh * B, B = the bytes of a padded input row
-   (((Wo - 1) * sw + kw) * C + 3 rounded up to 4). */
+   S * B + 6 * kh * R + 16 * O + (3 * O rounded up to 4), S = min(kh + sh (kh + 2 sh when
+   Wo == 1), (Ho - 1) * sh + kh), B = the bytes of a padded input row (((Wo - 1) * sw + kw) * C
+   + 3 rounded up to 4);
+   for a reduction of at most ten values (groups 1, O a multiple of 4) the larger of that and
+   36 * O + 320 + 2 * kh * B. */
 int32_t mt_conv2d_fwd_s8_s16_get_buffer_size(const mt_conv_params *params,
                                              const mt_dims *input_dims,
                                              const mt_dims *filter_dims,
@@ -134,6 +138,30 @@ mt_status mt_linear_fwd_s8(const mt_context *ctx,
 
 /* Scratch bytes mt_linear_fwd_s8 uses: 2 * in_features with MT_DSP, else 0. */
 int32_t mt_linear_fwd_s8_get_buffer_size(int32_t in_features);
+
+/*
+ * Fully connected layer with the weights stored four rows interleaved (frozen weights exported
+ * for DSP builds; same results as mt_linear_fwd_s8 with the plain weights they came from).
+ *   weight        in: int8, 4-byte aligned, each row padded with zeros to I4 = I rounded up to a
+ *                 multiple of 4; rows 4b .. 4b + 3 (b < O / 4) interleaved four values at a time:
+ *                 weight (o, i) at (o & ~3) * I4 + (i / 4) * 16 + (o % 4) * 4 + i % 4; the last
+ *                 O % 4 rows stored alone (row o at o * I4)
+ * Other parameters, bound and return codes as mt_linear_fwd_s8. Scratch: 2 * I4 bytes for the
+ * DSP path; with less, or unaligned weights, the reference loop runs (same results).
+ */
+mt_status mt_linear_fwd_s8_rows4(const mt_context *ctx,
+                                 const mt_linear_params *params,
+                                 const mt_per_channel_quant *quant,
+                                 int32_t batch,
+                                 const int8_t *input,
+                                 int32_t in_features,
+                                 const int8_t *weight,
+                                 const int32_t *bias,
+                                 int32_t out_features,
+                                 int8_t *output);
+
+/* Scratch bytes mt_linear_fwd_s8_rows4 uses: 2 * I4 with MT_DSP, else 0. */
+int32_t mt_linear_fwd_s8_rows4_get_buffer_size(int32_t in_features);
 
 /*
  * Max pooling over kernel_h x kernel_w windows (no padding); same qparams in and out.

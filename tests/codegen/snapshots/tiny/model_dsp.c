@@ -1,6 +1,6 @@
 /*
  * model.c: constants, arena and forward pass of the model (see model.h).
- * Kernels planned for: dsp; arena planner: greedy; arena 248 bytes.
+ * Kernels planned for: dsp; arena planner: greedy; arena 208 bytes.
  *
 node               op              output              params        MACs
 conv               conv2d          (4, 4, 2)               20         288
@@ -15,13 +15,13 @@ total                                                      47         312
 #include "model.h"
 #include "mt_nn.h"
 
-/* conv: weight [2, 3, 3, 1] as int16 [2, 3, 4] (padded rows, SMLAD order) */
+/* conv: weight [2, 3, 3, 1] as int16 [2, 3, 4] (padded rows, SMLAD order, row pairs interleaved) */
 static const union {
     int16_t v[24];
     int32_t align; /* 4-byte alignment for LDRD */
 } conv_weight = {{
-    -127, -113, -120, 0, -106, -92, -99, 0, -85, -71, -78, 0, -64, -50, -57, 0,
-    -43, -29, -36, 0, -22, -8, -15, 0,
+    -127, -113, -64, -50, -120, 0, -57, 0, -106, -92, -43, -29, -99, 0, -36, 0,
+    -85, -71, -22, -8, -78, 0, -15, 0,
 }};
 
 static const int32_t conv_bias[2] = {
@@ -36,11 +36,14 @@ static const int32_t conv_shift[2] = {
     -11, -10,
 };
 
-/* fc: weight [3, 8] int8 */
-static const int8_t fc_weight[24] = {
+/* fc: weight [3, 8] int8 (rows padded to fours, four rows interleaved) */
+static const union {
+    int8_t v[24];
+    int32_t align; /* 4-byte alignment for LDM */
+} fc_weight = {{
     -127, -114, -101, -88, -75, -62, -49, -36, -23, -10, 3, 16, 29, 42, 55, 68,
     81, 94, 107, 120, -122, -109, -96, -83,
-};
+}};
 
 static const int32_t fc_bias[3] = {
     5000, -7000, 1048576,
@@ -69,7 +72,7 @@ void model_set_layer_hook(model_layer_hook hook)
 
 int8_t *model_input_buffer(void)
 {
-    return (model_arena.bytes + 232);
+    return (model_arena.bytes + 192);
 }
 
 mt_status model_init(void)
@@ -78,10 +81,10 @@ mt_status model_init(void)
     static const mt_conv_params p_conv = {0, 0, 1, 1, 1, 1, 1, -128, 127};
     static const mt_dims in_conv = {1, 4, 4, 1};
     static const mt_dims out_conv = {1, 4, 4, 2};
-    if (mt_conv2d_fwd_s8_s16_get_buffer_size(&p_conv, &in_conv, &f_conv, &out_conv) > 200) { /* conv */
+    if (mt_conv2d_fwd_s8_s16_get_buffer_size(&p_conv, &in_conv, &f_conv, &out_conv) > 160) { /* conv */
         return MT_ERR_BUFFER;
     }
-    if (mt_linear_fwd_s8_get_buffer_size(8) > 16) { /* fc */
+    if (mt_linear_fwd_s8_rows4_get_buffer_size(8) > 16) { /* fc */
         return MT_ERR_BUFFER;
     }
     return MT_OK;
@@ -93,30 +96,30 @@ mt_status model_predict(const int8_t *input, int8_t *logits)
     if (!input || !logits) {
         return MT_ERR_ARG;
     }
-    if (input != (model_arena.bytes + 232)) {
-        memcpy((model_arena.bytes + 232), input, MODEL_INPUT_SIZE);
+    if (input != (model_arena.bytes + 192)) {
+        memcpy((model_arena.bytes + 192), input, MODEL_INPUT_SIZE);
     }
-    { /* [0] conv: conv2d, act relu -> [4, 4, 2] at arena offset 200 */
+    { /* [0] conv: conv2d, act relu -> [4, 4, 2] at arena offset 160 */
         static const mt_conv_params p = {-128, -100, 1, 1, 1, 1, 1, -100, 127};
         static const mt_per_channel_quant q = {conv_multiplier, conv_shift};
         static const mt_dims in_d = {1, 4, 4, 1};
         static const mt_dims f_d = {2, 3, 3, 1};
         static const mt_dims out_d = {1, 4, 4, 2};
-        const mt_context ctx = {model_arena.bytes + 0, 200};
-        st = mt_conv2d_fwd_s8_s16(&ctx, &p, &q, &in_d, (model_arena.bytes + 232), &f_d, conv_weight.v,
-                                  conv_bias, &out_d, (model_arena.bytes + 200));
+        const mt_context ctx = {model_arena.bytes + 0, 160};
+        st = mt_conv2d_fwd_s8_s16(&ctx, &p, &q, &in_d, (model_arena.bytes + 192), &f_d, conv_weight.v,
+                                  conv_bias, &out_d, (model_arena.bytes + 160));
         if (st != MT_OK) {
             return st;
         }
         if (model_layer_hook_fn) {
-            model_layer_hook_fn(0, "conv", (model_arena.bytes + 200), 32);
+            model_layer_hook_fn(0, "conv", (model_arena.bytes + 160), 32);
         }
     }
     { /* [1] pool: maxpool -> [2, 2, 2] at arena offset 16 */
         static const mt_pool_params p = {2, 2, 2, 2};
         static const mt_dims in_d = {1, 4, 4, 2};
         static const mt_dims out_d = {1, 2, 2, 2};
-        st = mt_maxpool_fwd_s8(&p, &in_d, (model_arena.bytes + 200), &out_d, (model_arena.bytes + 16));
+        st = mt_maxpool_fwd_s8(&p, &in_d, (model_arena.bytes + 160), &out_d, (model_arena.bytes + 16));
         if (st != MT_OK) {
             return st;
         }
@@ -134,8 +137,8 @@ mt_status model_predict(const int8_t *input, int8_t *logits)
         static const mt_linear_params p = {-100, 3, -128, 127};
         static const mt_per_channel_quant q = {fc_multiplier, fc_shift};
         const mt_context ctx = {model_arena.bytes + 0, 16};
-        st = mt_linear_fwd_s8(&ctx, &p, &q, 1, (model_arena.bytes + 16), 8, fc_weight, fc_bias, 3,
-                              (model_arena.bytes + 24));
+        st = mt_linear_fwd_s8_rows4(&ctx, &p, &q, 1, (model_arena.bytes + 16), 8, fc_weight.v, fc_bias, 3,
+                                    (model_arena.bytes + 24));
         if (st != MT_OK) {
             return st;
         }

@@ -29,7 +29,7 @@ extern "C" {
 #define MODEL_INPUT_ZERO_POINT (-128)
 #define MODEL_OUTPUT_SIZE 3
 #define MODEL_OUTPUT_ZERO_POINT (3)
-#define MODEL_ARENA_BYTES 248
+#define MODEL_ARENA_BYTES 208
 #define MODEL_NUM_LAYERS 4
 
 /* Check the arena's scratch blocks against the kernels compiled in. MT_OK, or MT_ERR_BUFFER when
