@@ -1,7 +1,8 @@
 """The file-driven training driver of a generated library, its data files, and host builds of it.
 
-`harness/train_main.c` reads a data file (header, then per step MODEL_TRAIN_BATCH int8 samples
-and int32 labels) and writes per step the losses, the logits and the saved training state
+`harness/train_main.c` reads a data file (header, then per step MODEL_TRAIN_BATCH samples
+in the library's input format (int8; uint8 for fqt uint8/mixed; float32 bytes for fqt float32) and
+int32 labels) and writes per step the losses, the logits and the saved training state
 (`model_save_state`), so a test or `mcutrain run` compares every trainable tensor, the RNG state
 and the step counter with the simulator after every step. On the emulated boards (`MT_BOARD`)
 each `model_train_step` sits between the instruction-count markers, and the driver prints the

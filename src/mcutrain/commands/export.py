@@ -46,8 +46,8 @@ def add_training_args(p: argparse.ArgumentParser, queries: int = 50) -> None:
     g.add_argument("--trainable", default="all", help="trainable layers: all, last:N, layers:a,b "
                    "(default all)")
     g.add_argument("--batch", type=int, default=1, help="samples per training step (default 1)")
-    g.add_argument("--precision", default="int8", help="number format: int8 (the only one of zo and bp-qas; "
-                   "fqt in C so far)")
+    g.add_argument("--precision", default="int8", help="number format: int8 (the only one of zo and bp-qas); "
+                   "fqt: int8, uint8, mixed or float32")
     g.add_argument("--queries", type=int, default=queries,
                    help=f"zo: queries per layer and step (default {queries})")
     g.add_argument("--perturb", default="mix", help="zo: wp | np | mix | mix:LAYER (default mix)")
@@ -56,7 +56,8 @@ def add_training_args(p: argparse.ArgumentParser, queries: int = 50) -> None:
     g.add_argument("--momentum", type=float, default=0.0, help="bp-qas: SGD momentum (default 0)")
     g.add_argument("--bias-last", type=int, default=0, help="bp-qas: also train biases of the last N layers")
     g.add_argument("--partial", type=float, default=1.0, metavar="LAMBDA_MIN",
-                   help="fqt dynamic partial updates: lambda_min in [0, 1] (1 = off; the C step: 1 so far)")
+                   help="fqt dynamic partial updates: lambda_min in [0, 1] "
+                   "(1 = off; the C step runs it at --batch 1)")
     g.add_argument("--alpha-a", type=float, default=0.1, help="fqt EMA rate of activation ranges")
     g.add_argument("--alpha-e", type=float, default=0.1, help="fqt EMA rate of error ranges")
     g.add_argument("--alpha-w", type=float, default=0.001, help="fqt EMA rate of weight ranges")

@@ -88,8 +88,9 @@ mt_status mt_softmax_ce_s8(int32_t batch,
 
 /*
  * Weight perturbation of one layer, out of place (the originals stay untouched because a
- * clamped perturbation cannot be undone from the perturbed values): draws nw + nb values,
- * weights first (OHWI C order), then the bias:
+ * clamped perturbation cannot be undone from the perturbed values): draws ceil((nw + nb) / 32)
+ * values, 32 signs per draw (element e: bit e % 32 of draw e / 32, set = -1), weights first
+ * (OHWI C order), then the bias, in one stream:
  *   w_out[e] = clamp(w[e] + sigma_w * u, -127, 127),  b_out[c] = sat32(b[c] + sigma_b * u)
  *   state    in/out: the method's stream
  *   sigma_w, sigma_b in: >= 1 (int8 steps, int32 bias steps)
@@ -107,8 +108,8 @@ mt_status mt_zo_perturb_wp_s8(uint32_t *state,
                               int32_t *b_out);
 
 /*
- * Node perturbation of a layer's int8 output with the STE mask, out of place; draws `size`
- * values (masked elements consume theirs too):
+ * Node perturbation of a layer's int8 output with the STE mask, out of place; draws
+ * ceil(size / 32) values, 32 signs per draw (masked elements consume theirs too):
  *   y_out[e] = clamp(y[e] + sigma * u * m, act_min, act_max),  m = [act_min < y[e] < act_max]
  * (y produced by a layer with this clamp is already inside it; others are clamped too)
  *   size  in: B * d_out;  y in: [size] int8;  y_out out: [size] int8
@@ -124,7 +125,7 @@ mt_status mt_zo_perturb_np_s8(uint32_t *state,
 /*
  * WP forward-difference sum, accumulating: sums[e] += dl * u[e] for e < d, where u replays the
  * query's draws (pass a copy of the stream state taken before mt_zo_perturb_wp_s8; the copy
- * advances by d).
+ * advances by ceil(d / 32); accumulate weights and biases in one call of d = nw + nb).
  *   dl    in: L_i - L0, the batch loss difference (int64, |dl| < B * 2^24)
  *   sums  in/out: [d] int64 (|sum| < n * B * 2^24)
  */
@@ -132,7 +133,7 @@ mt_status mt_zo_accumulate_wp_s64(uint32_t *state, int64_t dl, int32_t d, int64_
 
 /*
  * NP node-gradient sum, accumulating: g[b, j] += dl[b] * u[b, j] * m[b, j], replaying the
- * query's draws (a copy of the state before mt_zo_perturb_np_s8; it advances by B * d_out).
+ * query's draws (a copy of the state before mt_zo_perturb_np_s8; it advances by ceil(B * d_out / 32)).
  *   dl  in: [B] int32 per-sample loss differences l_i[b] - l0[b] (|dl| < 2^24)
  *   y   in: [B, d_out] int8 unperturbed output (for the mask m, as in mt_zo_perturb_np_s8)
  *   g   in/out: [B, d_out] int32; exact for at most MT_ZO_MAX_QUERIES_S32 queries
