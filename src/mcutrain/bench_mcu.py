@@ -81,17 +81,23 @@ class Case:
     for ZO, whose step is forward passes and queries; not for back-propagation)."""
 
 
-def _fqt(setting: str, precision: str, partial: bool) -> Case:
+def _fqt(setting: str, precision: str, partial: bool, batch: int = 1, steps: int = 4,
+         runs: tuple[tuple[str, str], ...] = ALL_RUNS) -> Case:
     """Small-cnn FQT: one sample per step, as seed A trains; four steps, since dynamic partial
-    updates keep every structure on the first sample (its loss is the largest seen so far)."""
+    updates keep every structure on the first sample (its loss is the largest seen so far).
+    With a batch, two steps (the first one seeds the error ranges from the whole batch)."""
     argv = ("--method", "fqt", "--precision", precision, "--trainable", "all")
-    return Case("small-cnn", setting, argv + (("--partial", "0.1") if partial else ()), batch=1, steps=4,
-                seed_ms=SEED_SMALL_MS,
-                reference="seed A, uint8 FQT" if precision == "uint8" and not partial else "")
+    return Case("small-cnn", setting, argv + (("--partial", "0.1") if partial else ()), batch=batch,
+                steps=steps, runs=runs, seed_ms=SEED_SMALL_MS,
+                reference="seed A, uint8 FQT" if precision == "uint8" and not partial and batch == 1 else "")
 
 
 SMALL_FQT = [_fqt(f"fqt {p}, all 4 layers{', partial 0.1' if part else ''}", p, part)
              for p in ("uint8", "int8", "float32") for part in (False, True)]
+SMALL_FQT_BATCH = [_fqt("fqt int8, all 4 layers, batch 8", "int8", False, batch=8, steps=2),
+                   _fqt("fqt int8, all 4 layers, batch 32", "int8", False, batch=32, steps=2,
+                        runs=(("cortex-m4", "dsp"), ("cortex-m7", "dsp")))]
+"""Mini-batch SGD: gradients of the batch's samples accumulate, the float32 update runs once per step."""
 MCUNET_SIZE = (128, 128, 3)
 CASES: list[Case] = [
     Case("small-cnn", "zo mix, all 4 layers, 8 queries",
@@ -100,6 +106,7 @@ CASES: list[Case] = [
     Case("small-cnn", "bp-qas, all 4 layers",
          ("--method", "bp-qas", "--trainable", "all"), seed_ms=SEED_SMALL_MS),
     *SMALL_FQT,
+    *SMALL_FQT_BATCH,
     Case("mcunet-5fps", "zo mix, sparse blocks.4-7.pw1, 8 queries",
          ("--method", "zo", "--perturb", "mix", "--queries", "8", "--trainable", "layers:blocks.4-7.pw1"),
          runs=M7_RUNS, input_shape=MCUNET_SIZE, batch=1, steps=1, reference="seed B's sparse ZO",
@@ -482,7 +489,9 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     text = [
         "Training steps in C under QEMU (`mcutrain bench mcu`); untrained He-initialized models (PTQ on "
         "random inputs); one step of batch 2 per row, FQT four steps of one sample (per-sample figures "
-        "average them). Instructions: exact counts inside "
+        "average them), FQT int8 batch 8 and 32 two steps each: per sample and per MAC, the update "
+        "(once per step, after the batch's gradients are summed) is divided over the step's samples. "
+        "Instructions: exact counts inside "
         "`model_train_step`; ms are **estimates** from the instruction-mix model at the board's clock "
         "(M0+ rp2040 133 MHz, M4 nrf52840 64 MHz, M7 imxrt1062 600 MHz; the generic targets carry the "
         "same clocks). MACs per step are the planner's, ZO queries included. ref/dsp: instructions of the "
