@@ -128,6 +128,13 @@ def test_background_jobs_return_json_or_say_what_failed():
     bad = start(["train", "--dataset", "digits"])
     with pytest.raises(JobError, match=r"'mcutrain train --dataset digits' failed: .*either a MODEL"):
         bad.json()
+    crash = start(["train", "--arch", "digits-cnn", "--init", "random", "--dataset", "digits",
+                   "--epochs", "1",
+                   "--checkpoint", "/dev/null/x.npz", "--json"])
+    with pytest.raises(JobError) as e:
+        crash.json()
+    first = str(e.value).splitlines()[0]       # a traceback's exception line comes first
+    assert first.startswith("'mcutrain train --arch") and "Error" in first and "Traceback" not in first
 
 
 def test_describe_mcu_without_toolchain():

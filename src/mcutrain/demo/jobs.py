@@ -66,8 +66,18 @@ class Job:
         try:
             return json.loads(out)
         except json.JSONDecodeError:
-            why = err.strip() or out.strip() or f"exit code {code}"
-            raise JobError(f"'{self.command}' failed: {why}") from None
+            raise JobError(f"'{self.command}' failed: {_why(code, out, err)}") from None
+
+
+def _why(code: int, out: str, err: str) -> str:
+    """The error a failed command printed; of a Python traceback its last line (the exception)
+    first, the whole traceback after it."""
+    text = err.strip() or out.strip()
+    if not text:
+        return f"exit code {code}"
+    if text.startswith("Traceback"):
+        return f"{text.splitlines()[-1]}\n{text}"
+    return text
 
 
 def _read(f: IO[bytes]) -> str:
