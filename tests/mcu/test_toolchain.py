@@ -7,6 +7,7 @@ from mcutrain.mcu.toolchain import (
     BuildError,
     LinkOverflowError,
     build,
+    build_timeout,
     core_flags,
     linker_script,
 )
@@ -78,3 +79,22 @@ def test_compile_error_is_reported(arm_tools, tmp_path):
     assert not isinstance(e.value, LinkOverflowError)
     with pytest.raises(BuildError, match="does not exist"):
         build([tmp_path / "missing.c"], "cortex-m4", tmp_path / "x.elf")
+
+
+def test_a_build_past_its_time_limit_is_a_build_error(arm_tools, tmp_path):
+    src = tmp_path / "ok.c"
+    src.write_text("int main(void) { return 0; }\n")
+    with pytest.raises(BuildError, match=r"took longer than 0\.001 s.*MCUTRAIN_BUILD_TIMEOUT"):
+        build([src], "cortex-m4", tmp_path / "ok.elf", timeout=0.001)
+    assert not (tmp_path / "ok.elf").exists()
+
+
+def test_build_timeout_comes_from_the_environment(monkeypatch):
+    monkeypatch.delenv("MCUTRAIN_BUILD_TIMEOUT", raising=False)
+    assert build_timeout() == 900
+    monkeypatch.setenv("MCUTRAIN_BUILD_TIMEOUT", "1200")
+    assert build_timeout() == 1200
+    for bad in ("soon", "0"):
+        monkeypatch.setenv("MCUTRAIN_BUILD_TIMEOUT", bad)
+        with pytest.raises(BuildError, match="MCUTRAIN_BUILD_TIMEOUT"):
+            build_timeout()

@@ -169,17 +169,30 @@ class BuildResult:
 _OVERFLOW_RE = re.compile(r"region [`']?(\w+)'? overflowed by (\d+) bytes")
 
 
+def build_timeout() -> float:
+    """Seconds one cross-compiler run may take: MCUTRAIN_BUILD_TIMEOUT, else 900."""
+    raw = os.environ.get("MCUTRAIN_BUILD_TIMEOUT", "900")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise BuildError(f"MCUTRAIN_BUILD_TIMEOUT={raw!r} is not a number of seconds") from None
+    if value <= 0:
+        raise BuildError(f"MCUTRAIN_BUILD_TIMEOUT={raw!r} must be positive")
+    return value
+
+
 def build(sources: Sequence[str | Path], target: str | Target, out: str | Path, *,
           include_dirs: Sequence[str | Path] = (), defines: Sequence[str] = (), opt: str = "-O2",
           extra_cflags: Sequence[str] = (), stack_bytes: int = DEFAULT_STACK_BYTES,
           heap_bytes: int = DEFAULT_HEAP_BYTES, startup: bool = True,
-          timeout: float = 300.0) -> BuildResult:
+          timeout: float | None = None) -> BuildResult:
     """Compile and link C `sources` for `target` into the ELF `out`.
 
     `defines` are `NAME` or `NAME=VALUE`; `opt` is the optimisation flag (e.g. "-O2", "-Os").
     The linker script is written beside the ELF (`<out>.ld`). On failure nothing is left at
     `out`: a compile error raises `BuildError`, an image too big for the target raises
-    `LinkOverflowError` (region and overflow in bytes).
+    `LinkOverflowError` (region and overflow in bytes). `timeout` (default: the environment's
+    MCUTRAIN_BUILD_TIMEOUT, else 900 s) bounds one compiler run; a busy machine can need most of it.
     """
     target = get_target(target)
     tools = find_toolchain()
@@ -201,7 +214,14 @@ def build(sources: Sequence[str | Path], target: str | Target, out: str | Path, 
     cmd = [tools.gcc, *core_flags(target), opt, *WARN_FLAGS, *SEMANTICS_FLAGS, *extra_cflags,
            *(f"-I{d}" for d in include_dirs), *(f"-D{d}" for d in defines),
            *map(str, srcs), f"-T{ld}", *LINK_FLAGS, "-o", str(tmp)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    limit = build_timeout() if timeout is None else timeout
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
+    except subprocess.TimeoutExpired as e:
+        tmp.unlink(missing_ok=True)
+        raise BuildError(f"building {out.name} for {target.name} took longer than {limit:g} s; the "
+                         "machine may be busy: retry, or raise MCUTRAIN_BUILD_TIMEOUT (seconds)",
+                         str(e.stderr or "")) from None
     if proc.returncode != 0:
         if tmp.exists():
             tmp.unlink()
