@@ -1,7 +1,8 @@
 """The DSP paths of the FQT training kernels (emulated on the host, ASan + UBSan) give the reference
 paths' results: whole generated FQT steps equal the simulator's after every step on graphs whose
 shapes reach every tail of the blocked loops (odd channel and position counts, C/groups not a
-multiple of 4, inputs not a multiple of 4 in the linear layers, strides and padding)."""
+multiple of 4, inputs not a multiple of 4 in the linear layers, strides and padding, odd output
+channel counts in the transposed conv, im2col chunks of the conv weight gradient, max-pool words)."""
 
 from __future__ import annotations
 
@@ -39,8 +40,21 @@ def wide_graph() -> G.Graph:
     return zoo.he_init(G.Graph((9, 5, 1), nodes, "fqt-wide"), seed=6)
 
 
+def pool_graph() -> G.Graph:
+    """Max-pool over C = 8 (four channels per word), a conv of 68 input channels (the weight
+    gradient's im2col in two chunks: 64 + 4) into O = 7 (transposed conv: two pairs of output
+    channels per loop turn, then a single pair, then the odd last channel)."""
+    nodes = [G.conv2d("conv1", G.INPUT, 8, 3, padding=1, act="relu", in_channels=1),
+             G.maxpool("pool", "conv1", 2),
+             G.conv2d("conv2", "pool", 68, 1, act="relu", in_channels=8),
+             G.conv2d("conv3", "conv2", 7, 3, padding=1, act="relu", in_channels=68),
+             G.flatten("flat", "conv3"),
+             G.linear("fc", "flat", 4, in_features=3 * 3 * 7)]
+    return zoo.he_init(G.Graph((6, 6, 1), nodes, "fqt-pool"), seed=8)
+
+
 @needs_gcc
-@pytest.mark.parametrize("graph", [odd_graph, wide_graph])
+@pytest.mark.parametrize("graph", [odd_graph, wide_graph, pool_graph])
 def test_dsp_steps_equal_the_simulator(tmp_path, graph):
     g = graph()
     rng = np.random.default_rng(1)

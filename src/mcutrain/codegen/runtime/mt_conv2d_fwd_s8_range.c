@@ -123,10 +123,81 @@ MT_INLINE int8_t rq_apply(const mt_conv_params *params, const mt_per_channel_qua
     return (int8_t)(y > params->act_max ? params->act_max : y);
 }
 
+#if defined(__GNUC__)
+#define MT_NOINLINE_R __attribute__((noinline))
+#else
+#define MT_NOINLINE_R
+#endif /* __GNUC__ */
+
+/*
+ * s[0..3] (row a x column 0, row a x column 1, row b x column 0, row b x column 1) += n4 > 0 groups
+ * of four k, with row b = wa + kk and column 1 = c0 + kk: per group 4 column loads, 2 weight loads,
+ * 4 SXTB16, 8 SMLAD and the loop, 20 instructions for 16 MACs. NOTE: out of line and, on the native
+ * core, in assembly: the loop needs all 14 usable registers (4 accumulators, 2 pointers, the offset
+ * kk, a counter, 6 temporaries; the second row and column are reached through the offset), which
+ * GCC does not allocate from C without spilling; the C branch is the same computation.
+ */
+static MT_NOINLINE_R void dot_2x2_off(const int8_t *wa, const int16_t *c0, int32_t kk, int32_t n4, int32_t *s)
+{
+    int32_t a0 = s[0], a1 = s[1], b0 = s[2], b1 = s[3];
+#if defined(MT_DSP_NATIVE)
+    int32_t x0, x1, y0, y1, t, u;
+    __asm__ volatile("1:\n\t"
+                     "ldr    %[y0], [%[c], %[kk], lsl #1]\n\t"
+                     "ldr    %[x0], [%[c]], #4\n\t"
+                     "ldr    %[y1], [%[c], %[kk], lsl #1]\n\t"
+                     "ldr    %[x1], [%[c]], #4\n\t"
+                     "ldr    %[t], [%[w], %[kk]]\n\t"
+                     "sxtb16 %[u], %[t], ror #8\n\t"
+                     "sxtb16 %[t], %[t]\n\t"
+                     "smlad  %[b0], %[t], %[x0], %[b0]\n\t"
+                     "smlad  %[b0], %[u], %[x1], %[b0]\n\t"
+                     "smlad  %[b1], %[t], %[y0], %[b1]\n\t"
+                     "smlad  %[b1], %[u], %[y1], %[b1]\n\t"
+                     "ldr    %[t], [%[w]], #4\n\t"
+                     "sxtb16 %[u], %[t], ror #8\n\t"
+                     "sxtb16 %[t], %[t]\n\t"
+                     "smlad  %[a0], %[t], %[x0], %[a0]\n\t"
+                     "smlad  %[a0], %[u], %[x1], %[a0]\n\t"
+                     "smlad  %[a1], %[t], %[y0], %[a1]\n\t"
+                     "smlad  %[a1], %[u], %[y1], %[a1]\n\t"
+                     "subs   %[n], %[n], #1\n\t"
+                     "bne    1b"
+                     : [a0] "+r"(a0), [a1] "+r"(a1), [b0] "+r"(b0), [b1] "+r"(b1), [w] "+r"(wa), [c] "+r"(c0),
+                       [n] "+r"(n4), [x0] "=&r"(x0), [x1] "=&r"(x1), [y0] "=&r"(y0), [y1] "=&r"(y1),
+                       [t] "=&r"(t), [u] "=&r"(u)
+                     : [kk] "r"(kk)
+                     : "cc", "memory");
+#else
+    const int8_t *wb = wa + kk;
+    const int16_t *c1 = c0 + kk;
+    for (; n4 > 0; --n4) {
+        const int32_t wa4 = mt_read_s8x4(wa), wb4 = mt_read_s8x4(wb);
+        const int32_t wa02 = mt_sxtb16(wa4), wa13 = mt_sxtb16_ror8(wa4);
+        const int32_t wb02 = mt_sxtb16(wb4), wb13 = mt_sxtb16_ror8(wb4);
+        const int32_t x002 = mt_read_s16x2(c0), x013 = mt_read_s16x2(c0 + 2);
+        const int32_t x102 = mt_read_s16x2(c1), x113 = mt_read_s16x2(c1 + 2);
+        a0 = mt_smlad(wa13, x013, mt_smlad(wa02, x002, a0));
+        a1 = mt_smlad(wa13, x113, mt_smlad(wa02, x102, a1));
+        b0 = mt_smlad(wb13, x013, mt_smlad(wb02, x002, b0));
+        b1 = mt_smlad(wb13, x113, mt_smlad(wb02, x102, b1));
+        wa += 4;
+        wb += 4;
+        c0 += 4;
+        c1 += 4;
+    }
+#endif /* MT_DSP_NATIVE */
+    s[0] = a0;
+    s[1] = a1;
+    s[2] = b0;
+    s[3] = b1;
+}
+
 /*
  * Two columns (positions) times the weight rows, two rows at a time: per four k, two weight words
  * widened by SXTB16 (four registers), four column words, eight SMLAD (16 MACs); a last odd row
- * alone. NOTE: each sum is exact in int32 (the bound above holds in any order).
+ * alone. c1 must be c0 + kk (conv_col's two columns): the full groups reach it through that offset.
+ * NOTE: each sum is exact in int32 (the bound above holds in any order).
  */
 static void gemm_2col(const mt_conv_params *params,
                       const mt_per_channel_quant *quant,
@@ -145,24 +216,19 @@ static void gemm_2col(const mt_conv_params *params,
     for (; o + 2 <= o_n; o += 2) {
         const int8_t *wa = filter + o * kk;
         const int8_t *wb = wa + kk;
-        int32_t a0 = bias[o], a1 = bias[o], b0 = bias[o + 1], b1 = bias[o + 1];
-        int32_t k = 0;
+        int32_t a0, a1, b0, b1;
+        int32_t k = kk & ~3;
         rq_chan ra, rb;
-        for (; k + 4 <= kk; k += 4) {
-            const int32_t wa4 = mt_read_s8x4(wa + k), wb4 = mt_read_s8x4(wb + k);
-            const int32_t wa02 = mt_sxtb16(wa4), wa13 = mt_sxtb16_ror8(wa4);
-            const int32_t wb02 = mt_sxtb16(wb4), wb13 = mt_sxtb16_ror8(wb4);
-            const int32_t x002 = mt_read_s16x2(c0 + k), x013 = mt_read_s16x2(c0 + k + 2);
-            const int32_t x102 = mt_read_s16x2(c1 + k), x113 = mt_read_s16x2(c1 + k + 2);
-            a0 = mt_smlad(wa02, x002, a0);
-            a0 = mt_smlad(wa13, x013, a0);
-            a1 = mt_smlad(wa02, x102, a1);
-            a1 = mt_smlad(wa13, x113, a1);
-            b0 = mt_smlad(wb02, x002, b0);
-            b0 = mt_smlad(wb13, x013, b0);
-            b1 = mt_smlad(wb02, x102, b1);
-            b1 = mt_smlad(wb13, x113, b1);
+        int32_t s4[4];
+        s4[0] = s4[1] = bias[o];
+        s4[2] = s4[3] = bias[o + 1];
+        if (k > 0) {
+            dot_2x2_off(wa, c0, kk, k >> 2, s4); /* c1 == c0 + kk: conv_col's two columns */
         }
+        a0 = s4[0];
+        a1 = s4[1];
+        b0 = s4[2];
+        b1 = s4[3];
         for (; k < kk; ++k) {
             a0 += (int32_t)c0[k] * wa[k];
             a1 += (int32_t)c1[k] * wa[k];
