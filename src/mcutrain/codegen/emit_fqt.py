@@ -35,7 +35,14 @@ from mcutrain.codegen.emit import ExportError
 from mcutrain.codegen.emit_fqt_float import emitters, logit_range_function
 from mcutrain.codegen.emit_fqt_graph import GRAPH_EMITTERS, check_graph
 from mcutrain.codegen.emit_fqt_ops import FQT_KERNEL_EMITTERS, _call, _FqtEmitter, _try
-from mcutrain.codegen.emit_fqt_source import _SOURCE, _draws, _state, jump_columns, predict_output
+from mcutrain.codegen.emit_fqt_source import (
+    _SOURCE,
+    _draws,
+    _state,
+    fixed_layer,
+    jump_columns,
+    predict_output,
+)
 from mcutrain.codegen.emit_train import (
     _HEADER,
     CTYPE,
@@ -243,6 +250,8 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
         lid = e.lid(n.name)
         if p.acts == "f32":     # float32: no multipliers, no accumulator extremes
             prepare[:] = ["(void)fqt_reset_extremes;"]
+            continue
+        if fixed_layer(method, n.name):     # constants in Flash, computed at export
             continue
         if e.u8:
             prepare.append(f"{lid}_m = ({e.act(n.inputs[0])}_scale * {lid}_s_w[0]) / {e.act(n.name)}_scale;")

@@ -12,6 +12,8 @@ import numpy as np
 from mcutrain.codegen.cformat import c_array
 from mcutrain.codegen.emit_fqt_ops import _FqtEmitter
 from mcutrain.codegen.emit_train import StateEntry, c_float
+from mcutrain.engines.fqt_kernels import f32_multiplier
+from mcutrain.quant.fixedpoint import output_multiplier
 from mcutrain.quant.rng import XorShift32
 
 
@@ -36,6 +38,42 @@ def _norm_state(arr, m, name: str, lid: str, o: int) -> None:
     arr("float", f"{lid}_norm_sd", st["sd"], "f32", f"{name}.norm_sd", f"{name}: gradient sd (EMA)")
     arr("int8_t", f"{lid}_norm_init", st["init"].astype(np.int8), "s8", f"{name}.norm_init",
         f"{name}: statistics initialized")
+
+
+def fixed_layer(m, name: str) -> bool:
+    """Are layer `name`'s bias and requantization constants fixed for the whole training?
+
+    A frozen layer before the first trained one (`not m.dynamic[name]`) has fixed weights and
+    fixed input and output ranges (the simulator moves only dynamic ranges), so its bias, weight
+    scales and multipliers never change: they are `static const` (Flash), left out of the state
+    blob and of `fqt_prepare`. Only quantized weights and activations have such constants.
+    """
+    return m.prec.weights != "f32" and m.prec.quantized_acts and not m.dynamic[name]
+
+
+def _fixed_constants(e: _FqtEmitter, n, arr) -> list[str]:
+    """Flash constants of a fixed layer: its int32 bias and the multipliers `fqt_prepare` would compute.
+
+    int8: the per-channel fixed-point multiplier and shift of `output_multiplier` (the simulator's
+    `_requant_s8`); uint8: the float32 multiplier of `f32_multiplier` and the weight zero point.
+    """
+    m, name, lid = e.m, n.name, e.lid(n.name)
+    o = m.w[name].shape[0]
+    sx = np.float32(m.act_qparams(n.inputs[0]).scale)
+    sy = np.float32(m.act_qparams(name).scale)
+    s_w = m.wqp[name].scale
+    arr("int32_t", f"{lid}_bias", m.b[name], "s32", None, f"{name}: bias int32 (frozen, fixed ranges)",
+        const=True)
+    if e.u8:
+        mult = np.asarray(f32_multiplier(sx, s_w, sy), np.float32).reshape(-1)[0]
+        return [f"static const int32_t {lid}_w_zp = {int(m.wqp[name].zero_point)};\n"
+                f"static const float {lid}_m = {c_float(float(mult))}; "
+                f"/* forward multiplier float32(s_x * s_w) / s_y (fixed) */"]
+    mult, shift = output_multiplier(sx, np.broadcast_to(s_w, (o,)), sy)
+    return [c_array("int32_t", f"{lid}_mult", np.asarray(mult, np.int32), per_line=8,
+                    comment=f"{name}: requantization multipliers (fixed ranges)"),
+            c_array("int32_t", f"{lid}_shift", np.asarray(shift, np.int32), per_line=16,
+                    comment=f"{name}: requantization shifts (fixed ranges)")]
 
 
 def _state(e: _FqtEmitter) -> tuple[list[str], list[StateEntry], list[tuple[str, str]]]:
@@ -105,6 +143,9 @@ def _state(e: _FqtEmitter) -> tuple[list[str], list[StateEntry], list[tuple[str,
         arr(wt, f"{lid}_weight", w, "u8" if e.u8 else "s8", f"{name}.weight" if trained else None,
             f"{name}: weight {list(w.shape)} {wt[:-2]}" + (" (RAM, trained)" if trained else " (frozen)"),
             const=not trained)
+        if fixed_layer(m, name):
+            defs += _fixed_constants(e, n, arr)
+            continue
         arr("int32_t", f"{lid}_bias", m.b[name], "s32", f"{name}.bias", f"{name}: bias int32 (RAM)")
         arr("float", f"{lid}_s_w", np.broadcast_to(qp.scale, (nw,)), "f32", f"{name}.w_scale",
             f"{name}: weight scale(s) s_w")

@@ -260,14 +260,35 @@ def _state_backprop(s: Schedule, g: Graph, method: str, fmt: Formats, cfg: _Back
         if quant:
             for n in g.parametric():
                 if needs[n.name]:
-                    o = n.params["weight"].shape[0]
-                    s.tensor(f"state:{n.name}.bias_scale", (o,), "f32", Role.STATE)
+                    _fqt_moving_constants(s, n, fmt, n.name in cfg.weight_layers)
         s.tensor("state:counters", (3,), "s32", Role.STATE, "loss max, step, RNG")
     elif method == "bp-qas" and cfg.momentum:
         for name in sorted(cfg.weight_layers | cfg.bias_layers):
             node = g.node(name)
             n = (node.params["weight"].size if name in cfg.weight_layers else 0) + node.params["bias"].size
             s.tensor(f"state:{name}.velocity", (n,), "f32", Role.STATE)
+
+
+def _fqt_moving_constants(s: Schedule, n: Node, fmt: Formats, trained: bool) -> None:
+    """RAM constants of a quantized FQT layer on the error path: they move with the ranges every step.
+
+    Its accumulator scales (for the bias rescale) and requantization multipliers (int8: per channel
+    int32 multiplier and shift; uint8: one float32) are recomputed each step, and a layer that is not
+    trained keeps its weight scales (and uint8 zero point) beside them; a trained layer's are in
+    `wqp`. Layers before the first trained one have fixed ranges: their multipliers are Flash
+    constants (`<layer>.requant`), as the C step emits them.
+    """
+    o = n.params["weight"].shape[0]
+    s.tensor(f"state:{n.name}.bias_scale", (o,), "f32", Role.STATE)
+    s.frozen_bytes.pop(f"{n.name}.requant", None)
+    s8 = fmt.weight == "s8"
+    s.tensor(f"state:{n.name}.requant", (2 * o if s8 else 1,), "s32" if s8 else "f32", Role.STATE,
+             "multiplier and shift per channel" if s8 else "float32 multiplier")
+    if not trained:
+        s.tensor(f"state:{n.name}.w_scale", (o if s8 else 2,), "f32", Role.STATE,
+                 "weight scale per channel" if s8 else "weight scale and zero point")
+    elif not s8:
+        s.tensor(f"state:{n.name}.bias_step", (o,), "f32", Role.STATE, "bias update steps")
 
 
 def fqt_schedule(g: Graph, prec: str = "uint8", trainable: str = "all", batch: int = 1,
