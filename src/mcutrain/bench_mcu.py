@@ -37,7 +37,7 @@ import argparse
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +76,9 @@ class Case:
     steps: int = 1
     seed_ms: dict[str, float] = field(default_factory=dict)
     reference: str = ""
+    steady: bool = False
+    """Per-step figures from the steps after the first: the ELF also runs the first step alone and
+    its count is subtracted (FQT's first step at batch > 1 seeds the error ranges over the batch)."""
     forward_proxy: bool = False
     """While the case cannot run in C: estimate its step from the measured int8 forward pass (valid
     for ZO, whose step is forward passes and queries; not for back-propagation)."""
@@ -85,10 +88,11 @@ def _fqt(setting: str, precision: str, partial: bool, batch: int = 1, steps: int
          runs: tuple[tuple[str, str], ...] = ALL_RUNS) -> Case:
     """Small-cnn FQT: one sample per step, as seed A trains; four steps, since dynamic partial
     updates keep every structure on the first sample (its loss is the largest seen so far).
-    With a batch, two steps (the first one seeds the error ranges from the whole batch)."""
+    With a batch, two steps, counted after the first (which seeds the error ranges from the whole
+    batch: up to one forward and error pass of every sample per error tensor)."""
     argv = ("--method", "fqt", "--precision", precision, "--trainable", "all")
     return Case("small-cnn", setting, argv + (("--partial", "0.1") if partial else ()), batch=batch,
-                steps=steps, runs=runs, seed_ms=SEED_SMALL_MS,
+                steps=steps, runs=runs, seed_ms=SEED_SMALL_MS, steady=batch > 1,
                 reference="seed A, uint8 FQT" if precision == "uint8" and not partial and batch == 1 else "")
 
 
@@ -324,13 +328,21 @@ def measure(case: Case, core: str, kernels: str, prep: Prepared | None,
         mcu, prof, stack = run_mcu_train(b.elf, target, quantize_batches(prep, method), LR, src,
                                          prep.qm.graph.num_classes, work / "run", timeout=900)
         est = estimate_cycles(prof.region, target, prof.elf)
+        instr, steps = prof.region.total, case.steps
+        first = None
+        if case.steady and steps > 1:
+            _, prof1, _ = run_mcu_train(b.elf, target, quantize_batches(prep, method)[:1], LR, src,
+                                        prep.qm.graph.num_classes, work / "run1", timeout=900)
+            est1 = estimate_cycles(prof1.region, target, prof1.elf)
+            first = prof1.region.total
+            instr, steps = instr - first, steps - 1
+            est = replace(est, est_cycles=est.est_cycles - est1.est_cycles)
         lib = library_footprint(b.elf, work / "lib", target, kernels)
     sim = simulate(prep, args, src)
     mismatch = _first_mismatch(sim, mcu)
     rep = account(src.plan.schedule, board, src.plan)
-    steps, samples = case.steps, case.steps * case.batch
+    samples = steps * case.batch
     macs = int(sum(src.plan.schedule.macs_by_phase().values()))
-    instr = prof.region.total
     linked_ram = lib["ram"] + (stack or 0)
     top = sorted(prof.region.per_function.items(), key=lambda kv: -kv[1])[:5]
     row = {
@@ -354,8 +366,11 @@ def measure(case: Case, core: str, kernels: str, prep: Prepared | None,
         "planned_static_ram": rep.ram_bytes - STACK_ALLOWANCE, "linked_static_ram": lib["ram"],
         "static_ram_diff_pct": 100 * (rep.ram_bytes - STACK_ALLOWANCE - lib["ram"]) / lib["ram"],
         "flash_diff_pct": 100 * (rep.flash_bytes - lib["flash"]) / lib["flash"],
-        "top_functions": {k: v / steps for k, v in top}, "wall_s": time.perf_counter() - start,
+        "top_functions": {k: v / case.steps for k, v in top}, "wall_s": time.perf_counter() - start,
     }
+    if first is not None:
+        row["first_step_instructions"] = first
+        row["counted_steps"] = steps
     log(f"{case.model:<11} {case.setting:<44} {core:<13} {kernels}  {row['instructions_per_mac']:6.2f} "
         f"instr/MAC {row['est_ms_per_sample']:9.1f} ms/sample @{row['clock_mhz']:.0f} MHz  RAM "
         f"{row['ram_diff_pct']:+.1f}%  bit_exact={row['bit_exact']}  ({row['wall_s']:.0f} s)")
@@ -489,8 +504,10 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     text = [
         "Training steps in C under QEMU (`mcutrain bench mcu`); untrained He-initialized models (PTQ on "
         "random inputs); one step of batch 2 per row, FQT four steps of one sample (per-sample figures "
-        "average them), FQT int8 batch 8 and 32 two steps each: per sample and per MAC, the update "
-        "(once per step, after the batch's gradients are summed) is divided over the step's samples. "
+        "average them), FQT int8 batch 8 and 32 two steps each, counted without the first (which seeds "
+        "the error ranges over the whole batch, once per training run): per sample and per MAC, the "
+        "update (once per step, after the batch's gradients are summed) is divided over the step's "
+        "samples. "
         "Instructions: exact counts inside "
         "`model_train_step`; ms are **estimates** from the instruction-mix model at the board's clock "
         "(M0+ rp2040 133 MHz, M4 nrf52840 64 MHz, M7 imxrt1062 600 MHz; the generic targets carry the "
