@@ -206,8 +206,8 @@ def quantize_batches(prep: Prepared, method) -> list[tuple[np.ndarray, np.ndarra
     from mcutrain.engines import int_engine
 
     if getattr(method, "name", "") == "fqt":
-        q_in = method.act_qparams("input")
-        return [(q_in.quantize(x, "nearest"), y) for x, y in prep.batches_f]
+        from mcutrain.codegen.emit_fqt import quantize_input  # as `mcutrain run` (float32: the float bytes)
+        return [(quantize_input(method, x), y) for x, y in prep.batches_f]
     return [(int_engine.quantize_input(prep.qm, x), y) for x, y in prep.batches_f]
 
 
