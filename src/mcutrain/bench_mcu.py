@@ -221,7 +221,7 @@ def simulate(prep: Prepared, args: argparse.Namespace, src) -> list[Any]:
     from mcutrain.commands.export import build_method
 
     if not prep.sim:
-        method = build_method(args, prep.qm)
+        method = build_method(args, prep.qm, c_twin=True)
         if args.method == "fqt":
             from mcutrain.commands.run import _simulate_fqt
             prep.sim = _simulate_fqt(method, prep.batches_f, LR, src)

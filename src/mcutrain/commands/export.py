@@ -65,16 +65,18 @@ def add_training_args(p: argparse.ArgumentParser, queries: int = 50) -> None:
                    help="fqt EMA rate of the gradient standardization statistics")
 
 
-def build_method(args: argparse.Namespace, qm, calib=None):
+def build_method(args: argparse.Namespace, qm, calib=None, c_twin: bool = False):
     """The training method of `--method` on `qm` (None for 'none'), as `mcutrain train` builds it.
 
     fqt trains the float graph of `qm` from its own dynamic ranges, which start from `calib` (a few
     training samples); without them, from uniform [0, 1) inputs of `--seed`, as `--init random`'s PTQ.
+    `c_twin`: the simulator a generated C step is compared with bit for bit; fqt mixed and float32
+    then sum floats in the C step's sequential order (`exact_float_order`; the default is BLAS).
     """
     if args.method == "none":
         return None
     if args.method == "fqt":
-        return _build_fqt(args, qm, calib)
+        return _build_fqt(args, qm, calib, c_twin)
     if args.precision != "int8":
         raise UserError(f"--precision {args.precision}: {args.method} trains the int8 graph; "
                         "use --precision int8")
@@ -92,11 +94,11 @@ def build_method(args: argparse.Namespace, qm, calib=None):
         raise UserError(str(e)) from None
 
 
-def _build_fqt(args: argparse.Namespace, qm, calib):
+def _build_fqt(args: argparse.Namespace, qm, calib, c_twin: bool = False):
     import numpy as np
 
     from mcutrain.methods.fqt import FQT
-    from mcutrain.methods.fqt_state import FQTConfig
+    from mcutrain.methods.fqt_state import FQTConfig, precision
 
     if args.batch < 1:
         raise UserError(f"--batch must be at least 1, got {args.batch}")
@@ -105,7 +107,8 @@ def _build_fqt(args: argparse.Namespace, qm, calib):
     try:
         cfg = FQTConfig(precision=args.precision, trainable=args.trainable, alpha_a=args.alpha_a,
                         alpha_e=args.alpha_e, alpha_w=args.alpha_w, alpha_norm=args.alpha_norm,
-                        lambda_min=args.partial, seed=args.seed)
+                        lambda_min=args.partial, seed=args.seed,
+                        exact_float_order=c_twin and precision(args.precision).errors == "f32")
         return FQT(qm.graph, cfg, np.asarray(calib, np.float32))
     except ValueError as e:
         raise UserError(str(e)) from None

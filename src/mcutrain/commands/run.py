@@ -158,15 +158,7 @@ def run_fqt(args: argparse.Namespace, work: Path, target, kernels: str) -> dict[
 
     ds, qm, prov = load_run_inputs(args)
     calib = ds.x_train[np.random.default_rng([args.seed, 3]).permutation(len(ds.x_train))[:CALIB_SAMPLES]]
-    method, sim_method = build_method(args, qm, calib), build_method(args, qm, calib)
-    if method.prec.errors == "f32" and not sim_method.cfg.exact_float_order:
-        # NOTE: the C step of mixed / float32 sums floats in the sequential order of exact_float_order;
-        # compared bit for bit, the simulator must sum in that order too (its default is BLAS)
-        from dataclasses import replace
-
-        from mcutrain.methods.fqt import FQT
-        sim_method = FQT(qm.graph, replace(sim_method.cfg, exact_float_order=True),
-                         np.asarray(calib, np.float32))
+    method, sim_method = build_method(args, qm, calib), build_method(args, qm, calib, c_twin=True)
     bsz = args.batch
     batches_f = [(ds.x_train[i * bsz:(i + 1) * bsz], ds.y_train[i * bsz:(i + 1) * bsz])
                  for i in range(args.steps)]
