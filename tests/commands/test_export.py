@@ -53,7 +53,7 @@ def test_export_int8_model_file(tmp_path, capsys):
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--arch", "digits-cnn", "--init", "random", "--target", "cortex-m4", "--method", "fqt",
-      "--precision", "float32"], "fqt --precision float32 has no C step yet"),
+      "--precision", "int8", "--partial", "0.1", "--batch", "2"], "run in C with --batch 1 so far"),
     (["--arch", "digits-cnn", "--init", "random", "--target", "cortex-m0plus", "--kernels", "dsp"],
      "no DSP extension"),
     (["--arch", "digits-cnn", "--init", "random", "--target", "pdp-11"], "unknown target 'pdp-11'"),

@@ -48,6 +48,9 @@ def test_plan_too_big_for_the_board_fails_to_link_with_the_breakdown(arm_tools, 
     assert "errors" in err and "arena" in err    # the planner's breakdown follows
 
 
-def test_fqt_float_precisions_are_not_generated_yet(capsys):
-    assert main([*BASE, "--method", "fqt", "--precision", "mixed", "--target", "cortex-m4"]) == 1
-    assert "fqt --precision mixed has no C step yet" in capsys.readouterr().err
+def test_fqt_uint8_on_a_depthwise_graph_is_refused_saying_what_to_use(capsys):
+    argv = ["run", "--arch", "mcunet-5fps", "--init", "random", "--seed", "0", "--dataset", "fashion-mnist",
+            "--method", "fqt", "--precision", "uint8", "--trainable", "last:7", "--target", "cortex-m7"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "depthwise convs have no fqt uint8 C step yet" in err and "use --precision int8" in err
