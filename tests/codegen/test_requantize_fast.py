@@ -7,9 +7,9 @@ from __future__ import annotations
 import subprocess
 
 import numpy as np
+from runtime_probe import build_probe
 
 from conftest import needs_gcc
-from mcutrain.codegen.harness import find_host_cc
 from mcutrain.quant.fixedpoint import quantize_multiplier, requantize_output
 
 pytestmark = needs_gcc
@@ -34,17 +34,7 @@ int main(void)
 
 
 def test_fast_requantize_equals_the_one_requantize(tmp_path):
-    from mcutrain.codegen.library import runtime_files
-
-    rt = tmp_path / "rt"
-    rt.mkdir()
-    for name, text in runtime_files().items():
-        (rt / name).write_text(text)
-    (tmp_path / "probe.c").write_text(PROBE_C)
-    exe = tmp_path / "probe"
-    subprocess.run([find_host_cc(), "-std=c99", "-Wall", "-Wextra", "-Werror", "-O1", "-DMT_EMULATE_DSP",
-                    "-fsanitize=address,undefined", "-fno-sanitize-recover=all", f"-I{rt}",
-                    str(tmp_path / "probe.c"), "-o", str(exe)], check=True)
+    exe = build_probe(tmp_path, PROBE_C)
     rng = np.random.default_rng(11)
     n = 20000
     acc = rng.integers(-(2**31), 2**31, n, dtype=np.int64)
