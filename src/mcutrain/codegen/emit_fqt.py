@@ -47,6 +47,7 @@ from mcutrain.codegen.emit_train import (
     _HEADER,
     CTYPE,
     STATE_HEADER_WORDS,
+    STATE_IO_SOURCE,
     STATE_MAGIC,
     TrainSource,
     _fingerprint,
@@ -283,7 +284,7 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
         header = header.replace(" * Input: int8 [", " * Input: float32 values (MODEL_INPUT_SIZE bytes) [")
     save = "\n".join(f"    {sv}\n    off += {x.nbytes};" for (sv, _), x in zip(io, entries))
     load = "\n".join(f"    {ld}\n    off += {x.nbytes};" for (_, ld), x in zip(io, entries))
-    source = _SOURCE.format(
+    source = (_SOURCE + STATE_IO_SOURCE).format(
         arena=plan.arena_bytes, graph=g.summary().replace("*/", "* /"), state="\n\n".join(defs),
         jumps="\n\n".join(jumps) or "/* no stochastic draws */", macros="\n".join(macros),
         rng0=int(method.rng.state), steps0=int(method.steps), magic=STATE_MAGIC, fp=fp, max_o=max_o,

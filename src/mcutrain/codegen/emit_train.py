@@ -722,7 +722,7 @@ def emit_training(method, batch: int = 1, kernels: str = "dsp", provenance: str 
         in_zp=qm.zero_point(INPUT), in_q=_qparams_comment(qm, INPUT), out_zp=qm.zero_point(g.output),
         out_q=_qparams_comment(qm, g.output), arena=arena, train_arena=plan.arena_bytes,
         infer_arena=inf.arena_bytes, state_bytes=state_bytes, layers=len(g.nodes))
-    source = _SOURCE.format(
+    source = (_SOURCE + STATE_IO_SOURCE).format(
         method=method.name, kernels=kernels, arena=arena, train_arena=plan.arena_bytes,
         infer_arena=inf.arena_bytes,
         graph=g.summary().replace("*/", "* /"), consts="\n\n".join(pe.consts),
@@ -946,6 +946,9 @@ mt_status model_train_step(const int8_t *inputs, const int32_t *labels, float lr
     return st;
 }}
 
+"""
+
+STATE_IO_SOURCE = """\
 mt_status model_save_state(uint8_t *blob, int32_t size)
 {{
     const uint32_t head[4] = {{MODEL_STATE_MAGIC, MODEL_STATE_FINGERPRINT, 0u, 0u}};
@@ -977,3 +980,5 @@ mt_status model_load_state(const uint8_t *blob, int32_t size)
     return MT_OK;
 }}
 """
+"""model_save_state / model_load_state of every training library (the blob: magic, layout
+fingerprint, step counter, RNG state, then the `{save}` / `{load}` entries); a format template."""
