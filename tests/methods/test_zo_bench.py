@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mcutrain import bench_zo
+from mcutrain import bench_zo, bench_zo_cost
 
 
 def _have_fashion() -> bool:
@@ -36,10 +36,10 @@ def test_quick_benchmarks_write_results_table_and_figure(tmp_path):
 
 @pytest.mark.skipif(not _have_fashion(), reason="Fashion-MNIST files not found")
 def test_quick_cost_benchmark_measures_every_layer_and_kind(tmp_path):
-    bench_zo.run_cost(tmp_path, tmp_path / "results", quick=True, log=lambda s: None, docs=tmp_path)
+    bench_zo_cost.run_cost(tmp_path, tmp_path / "results", quick=True, log=lambda s: None, docs=tmp_path)
     doc = json.loads((tmp_path / "results" / "zo-cost.quick.json").read_text())
     rows = doc["rows"]
-    want = {(c, k) for c in bench_zo.COST_LAYERS for k in ("wp", "np")}
+    want = {(c, k) for c in bench_zo_cost.COST_LAYERS for k in ("wp", "np")}
     assert {(r["layer"], r["kind"]) for r in rows} == want
     for r in rows:
         assert r["step_ms"] > 0 and r["partial_ms"] > 0
