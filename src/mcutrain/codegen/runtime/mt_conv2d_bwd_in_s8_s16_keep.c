@@ -1,0 +1,302 @@
+/*
+ * Transposed conv over the kept output channels of a partial update (Python twin:
+ * fqt_kernels.conv2d_bwd_in_acc in mode "int" with the pruned errors 0, and fqt.FQT._to_err). The
+ * errors come compacted from mt_fqt_prescale_s16_keep ([positions, n_keep]), so the loops are those
+ * of mt_conv2d_bwd_in_s8_s16 with O = n_keep and each kept channel's filter found through keep:
+ * the work shrinks with the kept share and the sums are the dense kernel's (the pruned terms are 0).
+ * DSP path: the dense kernel's (weights of kept channel pairs packed once per call on the stack,
+ * two MACs per SMLAD, a kernel row's taps one run when stride 1 and n_keep % 4 == 0).
+ * NOTE: |acc| <= 32512 * 127 * (taps * n_keep) < 2^31 as the exporter checks for taps * O <= 520.
+ */
+#include "mt_arch.h"
+#include "mt_fixedpoint.h"
+#include "mt_fqt_keep.h"
+
+#define MT_BWD_IN_BLOCK 32 /* input channels summed at once: 128 bytes of int32 on the stack */
+
+#if MT_DSP
+#define MT_BWD_IN_PACK_WORDS 640 /* 2560 bytes of stack: four input channels for taps * O <= 320 */
+
+/*
+ * Weights of input channels c0 .. c0 + cb - 1 (cb <= 4) as int16 pairs over output channels:
+ * pack[((slot * nq + q) * 4 + k)] = (w[keep[2q], i, j, c0 + k], w[keep[2q + 1], i, j, c0 + k]), zero past
+ * n_keep or cb,
+ * with slot = i * kw + (kw - 1 - j): the taps of a kernel row in reverse order, so that with stride 1
+ * a row's taps meet the errors of consecutive output positions (one contiguous run of both).
+ */
+static void pack_block(const int8_t *filter, const int32_t *keep, int32_t o_n, int32_t kh, int32_t kw,
+                       int32_t c_n, int32_t c0, int32_t cb, int32_t *pack)
+{
+    const int32_t nq = (o_n + 1) / 2, row = kh * kw * c_n;
+    int32_t i, j, q, k;
+    for (i = 0; i < kh; ++i) {
+        for (j = kw - 1; j >= 0; --j) {
+            for (q = 0; q < nq; ++q) {
+                const int has1 = 2 * q + 1 < o_n; /* the last pair of an odd count has one kept channel */
+                const int8_t *w0 = filter + keep[2 * q] * row + (i * kw + j) * c_n + c0;
+                const int8_t *w1 = filter + keep[has1 ? 2 * q + 1 : 2 * q] * row + (i * kw + j) * c_n + c0;
+                for (k = 0; k < 4; ++k) {
+                    const int32_t lo = k < cb ? w0[k] : 0, hi = k < cb && has1 ? w1[k] : 0;
+                    *pack++ = (int32_t)(((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16));
+                }
+            }
+        }
+    }
+}
+
+/*
+ * a[k] += sum over n2 * 2 pairs of output channels of (e[2q], e[2q + 1]) . pw[q * 4 + k]: per two pairs
+ * two error words, eight packed weight words (two LDM on the core), eight SMLAD: 14 instructions per
+ * 16 MACs with the loop.
+ */
+MT_INLINE void tap_dot4(const int16_t *pe, const int32_t *pw, int32_t n2, int32_t *a0, int32_t *a1, int32_t *a2,
+                        int32_t *a3)
+{
+#if defined(MT_DSP_NATIVE)
+    int32_t e;
+    __asm__ volatile("1:\n\t"
+                     "ldr   %[e], [%[pe]], #4\n\t"
+                     "ldmia %[pw]!, {r8, r9, r10, r11}\n\t"
+                     "smlad %[a0], r8, %[e], %[a0]\n\t"
+                     "smlad %[a1], r9, %[e], %[a1]\n\t"
+                     "smlad %[a2], r10, %[e], %[a2]\n\t"
+                     "smlad %[a3], r11, %[e], %[a3]\n\t"
+                     "ldr   %[e], [%[pe]], #4\n\t"
+                     "ldmia %[pw]!, {r8, r9, r10, r11}\n\t"
+                     "smlad %[a0], r8, %[e], %[a0]\n\t"
+                     "smlad %[a1], r9, %[e], %[a1]\n\t"
+                     "smlad %[a2], r10, %[e], %[a2]\n\t"
+                     "smlad %[a3], r11, %[e], %[a3]\n\t"
+                     "subs  %[n], %[n], #1\n\t"
+                     "bne   1b"
+                     : [a0] "+r"(*a0), [a1] "+r"(*a1), [a2] "+r"(*a2), [a3] "+r"(*a3), [e] "=&r"(e),
+                       [pe] "+r"(pe), [pw] "+r"(pw), [n] "+r"(n2)
+                     :
+                     : "r8", "r9", "r10", "r11", "cc", "memory");
+#else
+    int32_t x0 = *a0, x1 = *a1, x2 = *a2, x3 = *a3;
+    for (; n2 > 0; --n2) {
+        const int32_t e0 = mt_read_s16x2(pe), e1 = mt_read_s16x2(pe + 2);
+        x0 = mt_smlad(pw[0], e0, x0);
+        x1 = mt_smlad(pw[1], e0, x1);
+        x2 = mt_smlad(pw[2], e0, x2);
+        x3 = mt_smlad(pw[3], e0, x3);
+        x0 = mt_smlad(pw[4], e1, x0);
+        x1 = mt_smlad(pw[5], e1, x1);
+        x2 = mt_smlad(pw[6], e1, x2);
+        x3 = mt_smlad(pw[7], e1, x3);
+        pe += 4;
+        pw += 8;
+    }
+    *a0 = x0;
+    *a1 = x1;
+    *a2 = x2;
+    *a3 = x3;
+#endif /* MT_DSP_NATIVE */
+}
+
+/* Requantized error of an accumulator, prepared once per call (mt_requantize_fast where it can). */
+typedef struct {
+    int32_t m, shift, sh, c1, fast;
+} rq_err;
+
+MT_INLINE int8_t rq_err_apply(const rq_err *r, int32_t v)
+{
+    int32_t y;
+    if (!r->fast) {
+        return mt_requantize(v, r->m, r->shift, 0, -127, 127);
+    }
+    y = mt_requantize_fast(v, r->m, r->sh, r->c1); /* clamp [-128, 127], then the error's -127 */
+    return (int8_t)(y < -127 ? -127 : y);
+}
+
+static void bwd_in_dsp(const mt_conv_params *params,
+                       const int32_t *keep,
+                       int32_t n_keep,
+                       const mt_dims *output_dims,
+                       const int16_t *e16,
+                       const mt_dims *filter_dims,
+                       const int8_t *filter,
+                       const mt_dims *input_dims,
+                       int32_t multiplier,
+                       int32_t shift,
+                       int8_t *e_x,
+                       int32_t *acc_min,
+                       int32_t *acc_max,
+                       int32_t *pack)
+{
+    const int32_t h = input_dims->h, w = input_dims->w, c_n = input_dims->c;
+    const int32_t o_n = n_keep, kh = filter_dims->h, kw = filter_dims->w;
+    const int32_t ho = output_dims->h, wo = output_dims->w;
+    const int32_t sh = params->stride_h, sw = params->stride_w, pt = params->pad_top, pl = params->pad_left;
+    const int32_t nq = (o_n + 1) / 2, nqf = o_n / 2;
+    /* stride 1 across and O a multiple of 4: a kernel row's valid taps are one run of the asm loop */
+    const int32_t runs = sw == 1 && (o_n & 3) == 0 && o_n > 0;
+    int32_t lo = *acc_min, hi = *acc_max;
+    int32_t b, y, x, c0;
+    rq_err rq;
+    rq.m = multiplier;
+    rq.shift = shift;
+    rq.fast = mt_requant_fast_ok(multiplier, shift);
+    rq.sh = -1 - shift;
+    rq.c1 = rq.fast ? mt_requant_c1(rq.sh, 0) : 0;
+    for (c0 = 0; c0 < c_n; c0 += 4) {
+        const int32_t cb = c_n - c0 < 4 ? c_n - c0 : 4;
+        pack_block(filter, keep, o_n, kh, kw, c_n, c0, cb, pack);
+        for (b = 0; b < input_dims->n; ++b) {
+            for (y = 0; y < h; ++y) {
+                for (x = 0; x < w; ++x) {
+                    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+                    int32_t i, j, k;
+                    for (i = 0; i < kh; ++i) {
+                        const int32_t ty = y + pt - i;
+                        const int16_t *erow;
+                        const int32_t *prow = pack + i * kw * nq * 4;
+                        int32_t oy;
+                        if (ty < 0 || (sh != 1 && ty % sh != 0) || (oy = ty / sh) >= ho) {
+                            continue;
+                        }
+                        erow = e16 + (b * ho + oy) * wo * o_n;
+                        if (runs) { /* taps j_lo .. j_hi read output positions x + pl - j_hi .. x + pl - j_lo */
+                            const int32_t j_lo = x + pl - (wo - 1) > 0 ? x + pl - (wo - 1) : 0;
+                            const int32_t j_hi = x + pl < kw - 1 ? x + pl : kw - 1;
+                            if (j_lo <= j_hi) {
+                                tap_dot4(erow + (x + pl - j_hi) * o_n, prow + (kw - 1 - j_hi) * nq * 4,
+                                         (j_hi - j_lo + 1) * (o_n >> 2), &a0, &a1, &a2, &a3);
+                            }
+                            continue;
+                        }
+                        for (j = 0; j < kw; ++j) {
+                            const int32_t tx = x + pl - j;
+                            const int16_t *pe;
+                            const int32_t *pw;
+                            int32_t ox, q;
+                            if (tx < 0 || (sw != 1 && tx % sw != 0) || (ox = tx / sw) >= wo) {
+                                continue;
+                            }
+                            pe = erow + ox * o_n;
+                            pw = prow + (kw - 1 - j) * nq * 4;
+                            q = 2 * (nqf / 2);
+                            if (q > 0) {
+                                tap_dot4(pe, pw, nqf / 2, &a0, &a1, &a2, &a3);
+                                pe += 2 * q;
+                                pw += 4 * q;
+                            }
+                            for (; q < nq; ++q) { /* last pairs; with O odd the last one's second error is 0 */
+                                const int32_t e0 = q < nqf ? mt_read_s16x2(pe) : (int32_t)(uint16_t)pe[0];
+                                a0 = mt_smlad(pw[0], e0, a0);
+                                a1 = mt_smlad(pw[1], e0, a1);
+                                a2 = mt_smlad(pw[2], e0, a2);
+                                a3 = mt_smlad(pw[3], e0, a3);
+                                pe += 2;
+                                pw += 4;
+                            }
+                        }
+                    }
+                    for (k = 0; k < cb; ++k) {
+                        const int32_t v = k == 0 ? a0 : (k == 1 ? a1 : (k == 2 ? a2 : a3));
+                        lo = v < lo ? v : lo;
+                        hi = v > hi ? v : hi;
+                        if (e_x) {
+                            e_x[((b * h + y) * w + x) * c_n + c0 + k] = rq_err_apply(&rq, v);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    *acc_min = lo;
+    *acc_max = hi;
+}
+#endif /* MT_DSP */
+
+mt_status mt_conv2d_bwd_in_s8_s16_keep(const mt_conv_params *params,
+                                       const int32_t *keep,
+                                       int32_t n_keep,
+                                       const mt_dims *output_dims,
+                                       const int16_t *e16,
+                                       const mt_dims *filter_dims,
+                                       const int8_t *filter,
+                                       const mt_dims *input_dims,
+                                       int32_t multiplier,
+                                       int32_t shift,
+                                       int8_t *e_x,
+                                       int32_t *acc_min,
+                                       int32_t *acc_max)
+{
+    int32_t h, w, c_n, kh, kw, ho, wo, sh, sw, b, y, x, c;
+    if (!params || !keep || !e16 || !filter || !acc_min || !acc_max || params->groups != 1 ||
+        filter_dims->c != input_dims->c || n_keep < 0 || n_keep > filter_dims->n) {
+        return MT_ERR_ARG;
+    }
+    h = input_dims->h;
+    w = input_dims->w;
+    c_n = input_dims->c;
+    kh = filter_dims->h;
+    kw = filter_dims->w;
+    ho = output_dims->h;
+    wo = output_dims->w;
+    sh = params->stride_h;
+    sw = params->stride_w;
+#if MT_DSP
+    if (kh * kw * ((n_keep + 1) / 2) * 4 <= MT_BWD_IN_PACK_WORDS) {
+        int32_t pack[MT_BWD_IN_PACK_WORDS];
+        bwd_in_dsp(params, keep, n_keep, output_dims, e16, filter_dims, filter, input_dims, multiplier, shift, e_x,
+                   acc_min, acc_max, pack);
+        return MT_OK;
+    }
+#endif /* MT_DSP */
+    for (b = 0; b < input_dims->n; ++b) {
+        for (y = 0; y < h; ++y) {
+            for (x = 0; x < w; ++x) {
+                int32_t c0;
+                for (c0 = 0; c0 < c_n; c0 += MT_BWD_IN_BLOCK) { /* a block of input channels at a time */
+                    const int32_t cb = c_n - c0 < MT_BWD_IN_BLOCK ? c_n - c0 : MT_BWD_IN_BLOCK;
+                    int32_t acc[MT_BWD_IN_BLOCK];
+                    int32_t i, j, t;
+                    for (c = 0; c < cb; ++c) {
+                        acc[c] = 0;
+                    }
+                    for (i = 0; i < kh; ++i) {
+                        const int32_t ty = y + params->pad_top - i;
+                        int32_t oy;
+                        if (ty < 0 || ty % sh != 0 || (oy = ty / sh) >= ho) {
+                            continue;
+                        }
+                        for (j = 0; j < kw; ++j) {
+                            const int32_t tx = x + params->pad_left - j;
+                            const int16_t *pe;
+                            const int8_t *pw;
+                            int32_t ox;
+                            if (tx < 0 || tx % sw != 0 || (ox = tx / sw) >= wo) {
+                                continue;
+                            }
+                            pe = e16 + ((b * ho + oy) * wo + ox) * n_keep;
+                            pw = filter + (i * kw + j) * c_n + c0;
+                            for (t = 0; t < n_keep; ++t) {
+                                const int32_t ev = pe[t];
+                                const int8_t *wr = pw + keep[t] * kh * kw * c_n;
+                                if (ev == 0) {
+                                    continue; /* exact: a zero error adds nothing (errors after ReLU masks) */
+                                }
+                                for (c = 0; c < cb; ++c) { /* contiguous weights of tap (i, j) */
+                                    acc[c] += ev * wr[c];
+                                }
+                            }
+                        }
+                    }
+                    for (c = 0; c < cb; ++c) {
+                        const int32_t v = acc[c];
+                        *acc_min = v < *acc_min ? v : *acc_min;
+                        *acc_max = v > *acc_max ? v : *acc_max;
+                        if (e_x) {
+                            e_x[((b * h + y) * w + x) * c_n + c0 + c] =
+                                mt_requantize(v, multiplier, shift, 0, -127, 127);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    return MT_OK;
+}

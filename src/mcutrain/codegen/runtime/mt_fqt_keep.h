@@ -1,0 +1,103 @@
+/*
+ * mcutrain runtime: the backward kernels of dynamic partial updates (public API).
+ *
+ * Seed A's partial updates (methods.partial) keep, per sample and layer, the k output channels
+ * (conv filters, linear rows) whose errors have the largest magnitude; mt_fqt_topk_* zero the
+ * others' errors and list the kept ones in increasing order. These kernels then do only the
+ * kept work: the weight gradient of the kept rows and the error propagation summed over the kept
+ * channels. Every sum they skip has only zero terms, so the results equal the dense kernels'
+ * (mt_fqt.h) on the kept set, bit for bit; the rows they skip are left untouched (the update
+ * with the same mask never reads them). Batch 1 (partial updates run one sample per step).
+ *
+ * keep in: [n_keep] kept output channels, increasing, each in [0, O); 1 <= n_keep <= O.
+ * DSP variants (MT_DSP, mt_arch.h) run the same loops as the dense DSP kernels over the kept
+ * channels only and give the reference loops' results.
+ */
+#ifndef MT_FQT_KEEP_H
+#define MT_FQT_KEEP_H
+
+#include <stdint.h>
+
+#include "mt_fqt.h"
+#include "mt_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * mt_fqt_prescale_s16 on the kept channels, compacted: e16[p, t] = prescaled e[p, keep[t]].
+ *   rows in: positions;  channels in: O;  e in: [rows, O];  e16 out: [rows, n_keep]
+ *   s_max out: max(s_w) over every channel (as the dense kernel: the accumulator's scale)
+ */
+mt_status mt_fqt_prescale_s16_keep(int32_t rows,
+                                   int32_t channels,
+                                   const int32_t *keep,
+                                   int32_t n_keep,
+                                   const int8_t *e,
+                                   const float *s_w,
+                                   int16_t *e16,
+                                   float *s_max);
+
+/*
+ * Transposed conv over the kept output channels: acc[h, w, c] = sum over taps and t of
+ * e16[oh, ow, t] * filter[keep[t], i, j, c], e16 compacted as mt_fqt_prescale_s16_keep writes it;
+ * extremes merged into *acc_min / *acc_max, e_x (if not NULL) as mt_conv2d_bwd_in_s8_s16.
+ */
+mt_status mt_conv2d_bwd_in_s8_s16_keep(const mt_conv_params *params,
+                                       const int32_t *keep,
+                                       int32_t n_keep,
+                                       const mt_dims *output_dims,
+                                       const int16_t *e16,
+                                       const mt_dims *filter_dims,
+                                       const int8_t *filter,
+                                       const mt_dims *input_dims,
+                                       int32_t multiplier,
+                                       int32_t shift,
+                                       int8_t *e_x,
+                                       int32_t *acc_min,
+                                       int32_t *acc_max);
+
+/* Linear error propagation over the kept rows: acc[i] = sum_t e16[t] * weight[keep[t], i]. */
+mt_status mt_linear_bwd_in_s8_s16_keep(const int32_t *keep,
+                                       int32_t n_keep,
+                                       const int16_t *e16,
+                                       const int8_t *weight,
+                                       int32_t in_features,
+                                       int32_t multiplier,
+                                       int32_t shift,
+                                       int8_t *e_x,
+                                       int32_t *acc_min,
+                                       int32_t *acc_max);
+
+/*
+ * Conv weight and bias gradients of the kept filters only, overwritten (not accumulated):
+ * grad[keep[t], i, j, c] = sum over positions of e[p, keep[t]] * (x - z_x), grad_bias[keep[t]] =
+ * sum of e[p, keep[t]]; other rows untouched.  e in: [positions, O] (full layout).
+ */
+mt_status mt_conv2d_bwd_w_s8_s8_keep(const mt_conv_params *params,
+                                     const int32_t *keep,
+                                     int32_t n_keep,
+                                     const mt_dims *input_dims,
+                                     const int8_t *input,
+                                     const mt_dims *output_dims,
+                                     const int8_t *e,
+                                     const mt_dims *filter_dims,
+                                     int32_t *grad,
+                                     int32_t *grad_bias);
+
+/* Linear gradients of the kept rows, overwritten: grad[o, i] = e[o] * (x[i] - z_x), grad_bias[o] = e[o]. */
+mt_status mt_linear_bwd_w_s8_s8_keep(int32_t input_zero_point,
+                                     const int32_t *keep,
+                                     int32_t n_keep,
+                                     const int8_t *input,
+                                     int32_t in_features,
+                                     const int8_t *e,
+                                     int32_t *grad,
+                                     int32_t *grad_bias);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MT_FQT_KEEP_H */
