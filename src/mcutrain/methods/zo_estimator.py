@@ -219,17 +219,18 @@ def estimate_np(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
     (0/1 per output channel) restricts perturbation to chosen channels
     (top-k / random-k sparse NP).
 
-    The signs stay bits: a perturbed element is one of two values
-    (``clamp(y +- sigma m)``), picked by its bit, and the node sum is
-    ``sum_i dl_i u_i = D - 2 sum_i dl_i bit_i`` with ``D = sum_i dl_i``, an
-    int32 contraction over the chunk's queries (exact: ``|dl| < 2^24``, at most
-    `NP_INT32_QUERIES` queries per chunk); the mask multiplies the sum once.
+    The signs stay byte masks (`XorShift32.sign_masks`, 0x00 / 0xFF): a
+    perturbed element is one of two values (``clamp(y +- sigma m)``), picked
+    by its mask with word-wide ``&`` / ``^``, and the node sum is
+    ``sum_i dl_i u_i = D + 2 sum_i dl_i mask_i`` (the mask as int8 is ``-bit``)
+    with ``D = sum_i dl_i``, an int32 contraction over the chunk's queries
+    (exact: ``|dl| < 2^24``, at most `NP_INT32_QUERIES` queries per chunk);
+    the saturation mask multiplies the sum once.
     """
     layer = unit.layers[0]
     node = qm.graph.node(layer)
     y = base[layer]
     bsz = len(labels)
-    lo, hi = qm.act_range(layer)
     m = saturation_mask(qm, layer, y)
     if channel_mask is not None:
         m = m * channel_mask.astype(np.int8)
@@ -237,26 +238,27 @@ def estimate_np(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
     active = d_out if channel_mask is None else d_out // len(channel_mask) * int(channel_mask.sum())
     per_query = bsz * (zf.tail_elements(qm, {layer}) + 2 * d_out)
     qc = min(_chunk_queries(n, per_query, budget), NP_INT32_QUERIES)
-    gy = np.zeros((bsz, d_out), np.int64)
+    nel = bsz * d_out
+    y_plus, flip = _node_choices(y.reshape(-1), m.reshape(-1), sigma, qm.act_range(layer))
+    s_sum = np.zeros((bsz, d_out), np.int64)
+    d_sum = np.zeros(bsz, np.int64)
     labels_q = None
-    y32, step = y.reshape(bsz, d_out).astype(np.int32), np.int32(sigma) * m.reshape(bsz, d_out)
-    y_plus = np.clip(y32 + step, lo, hi).astype(np.int8)                       # bit 0: u = +1
-    flip = (y_plus ^ np.clip(y32 - step, lo, hi).astype(np.int8)).view(np.uint8)
     for q0 in range(0, n, qc):
         q = min(qc, n - q0)
-        bits = rng.sign_bits(q, bsz * d_out).reshape(q, bsz, d_out)
-        yp = (np.multiply(bits, flip) ^ y_plus.view(np.uint8)).view(np.int8)   # y_plus or y_minus
-        yp = yp.reshape(q, bsz, *y.shape[1:])
+        masks = rng.sign_masks(q, nel)                                         # (q, 32 words)
+        yp = ((masks.view(np.uint64) & flip) ^ y_plus).view(np.int8)           # y_plus or y_minus
+        yp = yp[:, :nel].reshape(q, bsz, *y.shape[1:])
         if labels_q is None or len(labels_q) != q * bsz:
             labels_q = np.tile(labels, q)
         logits = zf.run_queries(qm, base, q, {layer: lambda x, yp=yp: yp})
         dl = (per_sample_loss(qm, logits, labels_q).reshape(q, bsz) - l0[None]).astype(np.int32)  # (q, B)
-        # gy[b, j] += sum_q dl[q, b] * (1 - 2 bits[q, b, j]): one int32 contraction over the queries
-        bits_t = np.ascontiguousarray(bits.transpose(1, 0, 2))                  # (B, q, d_out)
-        s_bits = np.einsum("bq,bqj->bj", np.ascontiguousarray(dl.T), bits_t)
-        gy += dl.sum(axis=0, dtype=np.int64)[:, None] - 2 * s_bits.astype(np.int64)
-    gy *= m.reshape(bsz, d_out)
-    gy_int = gy.astype(np.int64).reshape(y.shape)
+        # sum_q dl[q, b] mask[q, b, j] (= -sum_q dl bit): one int32 contraction over the queries
+        s_sum += np.einsum("qb,qbj->bj", dl, masks.view(np.int8)[:, :nel].reshape(q, bsz, d_out))
+        d_sum += dl.sum(axis=0, dtype=np.int64)
+    s_sum *= 2
+    s_sum += d_sum[:, None]
+    s_sum *= m.reshape(bsz, d_out)
+    gy_int = s_sum.reshape(y.shape)
     gamma = gns_gamma(bsz * n, active - 1, gns)
     w_sum, b_sum = local_weight_grad(qm, layer, base[node.inputs[0]], gy_int)
     s_x = qm.scale(node.inputs[0])
@@ -266,6 +268,24 @@ def estimate_np(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
     coef = (np.float32(c0) * slope).astype(np.float32)
     return {layer: IntGrad(w_sum, b_sum, coef, coef.copy(),
                            {"gamma": float(gamma), "dim": active, "node_grad": gy_int})}
+
+
+def _node_choices(y: np.ndarray, m: np.ndarray, sigma: int, act_range: tuple[int, int]
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The two values of each perturbed node as 8-byte words: ``y_plus`` and ``y_plus ^ y_minus``.
+
+    ``y_{plus,minus} = clamp(y +- sigma m)`` (int8, flat), padded with zeros to
+    whole 32-element draws so one query's sign masks line up word for word.
+    """
+    lo, hi = act_range
+    step = m.astype(np.int16) * np.int16(np.clip(sigma, -255, 255))   # any larger step clamps the same way
+    y16 = y.astype(np.int16)
+    size = 32 * -(-len(y) // 32)
+    plus, flip = np.zeros(size, np.int8), np.zeros(size, np.int8)
+    plus[:len(y)] = np.clip(y16 + step, lo, hi)
+    flip[:len(y)] = np.clip(y16 - step, lo, hi)
+    flip ^= plus
+    return plus.view(np.uint64), flip.view(np.uint64)
 
 
 def local_weight_grad(qm: QuantModel, layer: str, x: np.ndarray, g_acc: np.ndarray
@@ -305,8 +325,11 @@ def local_weight_grad(qm: QuantModel, layer: str, x: np.ndarray, g_acc: np.ndarr
         for i, j, view in tap_views(xp, (kh, kw), a["stride"], (ho, wo)):
             pw[:, i, j, 0] = (view * ga).sum(axis=(0, 1, 2))
         return pw, b_sum
-    xc = x.astype(dt) - dt.type(zx)
-    cols = im2col(xc, (kh, kw), a["stride"], a["padding"], 0)      # (M, kh*kw*C)
+    if dt == np.int64:
+        cols = im2col(x.astype(np.int64) - zx, (kh, kw), a["stride"], a["padding"], 0)
+    else:                      # x - z_x fits int16: gather the columns at 2 bytes, then convert once
+        xc = x.astype(np.int16) - np.int16(zx)
+        cols = im2col(xc, (kh, kw), a["stride"], a["padding"], 0).astype(dt)   # (M, kh*kw*C)
     mrows = cols.shape[0]
     opg = o // groups
     cols_g = cols.reshape(mrows, kh * kw, groups, cig).transpose(2, 0, 1, 3).reshape(groups, mrows, -1)

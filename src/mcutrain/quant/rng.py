@@ -181,6 +181,22 @@ class XorShift32:
         w = self.draw_u32(rows * words).astype("<u4", copy=False).reshape(rows, words)
         return np.unpackbits(w.view(np.uint8), axis=1, count=n, bitorder="little")
 
+    def sign_masks(self, rows: int, n: int) -> np.ndarray:
+        """The bits of `rademacher_packed` as byte masks: uint8 (rows, 32 ceil(n / 32)), 0xFF where ``-1``.
+
+        Each row covers its whole draws (the discarded high bits of the last
+        one included: callers slice ``[:, :n]``), so a row is a whole number of
+        8-byte words and a caller can select between two int8 tensors with
+        word-wide ``&`` / ``^`` (``x ^ (mask & (x ^ y))``) instead of one
+        multiply per element; viewed as int8 a mask is ``-bit``.
+        """
+        if rows < 0 or n < 0:
+            raise ValueError(f"cannot draw a negative count ({rows} x {n})")
+        words = -(-n // 32)
+        w = self.draw_u32(rows * words).astype("<u4", copy=False).reshape(rows, words)
+        bits = np.unpackbits(w.view(np.uint8), axis=1, bitorder="little")
+        return np.negative(bits, out=bits)                # 0 / 1 -> 0x00 / 0xFF
+
     def rademacher_packed(self, rows: int, n: int) -> np.ndarray:
         """int8 (rows, n) signs, 32 per draw, each row from fresh draws (module docstring)."""
         return (1 - 2 * self.sign_bits(rows, n).view(np.int8)).astype(np.int8, copy=False)
