@@ -142,6 +142,23 @@ def _chunk_queries(n: int, per_query_elements: int, budget: int) -> int:
     return int(max(1, min(n, budget // max(per_query_elements, 1))))
 
 
+def signed_sum(dl: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Exact int64 ``sum_q dl[q] u[q, :]`` for int64 dl (Q,) and int8 signs u (Q, d).
+
+    An int32 contraction (several times faster than int64) when every partial
+    sum fits, ``Q max|dl| < 2^31`` (small loss changes, the common case), else
+    ``dl = 2^16 hi + lo`` in two int32 contractions; the integers are the same.
+    """
+    q = len(dl)
+    if q * int(np.abs(dl).max(initial=0)) < 2**31:
+        return np.einsum("q,qd->d", dl.astype(np.int32), u).astype(np.int64)
+    hi = dl >> 16                                      # lo = dl & 0xFFFF in [0, 2^16)
+    if q * max(int(np.abs(hi).max(initial=0)), 0xFFFF) >= 2**31:
+        return np.einsum("q,qd->d", dl, u)
+    lo = (dl & 0xFFFF).astype(np.int32)
+    return (np.einsum("q,qd->d", hi.astype(np.int32), u).astype(np.int64) << 16) + np.einsum("q,qd->d", lo, u)
+
+
 def perturbed_params(w: np.ndarray, b: np.ndarray, u_w: np.ndarray, u_b: np.ndarray,
                      sigma_w: int, sigma_b: int) -> tuple[np.ndarray, np.ndarray]:
     """``clamp(W + sigma_w u, -127, 127)`` int8 and ``sat32(b + sigma_b u)`` int32, stacked per query."""
@@ -186,7 +203,7 @@ def estimate_wp(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
             labels_q = np.tile(labels, q)
         logits = zf.run_queries(qm, base, q, producers)
         dl = (per_sample_loss(qm, logits, labels_q).reshape(q, bsz) - l0[None]).sum(axis=1)  # (q,)
-        s_tot += np.einsum("q,qd->d", dl, u)      # exact int64 (|dl| < B 2^24), u stays int8
+        s_tot += signed_sum(dl, u)
     gamma = gns_gamma(n, active - 1, gns)
     out, off = {}, 0
     for m, (nw, nb) in zip(unit.layers, sizes):

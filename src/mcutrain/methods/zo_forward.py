@@ -82,7 +82,11 @@ def param_fwd_multi(qm: QuantModel, node: Node, x: np.ndarray, w: np.ndarray,
     if node.op == Op.LINEAR:
         dt = gemm_dtype(bound)
         xc = x.astype(dt) - dt.type(zx)                       # (Qx, B, I)
-        acc = exact_matmul(xc, w.transpose(0, 2, 1), bound)   # (Q, B, O)
+        if qx == 1:           # one GEMM against all Q weight sets side by side: (B, I) @ (I, Q*O)
+            acc = np.matmul(xc[0], w.reshape(q * o, -1).T.astype(dt))          # exact integers in dt
+            acc = acc.reshape(bsz, q, o).transpose(1, 0, 2).astype(np.int64, order="C")
+        else:
+            acc = exact_matmul(xc, w.transpose(0, 2, 1), bound)   # (Q, B, O)
         acc += b[:, None, :].astype(np.int64)
         return requantize_output(acc, mult, shift, zy, lo, hi)
     a = node.attrs
