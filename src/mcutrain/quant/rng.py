@@ -63,9 +63,12 @@ def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 _T = _step_array(np.uint32(1) << _BITS)
 _POW2: list[np.ndarray] = [_T]          # _POW2[i] = T^(2^i), extended on demand
-_LANE_JUMPS: dict[int, list[np.ndarray]] = {}
-"""steps -> [T^steps, T^(2 steps), T^(4 steps), ...]: the lane-start jumps of `draw_u32`, kept
-for the few draw sizes a training run repeats (a training step redraws the same counts)."""
+_LANE_JUMPS: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+"""steps -> [T^steps, T^(2 steps), T^(4 steps), ...] with their byte tables: the lane-start jumps of
+`draw_u32`, kept for the few draw sizes a training run repeats (a step redraws the same counts)."""
+_ROW_PAD = 16
+"""Extra uint32 per row of `draw_u32`'s (steps, lanes) scratch: lanes is a power of two, and a
+power-of-two row stride maps a column's elements to one cache set (the final transpose thrashes)."""
 _LANE_JUMPS_KEPT = 64
 
 
@@ -82,11 +85,24 @@ def _jump_matrix(steps: int) -> np.ndarray:
     return result
 
 
-def _lane_jumps(steps: int, count: int) -> list[np.ndarray]:
-    """At least the first `count` matrices T^(steps * 2^i), from the cache when drawn before."""
-    jumps = _LANE_JUMPS.pop(steps, None) or [_jump_matrix(steps)]
+def _byte_tables(mat: np.ndarray) -> np.ndarray:
+    """(4, 256) uint32: the image under `mat` of each byte value at each byte position of a state."""
+    v = np.arange(256, dtype=np.uint32)
+    return np.stack([_apply(mat, v << np.uint32(8 * k)) for k in range(4)])
+
+
+def _apply_tables(tabs: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """`_apply` by four table lookups: the map is linear, so a state's image is the XOR of its bytes'."""
+    return (tabs[0][s & np.uint32(0xFF)] ^ tabs[1][(s >> np.uint32(8)) & np.uint32(0xFF)]
+            ^ tabs[2][(s >> np.uint32(16)) & np.uint32(0xFF)] ^ tabs[3][s >> np.uint32(24)])
+
+
+def _lane_jumps(steps: int, count: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """At least the first `count` of (T^(steps * 2^i), its byte tables), from the cache when drawn before."""
+    jumps = _LANE_JUMPS.pop(steps, None) or [(m := _jump_matrix(steps), _byte_tables(m))]
     while len(jumps) < count:
-        jumps.append(_matmul(jumps[-1], jumps[-1]))
+        m = _matmul(jumps[-1][0], jumps[-1][0])
+        jumps.append((m, _byte_tables(m)))
     if len(_LANE_JUMPS) >= _LANE_JUMPS_KEPT:
         _LANE_JUMPS.pop(next(iter(_LANE_JUMPS)))        # the least recently used
     _LANE_JUMPS[steps] = jumps
@@ -132,10 +148,10 @@ class XorShift32:
         start[0] = self._state
         filled = 1
         doublings = lanes.bit_length() - 1
-        for jump in _lane_jumps(steps, doublings)[:doublings]:      # T^(L * filled), filled = 1, 2, 4, ...
-            start[filled:2 * filled] = _apply(jump, start[:filled])
+        for _, tabs in _lane_jumps(steps, doublings)[:doublings]:   # T^(L * filled), filled = 1, 2, 4, ...
+            start[filled:2 * filled] = _apply_tables(tabs, start[:filled])
             filled *= 2
-        out = np.empty((steps, lanes), dtype=np.uint32)
+        out = np.empty((steps, lanes + _ROW_PAD), dtype=np.uint32)[:, :lanes]
         tmp = np.empty(lanes, dtype=np.uint32)
         prev = start
         for j in range(steps):      # loop over steps; each step advances all lanes together
