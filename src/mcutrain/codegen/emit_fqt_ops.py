@@ -242,27 +242,29 @@ def _bwd_in(e: _FqtEmitter, k: Kernel) -> list[str]:
     pre = e.t(next(w for w in k.writes if w.endswith(".prescale")))
     rows = e.s.tensors[k.reads[0]].elements // o
     de = e.err(n.inputs[0])
-    chans = [f"{lid}_keep", f"fqt_n_{lid}"] if n.name in e.partial else ["NULL", "0"]
+    keep = [f"{lid}_keep", f"fqt_n_{lid}"] if n.name in e.partial else []   # mt_fqt_keep.h: kept only
+    sfx = "_keep" if keep else ""
     if n.op == Op.LINEAR:
         i = n.params["weight"].shape[1]
         head = []
 
         def kern(out: str, mult: str, shift: str) -> list[str]:
-            return _call("mt_linear_bwd_in_s8_s16", ["1", *chans, str(o), f"(const int16_t *)(void *){pre}",
-                                                     f"{lid}_weight", str(i), mult, shift, out, "&amin",
-                                                     "&amax"])
+            lead = keep if keep else ["1", "NULL", "0", str(o)]
+            return _call(f"mt_linear_bwd_in_s8_s16{sfx}", [*lead, f"(const int16_t *)(void *){pre}",
+                                                           f"{lid}_weight", str(i), mult, shift, out, "&amin",
+                                                           "&amax"])
     else:
         head = e.conv_head(n)
 
         def kern(out: str, mult: str, shift: str) -> list[str]:
-            return _call("mt_conv2d_bwd_in_s8_s16", ["&p", *chans, "&out_d",
-                                                     f"(const int16_t *)(void *){pre}",
-                                                     "&f_d", f"{lid}_weight", "&in_d", mult, shift, out,
-                                                     "&amin", "&amax"])
+            return _call(f"mt_conv2d_bwd_in_s8_s16{sfx}", ["&p", *(keep or ["NULL", "0"]), "&out_d",
+                                                           f"(const int16_t *)(void *){pre}",
+                                                           "&f_d", f"{lid}_weight", "&in_d", mult, shift, out,
+                                                           "&amin", "&amax"])
     return [*head, "float smax;", "float s_acc;", "int32_t mult;", "int32_t shift;",
             "int32_t amin = INT32_MAX;", "int32_t amax = INT32_MIN;",
-            *_call("mt_fqt_prescale_s16", [str(rows), str(o), ein, f"{lid}_s_w",
-                                           f"(int16_t *)(void *){pre}", "&smax"]),
+            *_call(f"mt_fqt_prescale_s16{sfx}", [str(rows), str(o), *keep, ein, f"{lid}_s_w",
+                                                 f"(int16_t *)(void *){pre}", "&smax"]),
             f"s_acc = (smax * mt_fqt_err_scale(&{e.err(n.name)})) * 0x1p-8f; /* (s_max * s_e) * 2^-8 */",
             *_first_range(e, de, kern("NULL", "0", "0")),
             *_call("mt_fqt_quantize_multiplier", [f"(double)s_acc / (double)mt_fqt_err_scale(&{de})", "&mult",
@@ -318,6 +320,13 @@ def _bwd_w(e: _FqtEmitter, k: Kernel) -> list[str]:
     gw = e.t(next(w for w in k.writes if w.endswith(".weight")))
     gb = e.t(next(w for w in k.writes if w.endswith(".bias")))
     w = n.params["weight"]
+    if n.name in e.partial:     # mt_fqt_keep.h: the kept rows only, overwritten (batch 1)
+        keep = [f"{e.lid(n.name)}_keep", f"fqt_n_{e.lid(n.name)}"]
+        if n.op == Op.LINEAR:
+            return _call("mt_linear_bwd_w_s8_s8_keep", [f"{e.act(n.inputs[0])}_zp", *keep, x, str(w.shape[1]),
+                                                        ein, gw, gb])
+        return [*e.conv_head(n), *_call("mt_conv2d_bwd_w_s8_s8_keep", ["&p", *keep, "&in_d", x, "&out_d", ein,
+                                                                        "&f_d", gw, gb])]
     zero = [] if e.s.batch > 1 else [f"memset({gw}, 0, {4 * w.size});", f"memset({gb}, 0, {4 * w.shape[0]});"]
     if n.op == Op.LINEAR:
         return [*zero, *_call("mt_linear_bwd_w_s8_s8", [f"{e.act(n.inputs[0])}_zp", "1", x, str(w.shape[1]),

@@ -258,6 +258,7 @@ _SOURCE = """\
 
 #include "model.h"
 #include "mt_fqt.h"
+#include "mt_fqt_keep.h"
 #include "mt_nn.h"
 #include "mt_train.h"
 
