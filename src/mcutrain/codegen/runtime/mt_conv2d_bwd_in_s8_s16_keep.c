@@ -1,11 +1,12 @@
 /*
  * Transposed conv over the kept output channels of a partial update (Python twin:
  * fqt_kernels.conv2d_bwd_in_acc in mode "int" with the pruned errors 0, and fqt.FQT._to_err). The
- * errors come compacted from mt_fqt_prescale_s16_keep ([positions, n_keep]), so the loops are those
- * of mt_conv2d_bwd_in_s8_s16 with O = n_keep and each kept channel's filter found through keep:
+ * errors come compacted from mt_fqt_prescale_s16_keep ([positions, stride], zero columns past n_keep),
+ * so the loops are those of mt_conv2d_bwd_in_s8_s16 with O = stride and each kept channel's filter
+ * found through keep (zero weights past n_keep):
  * the work shrinks with the kept share and the sums are the dense kernel's (the pruned terms are 0).
  * DSP path: the dense kernel's (weights of kept channel pairs packed once per call on the stack,
- * two MACs per SMLAD, a kernel row's taps one run when stride 1 and n_keep % 4 == 0).
+ * two MACs per SMLAD, a kernel row's taps one run when stride 1 and the row stride is a multiple of 4).
  * NOTE: |acc| <= 32512 * 127 * (taps * n_keep) < 2^31 as the exporter checks for taps * O <= 520.
  */
 #include "mt_arch.h"
@@ -24,7 +25,8 @@
  * with slot = i * kw + (kw - 1 - j): the taps of a kernel row in reverse order, so that with stride 1
  * a row's taps meet the errors of consecutive output positions (one contiguous run of both).
  */
-static void pack_block(const int8_t *filter, const int32_t *keep, int32_t o_n, int32_t kh, int32_t kw,
+static void pack_block(const int8_t *filter, const int32_t *keep, int32_t n_keep, int32_t o_n, int32_t kh,
+                       int32_t kw,
                        int32_t c_n, int32_t c0, int32_t cb, int32_t *pack)
 {
     const int32_t nq = (o_n + 1) / 2, row = kh * kw * c_n;
@@ -32,11 +34,11 @@ static void pack_block(const int8_t *filter, const int32_t *keep, int32_t o_n, i
     for (i = 0; i < kh; ++i) {
         for (j = kw - 1; j >= 0; --j) {
             for (q = 0; q < nq; ++q) {
-                const int has1 = 2 * q + 1 < o_n; /* the last pair of an odd count has one kept channel */
-                const int8_t *w0 = filter + keep[2 * q] * row + (i * kw + j) * c_n + c0;
-                const int8_t *w1 = filter + keep[has1 ? 2 * q + 1 : 2 * q] * row + (i * kw + j) * c_n + c0;
+                const int32_t tap = (i * kw + j) * c_n + c0; /* columns past n_keep: weights 0 */
+                const int8_t *w0 = 2 * q < n_keep ? filter + keep[2 * q] * row + tap : NULL;
+                const int8_t *w1 = 2 * q + 1 < n_keep ? filter + keep[2 * q + 1] * row + tap : NULL;
                 for (k = 0; k < 4; ++k) {
-                    const int32_t lo = k < cb ? w0[k] : 0, hi = k < cb && has1 ? w1[k] : 0;
+                    const int32_t lo = k < cb && w0 ? w0[k] : 0, hi = k < cb && w1 ? w1[k] : 0;
                     *pack++ = (int32_t)(((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16));
                 }
             }
@@ -126,7 +128,7 @@ static void bwd_in_dsp(const mt_conv_params *params,
                        int32_t *pack)
 {
     const int32_t h = input_dims->h, w = input_dims->w, c_n = input_dims->c;
-    const int32_t o_n = n_keep, kh = filter_dims->h, kw = filter_dims->w;
+    const int32_t o_n = MT_FQT_KEEP_STRIDE(n_keep, filter_dims->n), kh = filter_dims->h, kw = filter_dims->w;
     const int32_t ho = output_dims->h, wo = output_dims->w;
     const int32_t sh = params->stride_h, sw = params->stride_w, pt = params->pad_top, pl = params->pad_left;
     const int32_t nq = (o_n + 1) / 2, nqf = o_n / 2;
@@ -142,7 +144,7 @@ static void bwd_in_dsp(const mt_conv_params *params,
     rq.c1 = rq.fast ? mt_requant_c1(rq.sh, 0) : 0;
     for (c0 = 0; c0 < c_n; c0 += 4) {
         const int32_t cb = c_n - c0 < 4 ? c_n - c0 : 4;
-        pack_block(filter, keep, o_n, kh, kw, c_n, c0, cb, pack);
+        pack_block(filter, keep, n_keep, o_n, kh, kw, c_n, c0, cb, pack);
         for (b = 0; b < input_dims->n; ++b) {
             for (y = 0; y < h; ++y) {
                 for (x = 0; x < w; ++x) {
@@ -224,7 +226,7 @@ mt_status mt_conv2d_bwd_in_s8_s16_keep(const mt_conv_params *params,
                                        int32_t *acc_min,
                                        int32_t *acc_max)
 {
-    int32_t h, w, c_n, kh, kw, ho, wo, sh, sw, b, y, x, c;
+    int32_t h, w, c_n, kh, kw, ho, wo, sh, sw, stride, b, y, x, c;
     if (!params || !keep || !e16 || !filter || !acc_min || !acc_max || params->groups != 1 ||
         filter_dims->c != input_dims->c || n_keep < 0 || n_keep > filter_dims->n) {
         return MT_ERR_ARG;
@@ -238,8 +240,9 @@ mt_status mt_conv2d_bwd_in_s8_s16_keep(const mt_conv_params *params,
     wo = output_dims->w;
     sh = params->stride_h;
     sw = params->stride_w;
+    stride = MT_FQT_KEEP_STRIDE(n_keep, filter_dims->n);
 #if MT_DSP
-    if (kh * kw * ((n_keep + 1) / 2) * 4 <= MT_BWD_IN_PACK_WORDS) {
+    if (kh * kw * ((MT_FQT_KEEP_STRIDE(n_keep, filter_dims->n) + 1) / 2) * 4 <= MT_BWD_IN_PACK_WORDS) {
         int32_t pack[MT_BWD_IN_PACK_WORDS];
         bwd_in_dsp(params, keep, n_keep, output_dims, e16, filter_dims, filter, input_dims, multiplier, shift, e_x,
                    acc_min, acc_max, pack);
@@ -271,7 +274,7 @@ mt_status mt_conv2d_bwd_in_s8_s16_keep(const mt_conv_params *params,
                             if (tx < 0 || tx % sw != 0 || (ox = tx / sw) >= wo) {
                                 continue;
                             }
-                            pe = e16 + ((b * ho + oy) * wo + ox) * n_keep;
+                            pe = e16 + ((b * ho + oy) * wo + ox) * stride;
                             pw = filter + (i * kw + j) * c_n + c0;
                             for (t = 0; t < n_keep; ++t) {
                                 const int32_t ev = pe[t];

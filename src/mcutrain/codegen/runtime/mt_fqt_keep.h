@@ -26,8 +26,17 @@ extern "C" {
 #endif
 
 /*
- * mt_fqt_prescale_s16 on the kept channels, compacted: e16[p, t] = prescaled e[p, keep[t]].
- *   rows in: positions;  channels in: O;  e in: [rows, O];  e16 out: [rows, n_keep]
+ * Row stride of compacted errors: n_keep rounded up to a multiple of 4 (the extra columns hold 0),
+ * at most O, so the buffer of the dense errors holds them and the DSP transposed conv keeps its
+ * four-channel runs.
+ */
+#define MT_FQT_KEEP_STRIDE(n_keep, channels) \
+    ((((n_keep) + 3) & ~3) < (channels) ? (((n_keep) + 3) & ~3) : (channels))
+
+/*
+ * mt_fqt_prescale_s16 on the kept channels, compacted: e16[p, t] = prescaled e[p, keep[t]] for
+ * t < n_keep, 0 for n_keep <= t < MT_FQT_KEEP_STRIDE(n_keep, O).
+ *   rows in: positions;  channels in: O;  e in: [rows, O];  e16 out: [rows, stride]
  *   s_max out: max(s_w) over every channel (as the dense kernel: the accumulator's scale)
  */
 mt_status mt_fqt_prescale_s16_keep(int32_t rows,
@@ -41,7 +50,8 @@ mt_status mt_fqt_prescale_s16_keep(int32_t rows,
 
 /*
  * Transposed conv over the kept output channels: acc[h, w, c] = sum over taps and t of
- * e16[oh, ow, t] * filter[keep[t], i, j, c], e16 compacted as mt_fqt_prescale_s16_keep writes it;
+ * e16[oh, ow, t] * filter[keep[t], i, j, c], e16 compacted as mt_fqt_prescale_s16_keep writes it
+ * (rows of MT_FQT_KEEP_STRIDE(n_keep, O));
  * extremes merged into *acc_min / *acc_max, e_x (if not NULL) as mt_conv2d_bwd_in_s8_s16.
  */
 mt_status mt_conv2d_bwd_in_s8_s16_keep(const mt_conv_params *params,
