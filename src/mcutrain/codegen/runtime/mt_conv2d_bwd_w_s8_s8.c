@@ -10,6 +10,7 @@
  * bound holds for partial sums in any order, so the DSP order gives the same sums.
  */
 #include "mt_arch.h"
+#include "mt_conv_c1.h"
 #include "mt_fqt.h"
 
 #if MT_DSP
@@ -199,6 +200,9 @@ mt_status mt_conv2d_bwd_w_s8_s8(const mt_conv_params *params,
         return MT_ERR_ARG;
     }
 #if MT_DSP
+    if (mt_conv_c1_bwd_w(params, input_dims, input, output_dims, e, filter_dims, grad, grad_bias)) {
+        return MT_OK; /* one input channel, 3x3: the nine sums in registers (mt_conv_c1.h) */
+    }
     bwd_w_dsp(params, input_dims, input, output_dims, e, filter_dims, grad, grad_bias);
     return MT_OK;
 #endif /* MT_DSP */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "mt_arch.h"
+#include "mt_conv_c1.h"
 #include "mt_fixedpoint.h"
 #include "mt_fqt.h"
 #include "mt_support.h"
@@ -356,6 +357,12 @@ mt_status mt_conv2d_fwd_s8_range(const mt_context *ctx,
         cig * groups != ci || output_dims->c != o_n) {
         return MT_ERR_ARG;
     }
+#if MT_DSP
+    if (mt_conv_c1_fwd(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output, acc_min,
+                       acc_max)) {
+        return MT_OK; /* one input channel: the short reduction in registers (mt_conv_c1.h) */
+    }
+#endif /* MT_DSP */
     if (groups == 1 && ctx && ctx->buf && ctx->size >= 2 * kh * kw * cig) {
         conv_col(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output, acc_min, acc_max,
                  (int16_t *)ctx->buf, ctx->size);
