@@ -134,6 +134,9 @@ def forward_difference(f, theta: np.ndarray, sigma: int, n: int, rng: XorShift32
     return dl @ u, gns_gamma(n, d - 1, gns)
 
 
+INT32_SUM_LIMIT = 2**31 - 1
+"""Largest |sum| an int32 contraction may reach; the estimators switch to wider sums past it."""
+
 NP_INT32_QUERIES = 127
 """Most queries whose node sums fit int32: ``127 * 2^24 < 2^31`` (as the C kernel's sums)."""
 
@@ -150,10 +153,10 @@ def signed_sum(dl: np.ndarray, u: np.ndarray) -> np.ndarray:
     ``dl = 2^16 hi + lo`` in two int32 contractions; the integers are the same.
     """
     q = len(dl)
-    if q * int(np.abs(dl).max(initial=0)) < 2**31:
+    if q * int(np.abs(dl).max(initial=0)) <= INT32_SUM_LIMIT:
         return np.einsum("q,qd->d", dl.astype(np.int32), u).astype(np.int64)
     hi = dl >> 16                                      # lo = dl & 0xFFFF in [0, 2^16)
-    if q * max(int(np.abs(hi).max(initial=0)), 0xFFFF) >= 2**31:
+    if q * max(int(np.abs(hi).max(initial=0)), 0xFFFF) > INT32_SUM_LIMIT:
         return np.einsum("q,qd->d", dl, u)
     lo = (dl & 0xFFFF).astype(np.int32)
     return (np.einsum("q,qd->d", hi.astype(np.int32), u).astype(np.int64) << 16) + np.einsum("q,qd->d", lo, u)
@@ -257,7 +260,7 @@ def estimate_np(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
     qc = min(_chunk_queries(n, per_query, budget), NP_INT32_QUERIES)
     nel = bsz * d_out
     y_plus, flip = _node_choices(y.reshape(-1), m.reshape(-1), sigma, qm.act_range(layer))
-    s_sum = np.zeros((bsz, d_out), np.int64)
+    s_sum, s_bound = None, 0                 # s_sum stays int32 while its bound sum_q |dl| fits
     d_sum = np.zeros(bsz, np.int64)
     labels_q = None
     for q0 in range(0, n, qc):
@@ -270,12 +273,22 @@ def estimate_np(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
         logits = zf.run_queries(qm, base, q, {layer: lambda x, yp=yp: yp})
         dl = (per_sample_loss(qm, logits, labels_q).reshape(q, bsz) - l0[None]).astype(np.int32)  # (q, B)
         # sum_q dl[q, b] mask[q, b, j] (= -sum_q dl bit): one int32 contraction over the queries
-        s_sum += np.einsum("qb,qbj->bj", dl, masks.view(np.int8)[:, :nel].reshape(q, bsz, d_out))
+        part = np.einsum("qb,qbj->bj", dl, masks.view(np.int8)[:, :nel].reshape(q, bsz, d_out))
         d_sum += dl.sum(axis=0, dtype=np.int64)
-    s_sum *= 2
-    s_sum += d_sum[:, None]
-    s_sum *= m.reshape(bsz, d_out)
-    gy_int = s_sum.reshape(y.shape)
+        s_bound += q * int(np.abs(dl).max(initial=0))
+        if s_sum is None:
+            s_sum = part
+        elif s_sum.dtype == np.int32 and s_bound <= INT32_SUM_LIMIT:
+            s_sum += part
+        else:
+            s_sum = s_sum.astype(np.int64, copy=False)
+            s_sum += part
+    if s_sum is None:                        # no queries
+        s_sum = np.zeros((bsz, d_out), np.int32)
+    gy = np.multiply(s_sum, 2, dtype=np.int64)
+    gy += d_sum[:, None]
+    gy *= m.reshape(bsz, d_out)
+    gy_int = gy.reshape(y.shape)
     gamma = gns_gamma(bsz * n, active - 1, gns)
     w_sum, b_sum = local_weight_grad(qm, layer, base[node.inputs[0]], gy_int)
     s_x = qm.scale(node.inputs[0])

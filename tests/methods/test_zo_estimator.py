@@ -1,0 +1,104 @@
+"""Tests of the ZO estimator's fast paths: every shortcut gives the same integers as the plain sums."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mcutrain import graph as G
+from mcutrain import zoo
+from mcutrain.engines import int_engine, ptq
+from mcutrain.methods import zo_estimator as est
+from mcutrain.methods import zo_forward as zf
+from mcutrain.quant.rng import XorShift32
+
+
+@pytest.fixture(scope="module")
+def small():
+    """conv -> maxpool -> two linears; B * d_out of every layer is not a multiple of 32."""
+    nodes = [G.conv2d("conv", G.INPUT, 5, 3, stride=1, padding=1, act="relu", in_channels=2),
+             G.maxpool("pool", "conv", 2, 2),
+             G.flatten("flat", "pool"),
+             G.linear("fc1", "flat", 7, in_features=3 * 3 * 5, act="relu"),
+             G.linear("fc2", "fc1", 3, in_features=7)]
+    g = zoo.he_init(G.Graph((7, 7, 2), nodes, "small"), seed=2)
+    rng = np.random.default_rng(4)
+    x = rng.random((9, 7, 7, 2), dtype=np.float32)
+    y = rng.integers(0, 3, 9)
+    qm = ptq.quantize_model(g, x)
+    base = int_engine.run(qm, int_engine.quantize_input(qm, x))
+    l0 = est.per_sample_loss(qm, base[g.output].reshape(len(x), -1), y)
+    return qm, base, y, l0
+
+
+@pytest.mark.parametrize("mag", [1_000, 2**24, 2**40, 2**58])
+def test_signed_sum_is_the_exact_sum_at_every_magnitude(mag):
+    rng = np.random.default_rng(mag % 97)
+    dl = rng.integers(-mag, mag, 40, dtype=np.int64)
+    u = (1 - 2 * rng.integers(0, 2, (40, 70))).astype(np.int8)
+    want = [sum(int(a) * int(b) for a, b in zip(dl, u[:, j])) for j in range(70)]
+    got = est.signed_sum(dl, u)
+    assert got.dtype == np.int64 and got.tolist() == want
+
+
+def _grads(g):
+    return {k: (v.w_sum.tolist(), v.b_sum.tolist(), v.w_coef.tolist(),
+                v.extra.get("node_grad", np.zeros(0)).tolist()) for k, v in g.items()}
+
+
+@pytest.mark.parametrize("kind,layer", [("np", "conv"), ("np", "fc1"), ("wp", "conv"), ("wp", "fc1")])
+def test_int32_shortcuts_and_chunking_give_the_wide_sums(small, monkeypatch, kind, layer):
+    qm, base, y, l0 = small
+    unit = est.make_unit(qm, kind, (layer,))
+
+    def run(budget):
+        rng = XorShift32(11)
+        if kind == "np":
+            g = est.estimate_np(qm, base, y, l0, unit, rng, 9, 40, True, budget=budget)
+        else:
+            g = est.estimate_wp(qm, base, y, l0, unit, rng, 9, 3, 500, True, budget=budget)
+        return _grads(g), rng.state
+
+    fast = run(1 << 24)
+    assert run(1) == fast                                     # one query per chunk
+    monkeypatch.setattr(est, "INT32_SUM_LIMIT", 0)            # every sum takes the int64 path
+    assert run(1) == fast
+    assert run(1 << 24) == fast
+    grads, _ = fast
+    assert any(np.any(np.asarray(t[0]) != 0) for t in grads.values())   # the sums are not all zero
+
+
+def test_np_perturbed_outputs_are_the_two_clamped_choices(small):
+    qm, base, _, _ = small
+    yb = base["conv"]
+    m = est.saturation_mask(qm, "conv", yb).reshape(-1)
+    assert yb.size % 32 and 0 < m.sum() < m.size
+    lo, hi = qm.act_range("conv")
+    for sigma in (3, 200, 1000):
+        plus, flip = est._node_choices(yb.reshape(-1), m, sigma, (lo, hi))
+        n = yb.size
+        want_p = np.clip(yb.reshape(-1).astype(int) + sigma * m.astype(int), lo, hi)
+        want_m = np.clip(yb.reshape(-1).astype(int) - sigma * m.astype(int), lo, hi)
+        assert plus.view(np.int8)[:n].tolist() == want_p.tolist()
+        assert (plus ^ flip).view(np.int8)[:n].tolist() == want_m.tolist()
+        assert plus.size * 8 % 32 == 0 and not plus.view(np.int8)[n:].any()
+
+
+def test_linear_weight_sets_side_by_side_equal_one_gemm_each(small):
+    qm, base, _, _ = small
+    node = qm.graph.node("fc1")
+    rng = np.random.default_rng(8)
+    w = rng.integers(-127, 128, (4, *qm.weights["fc1"].shape)).astype(np.int8)
+    b = rng.integers(-5000, 5000, (4, w.shape[1])).astype(np.int32)
+    x = base["flat"]
+    shared = zf.param_fwd_multi(qm, node, x[None], w, b)                       # one GEMM, Qx = 1
+    stacked = zf.param_fwd_multi(qm, node, np.broadcast_to(x[None], (4, *x.shape)), w, b)
+    assert shared.shape == (4, len(x), w.shape[1]) and np.array_equal(shared, stacked)
+    for q in range(4):
+        qm2_w, qm2_b = qm.weights["fc1"], qm.biases["fc1"]
+        qm.weights["fc1"], qm.biases["fc1"] = w[q], b[q]
+        try:
+            want = int_engine.run_node(qm, node, [x])
+        finally:
+            qm.weights["fc1"], qm.biases["fc1"] = qm2_w, qm2_b
+        assert np.array_equal(shared[q], want)
