@@ -34,6 +34,7 @@ code yet (FQT until it lands) are recorded as pending rows, not silently dropped
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import tempfile
 import time
@@ -82,18 +83,22 @@ class Case:
     forward_proxy: bool = False
     """While the case cannot run in C: estimate its step from the measured int8 forward pass (valid
     for ZO, whose step is forward passes and queries; not for back-propagation)."""
+    warmup: int = 0
+    """FQT: simulated steps (one sample each, partial updates at WARMUP_LAMBDA) before the measured
+    ones; the library is exported from the state they reach (see `warm_state`)."""
 
 
 def _fqt(setting: str, precision: str, partial: bool, batch: int = 1, steps: int = 4,
-         runs: tuple[tuple[str, str], ...] = ALL_RUNS) -> Case:
+         runs: tuple[tuple[str, str], ...] = ALL_RUNS, warmup: int = 0) -> Case:
     """Small-cnn FQT: one sample per step, as seed A trains; four steps, since dynamic partial
     updates keep every structure on the first sample (its loss is the largest seen so far).
     With a batch, two steps, counted after the first (which seeds the error ranges from the whole
     batch: up to one forward and error pass of every sample per error tensor)."""
     argv = ("--method", "fqt", "--precision", precision, "--trainable", "all")
     return Case("small-cnn", setting, argv + (("--partial", "0.1") if partial else ()), batch=batch,
-                steps=steps, runs=runs, seed_ms=SEED_SMALL_MS, steady=batch > 1,
-                reference="seed A, uint8 FQT" if precision == "uint8" and not partial and batch == 1 else "")
+                steps=steps, runs=runs, seed_ms=SEED_SMALL_MS, steady=batch > 1, warmup=warmup,
+                reference="seed A, uint8 FQT" if precision == "uint8" and not partial and batch == 1
+                and not warmup else "")
 
 
 SMALL_FQT = [_fqt(f"fqt {p}, all 4 layers{', partial 0.1' if part else ''}", p, part)
@@ -102,6 +107,14 @@ SMALL_FQT_BATCH = [_fqt("fqt int8, all 4 layers, batch 8", "int8", False, batch=
                    _fqt("fqt int8, all 4 layers, batch 32", "int8", False, batch=32, steps=2,
                         runs=(("cortex-m4", "dsp"), ("cortex-m7", "dsp")))]
 """Mini-batch SGD: gradients of the batch's samples accumulate, the float32 update runs once per step."""
+WARMUP = 200
+WARMUP_LAMBDA = 0.1
+TRAINED = f"trained {WARMUP} steps"
+SMALL_FQT_TRAINED = [_fqt(f"fqt {p}, all 4 layers, {TRAINED}{', partial 0.1' if part else ''}", p, part,
+                          warmup=WARMUP) for p in ("int8", "uint8", "float32") for part in (False, True)]
+"""Partial updates as in training: from the state {WARMUP} simulated steps of partial training at
+lambda_min 0.1 reach (so the largest loss seen is an earlier sample's and the loss ratio of the
+measured samples is below 1), the same four samples full and partial."""
 MCUNET_SIZE = (128, 128, 3)
 CASES: list[Case] = [
     Case("small-cnn", "zo mix, all 4 layers, 8 queries",
@@ -111,6 +124,7 @@ CASES: list[Case] = [
          ("--method", "bp-qas", "--trainable", "all"), seed_ms=SEED_SMALL_MS),
     *SMALL_FQT,
     *SMALL_FQT_BATCH,
+    *SMALL_FQT_TRAINED,
     Case("mcunet-5fps", "zo mix, sparse blocks.4-7.pw1, 8 queries",
          ("--method", "zo", "--perturb", "mix", "--queries", "8", "--trainable", "layers:blocks.4-7.pw1"),
          runs=M7_RUNS, input_shape=MCUNET_SIZE, batch=1, steps=1, reference="seed B's sparse ZO",
@@ -172,6 +186,12 @@ class Prepared:
     batches_f: list[tuple[np.ndarray, np.ndarray]]
     sim: list[Any]
     data: str
+    warm: tuple[np.ndarray, np.ndarray] | None = None
+    """The warm-up samples (Case.warmup), before the measured ones."""
+    state: tuple[dict[str, Any], dict[str, np.ndarray]] | None = None
+    """The FQT state the warm-up reached (`FQT.state()`), which every run of the case starts from."""
+    sim_macs: list[dict[str, int]] = field(default_factory=list)
+    """The simulator's executed MACs per phase of each measured step (partial updates skip some)."""
 
 
 LR = 0.05
@@ -183,7 +203,7 @@ def prepare(case: Case) -> Prepared:
 
     qm, prov = resolve_model(arch=case.model, init="random", seed=0, num_classes=10,
                              input_shape=case.input_shape)
-    n, shape = case.steps * case.batch, qm.graph.input_shape
+    n, shape = case.warmup + case.steps * case.batch, qm.graph.input_shape
     x, y, data = None, None, "uniform random inputs, random labels (seed 0)"
     if shape == (28, 28, 1):
         from mcutrain.data import load_dataset
@@ -196,9 +216,41 @@ def prepare(case: Case) -> Prepared:
         rng = np.random.default_rng(0)
         x = rng.random((n, *shape), dtype=np.float32)
         y = rng.integers(0, qm.graph.num_classes, n)
-    bsz = case.batch
-    batches_f = [(x[i * bsz:(i + 1) * bsz], y[i * bsz:(i + 1) * bsz]) for i in range(case.steps)]
-    return Prepared(qm, prov, batches_f, [], data)
+    bsz, w = case.batch, case.warmup
+    batches_f = [(x[w + i * bsz:w + (i + 1) * bsz], y[w + i * bsz:w + (i + 1) * bsz])
+                 for i in range(case.steps)]
+    return Prepared(qm, prov, batches_f, [], data, (x[:w], y[:w]) if w else None)
+
+
+_WARM: dict[tuple[str, str, int], tuple[dict[str, Any], dict[str, np.ndarray]]] = {}
+
+
+def warm_state(case: Case, prep: Prepared,
+               args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The state `case.warmup` simulated steps of partial training (lambda_min WARMUP_LAMBDA, one
+    sample per step, lr LR) reach from the case's initial model; shared by the case's full and
+    partial rows (cached per model, precision and warm-up), so both start from the same state."""
+    from mcutrain.commands.export import build_method
+
+    key = (case.model, args.precision, case.warmup)
+    if key not in _WARM:
+        m = build_method(argparse.Namespace(**{**vars(args), "partial": WARMUP_LAMBDA}), prep.qm)
+        x, y = prep.warm
+        for i in range(case.warmup):
+            m.step(x[i:i + 1], y[i:i + 1], LR)
+        _WARM[key] = m.state()
+    return _WARM[key]
+
+
+def case_method(case: Case, prep: Prepared, args: argparse.Namespace, c_twin: bool = False):
+    """The case's method, at the warm-up's state when the case has one."""
+    from mcutrain.commands.export import build_method
+
+    method = build_method(args, prep.qm, c_twin=c_twin)
+    if case.warmup:
+        prep.state = prep.state or warm_state(case, prep, args)
+        method.load_state(*prep.state)
+    return method
 
 
 def quantize_batches(prep: Prepared, method) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -211,7 +263,7 @@ def quantize_batches(prep: Prepared, method) -> list[tuple[np.ndarray, np.ndarra
     return [(int_engine.quantize_input(prep.qm, x), y) for x, y in prep.batches_f]
 
 
-def simulate(prep: Prepared, args: argparse.Namespace, src) -> list[Any]:
+def simulate(prep: Prepared, args: argparse.Namespace, src, case: Case | None = None) -> list[Any]:
     """The simulated method's per-step results, as `mcutrain run` compares them (once per case).
 
     FQT starts from the ranges of `--init random` (uniform [0, 1) inputs of seed 0), like `run`
@@ -221,7 +273,11 @@ def simulate(prep: Prepared, args: argparse.Namespace, src) -> list[Any]:
     from mcutrain.commands.export import build_method
 
     if not prep.sim:
-        method = build_method(args, prep.qm, c_twin=True)
+        method = (case_method(case, prep, args, c_twin=True) if case
+                  else build_method(args, prep.qm, c_twin=True))
+        if args.method == "fqt" and case and case.warmup:   # the MACs each measured step executed
+            twin = case_method(case, prep, args, c_twin=True)
+            prep.sim_macs = [dict(twin.step(x, y, LR).macs) for x, y in prep.batches_f]
         if args.method == "fqt":
             from mcutrain.commands.run import _simulate_fqt
             prep.sim = _simulate_fqt(method, prep.batches_f, LR, src)
@@ -230,7 +286,7 @@ def simulate(prep: Prepared, args: argparse.Namespace, src) -> list[Any]:
     return prep.sim
 
 
-_RUNTIME_NAMES: dict[tuple[str, bool, str], frozenset[str]] = {}
+_RUNTIME_NAMES: dict[tuple[str, bool, str], dict[str, str]] = {}
 
 
 def runtime_names(lib: Path, target, kernels: str) -> frozenset[str]:
@@ -239,6 +295,11 @@ def runtime_names(lib: Path, target, kernels: str) -> frozenset[str]:
     The runtime is the same package data in every library, so its names are cached per (core,
     float ABI, kernels); `model.c` differs per library and is read by `model_names`.
     """
+    return frozenset(runtime_symbols(lib, target, kernels))
+
+
+def runtime_symbols(lib: Path, target, kernels: str) -> dict[str, str]:
+    """Symbol -> the runtime source (file stem) that defines it, static helpers included."""
     from mcutrain.mcu import find_toolchain
     from mcutrain.mcu.toolchain import core_flags
 
@@ -253,8 +314,33 @@ def runtime_names(lib: Path, target, kernels: str) -> frozenset[str]:
         subprocess.run([tools.gcc, *flags, "-c", *srcs], cwd=tmp, check=True, capture_output=True)
         out = subprocess.run([tools.nm, "--defined-only", *sorted(str(p) for p in Path(tmp).glob("*.o"))],
                              check=True, capture_output=True, text=True).stdout
-    _RUNTIME_NAMES[key] = frozenset(line.split()[-1] for line in out.splitlines() if len(line.split()) == 3)
-    return _RUNTIME_NAMES[key]
+    table: dict[str, str] = {}
+    stem = ""
+    for line in out.splitlines():        # nm of several objects: "file.o:" opens each one's symbols
+        if line.endswith(".o:"):
+            stem = Path(line[:-1]).stem
+        elif len(line.split()) == 3:
+            table.setdefault(line.split()[-1], stem)
+    _RUNTIME_NAMES[key] = table
+    return table
+
+
+def phase_of(stem: str) -> str:
+    """The step phase of a runtime source: forward kernels (and the GEMMs and windows they call),
+    backward kernels (error propagation, weight gradients, masks, top-k), or the rest (loss,
+    update, ranges, multipliers, and anything outside the runtime: model.c, libc, libgcc)."""
+    if "_fwd" in stem or stem.startswith(("mt_mat_mult", "mt_conv_s16", "mt_conv_window")):
+        return "forward"
+    if "_bwd" in stem or stem.endswith("_keep") or stem.startswith(("mt_fqt_topk", "mt_fqt_prescale")):
+        return "backward"
+    return "other"
+
+
+def instructions_by_phase(per_function: dict[str, float], symbols: dict[str, str]) -> dict[str, float]:
+    out = {"forward": 0.0, "backward": 0.0, "other": 0.0}
+    for name, count in per_function.items():
+        out[phase_of(symbols.get(name, ""))] += count
+    return out
 
 
 def model_names(lib: Path, target) -> set[str]:
@@ -306,7 +392,6 @@ def measure(case: Case, core: str, kernels: str, prep: Prepared | None,
     from mcutrain.codegen.emit import ExportError
     from mcutrain.codegen.library import export_training_library
     from mcutrain.commands._run_train import _first_mismatch
-    from mcutrain.commands.export import build_method
     from mcutrain.mcu import estimate_cycles, get_target
     from mcutrain.plan.memory import STACK_ALLOWANCE, account
 
@@ -317,7 +402,7 @@ def measure(case: Case, core: str, kernels: str, prep: Prepared | None,
     with tempfile.TemporaryDirectory(prefix="mt-bench-mcu-") as tmp:
         work = Path(tmp)
         try:
-            method = build_method(args, prep.qm)
+            method = case_method(case, prep, args)
             res = export_training_library(method, work / "lib", batch=case.batch,
                                           kernels=kernels, provenance=prep.provenance, target=board.name,
                                           lr=LR)
@@ -338,7 +423,7 @@ def measure(case: Case, core: str, kernels: str, prep: Prepared | None,
             instr, steps = instr - first, steps - 1
             est = replace(est, est_cycles=est.est_cycles - est1.est_cycles)
         lib = library_footprint(b.elf, work / "lib", target, kernels)
-    sim = simulate(prep, args, src)
+    sim = simulate(prep, args, src, case)
     mismatch = _first_mismatch(sim, mcu)
     rep = account(src.plan.schedule, board, src.plan)
     samples = steps * case.batch
@@ -368,6 +453,14 @@ def measure(case: Case, core: str, kernels: str, prep: Prepared | None,
         "flash_diff_pct": 100 * (rep.flash_bytes - lib["flash"]) / lib["flash"],
         "top_functions": {k: v / case.steps for k, v in top}, "wall_s": time.perf_counter() - start,
     }
+    if case.warmup:
+        row["warmup_steps"] = case.warmup
+        funcs = sorted(prof.region.per_function.items(), key=lambda kv: -kv[1])
+        row["per_function"] = {k: v / steps for k, v in funcs}
+        row["instructions_by_phase"] = instructions_by_phase(row["per_function"],
+                                                             runtime_symbols(work / "lib", target, kernels))
+        row["sim_macs_per_step"] = {ph: float(np.mean([m[ph] for m in prep.sim_macs]))
+                                    for ph in prep.sim_macs[0]}
     if first is not None:
         row["first_step_instructions"] = first
         row["counted_steps"] = steps
@@ -537,6 +630,17 @@ def markdown(rows: list[dict[str, Any]]) -> str:
                  "kernels' instructions and estimated cycles per MAC are scaled to the planner's MACs of "
                  "the step (perturbation and update kernels left out).", "",
                  bench.markdown_table(proxy, list(proxy[0]), {"forward instr/MAC": ".2f"})]
+    part = partial_table(rows)
+    if part:
+        text += ["", PARTIAL_TEXT, "", bench.markdown_table(part, list(part[0]), {"step speedup": ".2f",
+                                                                              "backward speedup": ".2f",
+                                                                              "MACs ratio": ".2f"})]
+        prof = profile_table(rows)
+        if prof:
+            what = f"{PROFILE_OF[0]} on {PROFILE_OF[1]} {PROFILE_OF[2]}"
+            text += ["", f"Per-function profile of one step, {what} ({TRAINED}; instructions per step, "
+                     "the largest in either):", "",
+                     bench.markdown_table(prof, list(prof[0]))]
     pend = {f"{r['model']} {r['setting']}": r["pending"] for r in rows if "pending" in r}
     if pend:
         by_why: dict[str, list[str]] = {}
@@ -559,5 +663,98 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(text)
 
 
+PARTIAL_TEXT = (
+    f"Dynamic partial updates on the device (lambda_min 0.1): small-cnn from the state {WARMUP} simulated "
+    "steps of partial training reach (Fashion-MNIST samples 0-199, one per step, lr 0.05; the largest "
+    "loss seen is an earlier sample's, as in training), then the same four samples (200-203) with full "
+    "and with partial updates, each bit-exact with the simulator. Per step: instructions of the whole "
+    "step, of the backward kernels (error propagation, weight gradients, ReLU and pool masks, prescale, "
+    "top-k) and of the rest (forward kernels excluded: loss, update, ranges, bias rescale, helpers); "
+    "MACs ratio: the simulator's executed backward MACs (error + weight gradient), full / partial. The "
+    "output layer always trains fully (seed A).")
+PROFILE_OF = ("fqt int8, all 4 layers", "cortex-m4", "dsp")
+
+
+def _precision(options: str) -> str:
+    words = options.split()
+    return words[words.index("--precision") + 1] if "--precision" in words else ""
+
+
+def partial_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Full vs partial rows of the same trained state, per precision and core."""
+    warm = {(r["options"], r["core"], r["kernels"]): r for r in rows
+            if r.get("warmup_steps") and "bit_exact" in r}
+    out = []
+    for (opts, core, kern), p in warm.items():
+        f = warm.get((opts.replace(" --partial 0.1", ""), core, kern))
+        if "--partial" not in opts or f is None:
+            continue
+        fb, pb = f["instructions_by_phase"], p["instructions_by_phase"]
+        fm, pm = f["sim_macs_per_step"], p["sim_macs_per_step"]
+        out.append({"precision": _precision(opts), "core": f"{core.removeprefix('cortex-')} {kern}",
+                    "instr/step full": f"{f['instructions_per_step'] / 1e6:,.2f} M",
+                    "instr/step partial": f"{p['instructions_per_step'] / 1e6:,.2f} M",
+                    "step speedup": f["instructions_per_step"] / p["instructions_per_step"],
+                    "backward full / partial": f"{fb['backward'] / 1e6:,.2f} / {pb['backward'] / 1e6:,.2f} M",
+                    "backward speedup": fb["backward"] / pb["backward"],
+                    "rest full / partial": f"{fb['other'] / 1e6:,.2f} / {pb['other'] / 1e6:,.2f} M",
+                    "forward": f"{fb['forward'] / 1e6:,.2f} M",
+                    "MACs ratio": (fm["error"] + fm["weight_grad"]) / (pm["error"] + pm["weight_grad"]),
+                    "bit-exact": "yes" if f["bit_exact"] and p["bit_exact"] else "NO"})
+    return out
+
+
+def profile_table(rows: list[dict[str, Any]], top: int = 14) -> list[dict[str, Any]]:
+    """The per-function instructions of PROFILE_OF's full and partial rows side by side."""
+    setting, core, kern = PROFILE_OF
+    pick = {("--partial" in r["options"]): r for r in rows if r.get("per_function") and r["core"] == core
+            and r["kernels"] == kern and r["setting"].startswith(setting)}
+    if len(pick) < 2:
+        return []
+    full, part = pick[False]["per_function"], pick[True]["per_function"]
+    names = sorted(set(full) | set(part), key=lambda k: -max(full.get(k, 0), part.get(k, 0)))[:top]
+    return [{"function": f"`{k}`", "full": f"{full.get(k, 0):,.0f}", "partial": f"{part.get(k, 0):,.0f}"}
+            for k in names]
+
+
+def run_mcu_partial(work: Path, results: Path, quick: bool, log, docs: Path) -> None:
+    """The partial-update rows of `mcu` only (and their full twins), merged into mcu.json and its docs block.
+
+    --quick: one trained-state partial step on the M4 with DSP kernels after 20 warm-up steps
+    (mcu-partial.quick.json; the docs and mcu.json untouched).
+    """
+    from mcutrain.mcu import BuildError, QemuError
+
+    cases = [c for c in CASES if c.warmup or "--partial" in c.argv]
+    if quick:
+        cases = [replace(SMALL_FQT_TRAINED[1], warmup=20, steps=1, runs=(("cortex-m4", "dsp"),))]
+    new: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    for case in cases:
+        prep = None
+        for core, kernels in case.runs:
+            try:
+                row, prep = measure(case, core, kernels, prep, log)
+            except (Pending, BuildError, QemuError, RuntimeError, subprocess.CalledProcessError) as e:
+                row = {**pending_row(case, core, kernels, ""), "error": str(e)[:2000]}
+                del row["pending"]
+                log(f"{case.model:<11} {case.setting:<44} {core:<13} {kernels}  FAILED: "
+                    f"{str(e).splitlines()[0]}")
+            new[(case.model, case.setting, core, kernels)] = row
+    if quick:
+        bench.write_results(results, "mcu-partial", list(new.values()), True, complete=True, lr=LR)
+        return
+    path = bench.result_path(results, "mcu")
+    old = json.loads(path.read_text()) if path.exists() else {"rows": [], "complete": False}
+    rows = [new.pop((r["model"], r["setting"], r["core"], r["kernels"]), r) for r in old["rows"]]
+    order = {(c.model, c.setting): i for i, c in enumerate(CASES)}
+    for key, row in new.items():       # rows the old file lacks go after the last row of an earlier case
+        at = max((i + 1 for i, r in enumerate(rows)
+                  if order.get((r["model"], r["setting"]), -1) <= order[key[:2]]), default=len(rows))
+        rows.insert(at, row)
+    bench.write_results(results, "mcu", rows, complete=old.get("complete", False), lr=LR, checks=checks(rows))
+    bench.update_docs(docs, "mcu", markdown(rows))
+
+
 def register(add) -> None:
     add("mcu", run_mcu_bench)
+    add("mcu-partial", run_mcu_partial)
