@@ -263,17 +263,23 @@ def estimate_np(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
     s_sum, s_bound = None, 0                 # s_sum stays int32 while its bound sum_q |dl| fits
     d_sum = np.zeros(bsz, np.int64)
     labels_q = None
+    # work buffers reused by every chunk: a fresh multi-megabyte array per chunk costs its page
+    # faults again, several times the word-wide select itself
+    yp_buf = np.empty((min(qc, n), y_plus.size), np.uint64)
+    part_buf = np.empty((bsz, d_out), np.int32)
     for q0 in range(0, n, qc):
         q = min(qc, n - q0)
         masks = rng.sign_masks(q, nel)                                         # (q, 32 words)
-        yp = ((masks.view(np.uint64) & flip) ^ y_plus).view(np.int8)           # y_plus or y_minus
+        yp = np.bitwise_and(masks.view(np.uint64), flip, out=yp_buf[:q])
+        yp = np.bitwise_xor(yp, y_plus, out=yp).view(np.int8)                  # y_plus or y_minus
         yp = yp[:, :nel].reshape(q, bsz, *y.shape[1:])
         if labels_q is None or len(labels_q) != q * bsz:
             labels_q = np.tile(labels, q)
         logits = zf.run_queries(qm, base, q, {layer: lambda x, yp=yp: yp})
         dl = (per_sample_loss(qm, logits, labels_q).reshape(q, bsz) - l0[None]).astype(np.int32)  # (q, B)
         # sum_q dl[q, b] mask[q, b, j] (= -sum_q dl bit): one int32 contraction over the queries
-        part = np.einsum("qb,qbj->bj", dl, masks.view(np.int8)[:, :nel].reshape(q, bsz, d_out))
+        part = np.einsum("qb,qbj->bj", dl, masks.view(np.int8)[:, :nel].reshape(q, bsz, d_out),
+                         out=part_buf if s_sum is not None else None)
         d_sum += dl.sum(axis=0, dtype=np.int64)
         s_bound += q * int(np.abs(dl).max(initial=0))
         if s_sum is None:
