@@ -8,6 +8,7 @@
  * channels. Every sum they skip has only zero terms, so the results equal the dense kernels'
  * (mt_fqt.h) on the kept set, bit for bit; the rows they skip are left untouched (the update
  * with the same mask never reads them). Batch 1 (partial updates run one sample per step).
+ * Precisions int8 (below), uint8 and float32 (after it).
  *
  * keep in: [n_keep] kept output channels, increasing, each in [0, O); 1 <= n_keep <= O.
  * DSP variants (MT_DSP, mt_arch.h) run the same loops as the dense DSP kernels over the kept
@@ -105,6 +106,117 @@ mt_status mt_linear_bwd_w_s8_s8_keep(int32_t input_zero_point,
                                      const int8_t *e,
                                      int32_t *grad,
                                      int32_t *grad_bias);
+
+/* ---- uint8 (seed A): centred errors, pruned ones at z_e; reference loops on every core ---- */
+
+/* mt_conv2d_bwd_in_u8 summed over the kept output channels (e in: [positions, O], full layout). */
+mt_status mt_conv2d_bwd_in_u8_keep(const mt_conv_params *params,
+                                   const int32_t *keep,
+                                   int32_t n_keep,
+                                   int32_t e_zero_point,
+                                   int32_t w_zero_point,
+                                   const mt_dims *output_dims,
+                                   const uint8_t *e,
+                                   const mt_dims *filter_dims,
+                                   const uint8_t *filter,
+                                   const mt_dims *input_dims,
+                                   float multiplier,
+                                   int32_t out_zero_point,
+                                   uint8_t *e_x,
+                                   int32_t *acc_min,
+                                   int32_t *acc_max);
+
+/* mt_linear_bwd_in_u8 (batch 1) summed over the kept rows. */
+mt_status mt_linear_bwd_in_u8_keep(const int32_t *keep,
+                                   int32_t n_keep,
+                                   int32_t e_zero_point,
+                                   int32_t w_zero_point,
+                                   const uint8_t *e,
+                                   const uint8_t *weight,
+                                   int32_t in_features,
+                                   float multiplier,
+                                   int32_t out_zero_point,
+                                   uint8_t *e_x,
+                                   int32_t *acc_min,
+                                   int32_t *acc_max);
+
+/*
+ * mt_conv2d_bwd_w_u8 on the kept rows: their uint8 gradients (grad non-NULL) and bias sums (added);
+ * 0 merged into *g_min / *g_max when a row is pruned (its sums are 0 in the dense kernel).
+ */
+mt_status mt_conv2d_bwd_w_u8_keep(const mt_conv_params *params,
+                                  const int32_t *keep,
+                                  int32_t n_keep,
+                                  int32_t e_zero_point,
+                                  const mt_dims *input_dims,
+                                  const uint8_t *input,
+                                  const mt_dims *output_dims,
+                                  const uint8_t *e,
+                                  const mt_dims *filter_dims,
+                                  float multiplier,
+                                  int32_t grad_zero_point,
+                                  uint8_t *grad,
+                                  int32_t *grad_bias,
+                                  int32_t *g_min,
+                                  int32_t *g_max);
+
+/* mt_linear_bwd_w_u8 on the kept rows, as mt_conv2d_bwd_w_u8_keep. */
+mt_status mt_linear_bwd_w_u8_keep(const int32_t *keep,
+                                  int32_t n_keep,
+                                  int32_t input_zero_point,
+                                  int32_t e_zero_point,
+                                  const uint8_t *input,
+                                  int32_t in_features,
+                                  const uint8_t *e,
+                                  int32_t out_features,
+                                  float multiplier,
+                                  int32_t grad_zero_point,
+                                  uint8_t *grad,
+                                  int32_t *grad_bias,
+                                  int32_t *g_min,
+                                  int32_t *g_max);
+
+/* ---- float32: the sequential sums of the dense kernels over the kept channels (exact, see .c) ---- */
+
+/* mt_conv2d_bwd_in_f32 summed over the kept output channels (e in: [positions, O]). */
+mt_status mt_conv2d_bwd_in_f32_keep(const mt_conv_params *params,
+                                    const int32_t *keep,
+                                    int32_t n_keep,
+                                    const mt_dims *output_dims,
+                                    const float *e,
+                                    const mt_dims *filter_dims,
+                                    const float *filter,
+                                    const mt_dims *input_dims,
+                                    float *e_x);
+
+/* mt_linear_bwd_in_f32 (batch 1) summed over the kept rows. */
+mt_status mt_linear_bwd_in_f32_keep(const int32_t *keep,
+                                    int32_t n_keep,
+                                    const float *e,
+                                    const float *weight,
+                                    int32_t in_features,
+                                    float *e_x);
+
+/* mt_conv2d_bwd_w_f32 of the kept rows, overwritten (+0.0 + the sum, as into a zeroed buffer). */
+mt_status mt_conv2d_bwd_w_f32_keep(const mt_conv_params *params,
+                                   const int32_t *keep,
+                                   int32_t n_keep,
+                                   const mt_dims *input_dims,
+                                   const float *input,
+                                   const mt_dims *output_dims,
+                                   const float *e,
+                                   const mt_dims *filter_dims,
+                                   float *grad,
+                                   float *grad_bias);
+
+/* mt_linear_bwd_w_f32 of the kept rows, overwritten. */
+mt_status mt_linear_bwd_w_f32_keep(const int32_t *keep,
+                                   int32_t n_keep,
+                                   const float *input,
+                                   int32_t in_features,
+                                   const float *e,
+                                   float *grad,
+                                   float *grad_bias);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,84 @@
+/*
+ * Seed A's per-sample uint8 weight gradient of the kept filters of a partial update (Python twin:
+ * fqt_kernels.conv2d_bwd_w_acc and the uint8 quantization of fqt.FQT._weight_grad on the kept
+ * rows): the loops of mt_conv2d_bwd_w_u8 over the kept rows only. A pruned row's errors are z_e,
+ * so every one of its sums is 0: when any row is pruned, 0 joins the range (*g_min / *g_max) as
+ * it does in the dense kernel; pruned rows of grad and grad_bias are not written (the masked update
+ * does not read them).
+ */
+#include "mt_fqt_keep.h"
+#include "mt_fqt_math.h"
+
+mt_status mt_conv2d_bwd_w_u8_keep(const mt_conv_params *params,
+                                  const int32_t *keep,
+                                  int32_t n_keep,
+                                  int32_t e_zero_point,
+                                  const mt_dims *input_dims,
+                                  const uint8_t *input,
+                                  const mt_dims *output_dims,
+                                  const uint8_t *e,
+                                  const mt_dims *filter_dims,
+                                  float multiplier,
+                                  int32_t grad_zero_point,
+                                  uint8_t *grad,
+                                  int32_t *grad_bias,
+                                  int32_t *g_min,
+                                  int32_t *g_max)
+{
+    int32_t h, w, c_n, o_n, kh, kw, ho, wo, zx, t, i, j, c, y, x;
+    if (!params || !keep || !input || !e || !grad_bias || !g_min || !g_max || params->groups != 1 ||
+        filter_dims->c != input_dims->c || input_dims->n != 1 || n_keep < 0 || n_keep > filter_dims->n) {
+        return MT_ERR_ARG;
+    }
+    h = input_dims->h;
+    w = input_dims->w;
+    c_n = input_dims->c;
+    o_n = filter_dims->n;
+    kh = filter_dims->h;
+    kw = filter_dims->w;
+    ho = output_dims->h;
+    wo = output_dims->w;
+    zx = params->input_zero_point;
+    if (n_keep < o_n) { /* the pruned rows' sums */
+        *g_min = 0 < *g_min ? 0 : *g_min;
+        *g_max = 0 > *g_max ? 0 : *g_max;
+    }
+    for (t = 0; t < n_keep; ++t) {
+        const int32_t o = keep[t];
+        if (grad) {
+            int32_t sb = 0;
+            for (y = 0; y < ho * wo; ++y) {
+                sb += (int32_t)e[y * o_n + o] - e_zero_point;
+            }
+            grad_bias[o] += sb;
+        }
+        for (i = 0; i < kh; ++i) {
+            for (j = 0; j < kw; ++j) {
+                for (c = 0; c < c_n; ++c) {
+                    int32_t g = 0;
+                    for (y = 0; y < ho; ++y) {
+                        const int32_t iy = y * params->stride_h - params->pad_top + i;
+                        if (iy < 0 || iy >= h) {
+                            continue;
+                        }
+                        for (x = 0; x < wo; ++x) {
+                            const int32_t ix = x * params->stride_w - params->pad_left + j;
+                            if (ix < 0 || ix >= w) {
+                                continue;
+                            }
+                            g += ((int32_t)e[(y * wo + x) * o_n + o] - e_zero_point) *
+                                 ((int32_t)input[(iy * w + ix) * c_n + c] - zx);
+                        }
+                    }
+                    *g_min = g < *g_min ? g : *g_min;
+                    *g_max = g > *g_max ? g : *g_max;
+                    if (grad) {
+                        grad[((o * kh + i) * kw + j) * c_n + c] =
+                            (uint8_t)mt_requant_f32_floor(g, multiplier, grad_zero_point, 0, 255);
+                    }
+                }
+            }
+        }
+    }
+    return MT_OK;
+}

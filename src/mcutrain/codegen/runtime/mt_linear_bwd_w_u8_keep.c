@@ -1,0 +1,48 @@
+/*
+ * Seed A's per-sample uint8 linear weight gradient of the kept rows of a partial update, as
+ * mt_conv2d_bwd_w_u8_keep (Python twin: fqt_kernels.linear_bwd_w_acc and fqt.FQT._weight_grad):
+ * 0 joins the range when a row is pruned; pruned rows are not written.
+ */
+#include "mt_fqt_keep.h"
+#include "mt_fqt_math.h"
+
+mt_status mt_linear_bwd_w_u8_keep(const int32_t *keep,
+                                  int32_t n_keep,
+                                  int32_t input_zero_point,
+                                  int32_t e_zero_point,
+                                  const uint8_t *input,
+                                  int32_t in_features,
+                                  const uint8_t *e,
+                                  int32_t out_features,
+                                  float multiplier,
+                                  int32_t grad_zero_point,
+                                  uint8_t *grad,
+                                  int32_t *grad_bias,
+                                  int32_t *g_min,
+                                  int32_t *g_max)
+{
+    int32_t t, i;
+    if (!keep || !input || !e || !grad_bias || !g_min || !g_max || n_keep < 0 || n_keep > out_features) {
+        return MT_ERR_ARG;
+    }
+    if (n_keep < out_features && in_features > 0) { /* the pruned rows' products */
+        *g_min = 0 < *g_min ? 0 : *g_min;
+        *g_max = 0 > *g_max ? 0 : *g_max;
+    }
+    for (t = 0; t < n_keep; ++t) {
+        const int32_t o = keep[t];
+        const int32_t eo = (int32_t)e[o] - e_zero_point;
+        if (grad) {
+            grad_bias[o] += eo;
+        }
+        for (i = 0; i < in_features; ++i) {
+            const int32_t g = eo * ((int32_t)input[i] - input_zero_point);
+            *g_min = g < *g_min ? g : *g_min;
+            *g_max = g > *g_max ? g : *g_max;
+            if (grad) {
+                grad[o * in_features + i] = (uint8_t)mt_requant_f32_floor(g, multiplier, grad_zero_point, 0, 255);
+            }
+        }
+    }
+    return MT_OK;
+}
