@@ -178,10 +178,13 @@ def _bwd_in_f(e: _FqtEmitter, k: Kernel) -> list[str]:
     ein = e.t(k.reads[0])
     dst = e.t(next(t for t in k.writes if t.startswith("err:")))
     if e.m.prec.weights == "f32":
+        keep = [f"{lid}_keep", f"fqt_n_{lid}"] if n.name in e.partial else []   # mt_fqt_keep.h: kept only
         if n.op == Op.LINEAR:
+            if keep:
+                return _call("mt_linear_bwd_in_f32_keep", [*keep, ein, f"{lid}_weight", str(w.shape[1]), dst])
             return _call("mt_linear_bwd_in_f32", ["1", str(o), ein, f"{lid}_weight", str(w.shape[1]), dst])
-        return [*_head_f32(e, n), *_call("mt_conv2d_bwd_in_f32", ["&p", "&out_d", ein, "&f_d",
-                                                                  f"{lid}_weight", "&in_d", dst])]
+        return [*_head_f32(e, n), *_call("mt_conv2d_bwd_in_f32" + ("_keep" if keep else ""),
+                                         ["&p", *keep, "&out_d", ein, "&f_d", f"{lid}_weight", "&in_d", dst])]
     if n.op == Op.LINEAR:
         return _call("mt_linear_bwd_in_u8_f32", ["1", f"{lid}_w_zp", f"{lid}_s_w[0]", str(o), ein,
                                                  f"{lid}_weight", str(w.shape[1]), dst])
@@ -198,6 +201,12 @@ def _bwd_w_f(e: _FqtEmitter, k: Kernel) -> list[str]:
     gb = e.t(next(t for t in k.writes if t.endswith(".bias")))
     zero = [] if e.s.batch > 1 else [f"memset({gw}, 0, {4 * w.size});", f"memset({gb}, 0, {4 * w.shape[0]});"]
     f32 = e.m.prec.acts == "f32"
+    if f32 and n.name in e.partial:     # mt_fqt_keep.h: the kept rows only, overwritten (batch 1)
+        keep = [f"{e.lid(n.name)}_keep", f"fqt_n_{e.lid(n.name)}"]
+        if n.op == Op.LINEAR:
+            return _call("mt_linear_bwd_w_f32_keep", [*keep, x, str(w.shape[1]), ein, gw, gb])
+        return [*_head_f32(e, n), *_call("mt_conv2d_bwd_w_f32_keep", ["&p", *keep, "&in_d", x, "&out_d", ein,
+                                                                       "&f_d", gw, gb])]
     if n.op == Op.LINEAR:
         args = [x, str(w.shape[1]), ein, str(w.shape[0]), gw, gb]
         return [*zero, *(_call("mt_linear_bwd_w_f32", args) if f32 else

@@ -279,19 +279,25 @@ def _bwd_in_u8(e: _FqtEmitter, k: Kernel) -> list[str]:
     ein = e.t(k.reads[0])
     dst = e.t(next(w for w in k.writes if w.startswith("err:")))
     de = e.err(n.inputs[0])
+    keep = [f"{lid}_keep", f"fqt_n_{lid}"] if n.name in e.partial else []   # mt_fqt_keep.h: kept only
+    sfx = "_keep" if keep else ""
     if n.op == Op.LINEAR:
         i = n.params["weight"].shape[1]
         head = []
 
         def kern(out: str, mult: str, zp: str) -> list[str]:
+            if keep:
+                return _call("mt_linear_bwd_in_u8_keep", [*keep, "z_e", f"{lid}_w_zp", ein, f"{lid}_weight",
+                                                          str(i), mult, zp, out, "&amin", "&amax"])
             return _call("mt_linear_bwd_in_u8", ["1", "z_e", f"{lid}_w_zp", str(o), ein, f"{lid}_weight",
                                                  str(i), mult, zp, out, "&amin", "&amax"])
     else:
         head = e.conv_head(n)
 
         def kern(out: str, mult: str, zp: str) -> list[str]:
-            return _call("mt_conv2d_bwd_in_u8", ["&p", "z_e", f"{lid}_w_zp", "&out_d", ein, "&f_d",
-                                                 f"{lid}_weight", "&in_d", mult, zp, out, "&amin", "&amax"])
+            return _call(f"mt_conv2d_bwd_in_u8{sfx}", ["&p", *keep, "z_e", f"{lid}_w_zp", "&out_d", ein,
+                                                       "&f_d", f"{lid}_weight", "&in_d", mult, zp, out,
+                                                       "&amin", "&amax"])
     return [*head, *e.err_qp(n.name, "s_e", "z_e"), "float s_acc;", "float s_x;", "int32_t z_x;",
             "int32_t amin = INT32_MAX;", "int32_t amax = INT32_MIN;",
             f"s_acc = {lid}_s_w[0] * s_e; /* float32(s_w * s_e) */",
@@ -344,18 +350,20 @@ def _bwd_w_u8(e: _FqtEmitter, k: Kernel) -> list[str]:
     gb = e.t(next(w for w in k.writes if w.endswith(".bias")))
     w = n.params["weight"]
     xa = e.act(n.inputs[0])
+    keep = [f"{lid}_keep", f"fqt_n_{lid}"] if n.name in e.partial else []   # mt_fqt_keep.h: kept rows only
+    sfx = "_keep" if keep else ""
     if n.op == Op.LINEAR:
         head = []
 
         def kern(out: str, mult: str, zp: str) -> list[str]:
-            return _call("mt_linear_bwd_w_u8", [f"{xa}_zp", "z_e", x, str(w.shape[1]), ein, str(w.shape[0]),
-                                                mult, zp, out, gb, "&gmin", "&gmax"])
+            return _call(f"mt_linear_bwd_w_u8{sfx}", [*keep, f"{xa}_zp", "z_e", x, str(w.shape[1]), ein,
+                                                      str(w.shape[0]), mult, zp, out, gb, "&gmin", "&gmax"])
     else:
         head = e.conv_head(n)
 
         def kern(out: str, mult: str, zp: str) -> list[str]:
-            return _call("mt_conv2d_bwd_w_u8", ["&p", "z_e", "&in_d", x, "&out_d", ein, "&f_d", mult, zp, out,
-                                                gb, "&gmin", "&gmax"])
+            return _call(f"mt_conv2d_bwd_w_u8{sfx}", ["&p", *keep, "z_e", "&in_d", x, "&out_d", ein, "&f_d",
+                                                      mult, zp, out, gb, "&gmin", "&gmax"])
     gr = f"grad_{lid}"
     return [*head, *e.err_qp(n.name, "s_e", "z_e"), "float s_g;", "float s_q;", "int32_t z_q;",
             "int32_t gmin = INT32_MAX;", "int32_t gmax = INT32_MIN;",
