@@ -102,3 +102,38 @@ def test_linear_weight_sets_side_by_side_equal_one_gemm_each(small):
         finally:
             qm.weights["fc1"], qm.biases["fc1"] = qm2_w, qm2_b
         assert np.array_equal(shared[q], want)
+
+
+def _wp_sums_reference(qm, base, y, l0, layers, rng, n, sigma_w, sigma_b, masks):
+    """The WP sums the plain way: ±1 signs, `perturbed_params`, an int64 ``dl @ u``."""
+    sizes = [(qm.weights[m].size, qm.biases[m].size) for m in layers]
+    u = rng.rademacher_packed(n, sum(a + b for a, b in sizes))
+    producers, off = {}, 0
+    for m, (nw, nb) in zip(layers, sizes):
+        uw = u[:, off:off + nw].reshape(n, *qm.weights[m].shape) * masks[m][0].astype(np.int8)
+        ub = u[:, off + nw:off + nw + nb] * masks[m][1].astype(np.int8)
+        off += nw + nb
+        wq, bq = est.perturbed_params(qm.weights[m], qm.biases[m], uw, ub, sigma_w, sigma_b)
+        producers[m] = zf.WeightSets(qm, qm.graph.node(m), wq, bq)
+    logits = zf.run_queries(qm, base, n, producers)
+    dl = (est.per_sample_loss(qm, logits, np.tile(y, n)).reshape(n, len(y)) - l0[None]).sum(axis=1)
+    return dl @ u.astype(np.int64)
+
+
+@pytest.mark.parametrize("sigma_w", [1, 2, 300])
+def test_wp_with_entry_masks_equals_the_plain_sums(small, sigma_w):
+    qm, base, y, l0 = small
+    layers = ("conv", "fc1")                          # model-wise over two layers
+    rng = np.random.default_rng(sigma_w)
+    masks = {m: (rng.integers(0, 2, qm.weights[m].shape), rng.integers(0, 2, qm.biases[m].shape))
+             for m in layers}
+    unit = est.make_unit(qm, "wp", layers)
+    g = est.estimate_wp(qm, base, y, l0, unit, XorShift32(5), 6, sigma_w, 700, True, masks, budget=1)
+    s = _wp_sums_reference(qm, base, y, l0, layers, XorShift32(5), 6, sigma_w, 700, masks)
+    off = 0
+    for m in layers:
+        nw, nb = qm.weights[m].size, qm.biases[m].size
+        assert g[m].w_sum.tolist() == (s[off:off + nw].reshape(qm.weights[m].shape) * masks[m][0]).tolist()
+        assert g[m].b_sum.tolist() == (s[off + nw:off + nw + nb] * masks[m][1]).tolist()
+        off += nw + nb
+    assert np.any(g["conv"].w_sum != 0)

@@ -187,26 +187,32 @@ def estimate_wp(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
     active = d if masks is None else int(sum(int(mw.sum() + mb.sum()) for mw, mb in masks.values()))
     per_query = bsz * zf.tail_elements(qm, set(unit.layers)) + d
     qc = _chunk_queries(n, per_query, budget)
+    plus, flip = _weight_choices(qm, unit.layers, sigma_w, masks)
+    w_buf = np.empty((min(qc, n), plus.size), np.uint64)      # reused by every chunk (page faults)
     s_tot = np.zeros(d, np.int64)
     labels_q = None
     for q0 in range(0, n, qc):                    # chunks of queries (memory), not single queries
         q = min(qc, n - q0)
-        u = rng.rademacher_packed(q, d)
+        sm = rng.sign_masks(q, d)                 # (q, 32 words): 0xFF where u = -1
+        rows = np.bitwise_and(sm.view(np.uint64), flip, out=w_buf[:q])
+        rows = np.bitwise_xor(rows, plus, out=rows).view(np.int8)          # every weight, +-sigma
+        mask_i8 = sm.view(np.int8)                # -bit, so u = 1 + 2 mask
         producers, off = {}, 0
         for m, (nw, nb) in zip(unit.layers, sizes):
-            uw = u[:, off:off + nw].reshape(q, *qm.weights[m].shape)
-            ub = u[:, off + nw:off + nw + nb]
+            wq = rows[:, off:off + nw].reshape(q, *qm.weights[m].shape)
+            ub = 1 + 2 * mask_i8[:, off + nw:off + nw + nb].astype(np.int64)
             off += nw + nb
             if masks is not None and m in masks:
-                uw = uw * masks[m][0].astype(np.int8)
-                ub = ub * masks[m][1].astype(np.int8)
-            wq, bq = perturbed_params(qm.weights[m], qm.biases[m], uw, ub, sigma_w, sigma_b)
+                ub = ub * masks[m][1]
+            bq = np.clip(qm.biases[m][None].astype(np.int64) + np.int64(sigma_b) * ub,
+                         -(2**31), 2**31 - 1).astype(np.int32)
             producers[m] = zf.WeightSets(qm, qm.graph.node(m), wq, bq)
         if labels_q is None or len(labels_q) != q * bsz:
             labels_q = np.tile(labels, q)
         logits = zf.run_queries(qm, base, q, producers)
         dl = (per_sample_loss(qm, logits, labels_q).reshape(q, bsz) - l0[None]).sum(axis=1)  # (q,)
-        s_tot += signed_sum(dl, u)
+        s_tot += 2 * signed_sum(dl, mask_i8[:, :d])             # sum_q dl u = D + 2 sum_q dl mask
+        s_tot += dl.sum()
     gamma = gns_gamma(n, active - 1, gns)
     out, off = {}, 0
     for m, (nw, nb) in zip(unit.layers, sizes):
@@ -304,6 +310,30 @@ def estimate_np(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
     coef = (np.float32(c0) * slope).astype(np.float32)
     return {layer: IntGrad(w_sum, b_sum, coef, coef.copy(),
                            {"gamma": float(gamma), "dim": active, "node_grad": gy_int})}
+
+
+def _weight_choices(qm: QuantModel, layers: tuple[str, ...], sigma_w: int,
+                    masks: dict[str, tuple[np.ndarray, np.ndarray]] | None
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """A WP unit's perturbed weights as 8-byte words: ``w_plus`` and ``w_plus ^ w_minus``.
+
+    ``w_{plus,minus} = clamp(W +- sigma_w k, -127, 127)`` (k the 0/1 entry mask, 1 without one)
+    at each layer's offset of the perturbation vector (biases' slots zero, they
+    are int32), padded to whole 32-element draws, so a query's weights are
+    ``(sign_mask & flip) ^ plus`` word by word (`perturbed_params`' values).
+    """
+    sizes = [(qm.weights[m].size, qm.biases[m].size) for m in layers]
+    d = sum(a + b for a, b in sizes)
+    plus, flip = np.zeros(32 * -(-d // 32), np.int8), np.zeros(32 * -(-d // 32), np.int8)
+    sw, off = np.int32(np.clip(sigma_w, -255, 255)), 0          # any larger step clamps the same way
+    for m, (nw, nb) in zip(layers, sizes):
+        w = qm.weights[m].reshape(-1).astype(np.int32)
+        step = sw if masks is None or m not in masks else sw * masks[m][0].reshape(-1).astype(np.int32)
+        plus[off:off + nw] = np.clip(w + step, -127, 127)
+        flip[off:off + nw] = np.clip(w - step, -127, 127)
+        off += nw + nb
+    flip ^= plus
+    return plus.view(np.uint64), flip.view(np.uint64)
 
 
 def _node_choices(y: np.ndarray, m: np.ndarray, sigma: int, act_range: tuple[int, int]
