@@ -10,6 +10,7 @@
 
 #include "mt_arch.h"
 #include "mt_conv_c1.h"
+#include "mt_conv_fwd_pairs.h"
 #include "mt_fixedpoint.h"
 #include "mt_fqt.h"
 #include "mt_support.h"
@@ -361,6 +362,10 @@ mt_status mt_conv2d_fwd_s8_range(const mt_context *ctx,
     if (mt_conv_c1_fwd(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output, acc_min,
                        acc_max)) {
         return MT_OK; /* one input channel: the short reduction in registers (mt_conv_c1.h) */
+    }
+    if (mt_conv_fwd_pairs(ctx, params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output,
+                          acc_min, acc_max)) {
+        return MT_OK; /* C a multiple of 4: interleaved column pairs, requantization in the loop */
     }
 #endif /* MT_DSP */
     if (groups == 1 && ctx && ctx->buf && ctx->size >= 2 * kh * kw * cig) {
