@@ -16,7 +16,7 @@ from test_fqt_dsp import odd_graph, pool_graph, wide_graph
 
 from conftest import needs_gcc
 from mcutrain import zoo
-from mcutrain.codegen.emit_fqt import quantize_input, state_arrays
+from mcutrain.codegen.emit_fqt import quantize_input, reported_logits, state_arrays
 from mcutrain.codegen.library import export_training_library
 from mcutrain.codegen.train_harness import build_host_train, run_host_train
 from mcutrain.methods.fqt import FQT
@@ -25,19 +25,21 @@ from mcutrain.methods.fqt_state import FQTConfig
 LR = 0.05
 
 
-def warmed(g, lambda_min: float, warm: int, steps: int, seed: int = 1, lambda_max: float = 1.0):
+def warmed(g, lambda_min: float, warm: int, steps: int, seed: int = 1, lambda_max: float = 1.0,
+           precision: str = "int8"):
     """(new method at the warm-up's state, measured samples): `warm` simulated partial steps first."""
     rng = np.random.default_rng(seed)
     x = rng.random((8 + warm + steps, *g.input_shape), dtype=np.float32)
     y = rng.integers(0, g.num_classes, 8 + warm + steps)
-    m = FQT(g, FQTConfig(precision="int8", trainable="all", seed=7, lambda_min=0.1), x[:8])
+    base = {"precision": precision, "trainable": "all", "seed": 7,
+            "exact_float_order": precision == "float32"}
+    m = FQT(g, FQTConfig(**base, lambda_min=0.1), x[:8])
     for i in range(8, 8 + warm):
         m.step(x[i:i + 1], y[i:i + 1], LR)
     state = m.state()
 
     def new() -> FQT:
-        f = FQT(g, FQTConfig(precision="int8", trainable="all", seed=7, lambda_min=lambda_min,
-                             lambda_max=lambda_max), x[:8])
+        f = FQT(g, FQTConfig(**base, lambda_min=lambda_min, lambda_max=lambda_max), x[:8])
         f.load_state(*state)
         return f
     return new, [(x[i:i + 1], y[i:i + 1]) for i in range(8 + warm, 8 + warm + steps)]
@@ -48,7 +50,7 @@ def check_steps(results, new, batches, src) -> list[int]:
     sim, macs = new(), []
     for s, (r, (x, y)) in enumerate(zip(results, batches)):
         logits, losses = sim.logits_and_losses(x, y)
-        np.testing.assert_array_equal(r.logits, logits.astype(np.int8), err_msg=f"step {s} logits")
+        np.testing.assert_array_equal(r.logits, reported_logits(sim, logits), err_msg=f"step {s} logits")
         np.testing.assert_array_equal(r.losses, losses, err_msg=f"step {s} losses")
         macs.append(sim.step(x, y, LR).macs["weight_grad"])
         for name, want in state_arrays(sim, src).items():
@@ -58,14 +60,17 @@ def check_steps(results, new, batches, src) -> list[int]:
 
 
 @needs_gcc
-@pytest.mark.parametrize(("graph", "kernels"), [(odd_graph, "dsp"), (pool_graph, "dsp"), (wide_graph, "ref")])
-def test_partial_steps_from_a_trained_state_equal_the_simulator(tmp_path, graph, kernels):
+@pytest.mark.parametrize(("graph", "kernels", "precision"), [
+    (odd_graph, "dsp", "int8"), (pool_graph, "dsp", "int8"), (wide_graph, "ref", "int8"),
+    (odd_graph, "ref", "uint8"), (odd_graph, "ref", "float32")])
+def test_partial_steps_from_a_trained_state_equal_the_simulator(tmp_path, graph, kernels, precision):
     g = graph()
-    new, batches = warmed(g, 0.1, warm=6, steps=3)
+    new, batches = warmed(g, 0.1, warm=6, steps=3, precision=precision)
     m = new()
     res = export_training_library(m, tmp_path / "lib", batch=1, kernels=kernels)
     source = (tmp_path / "lib" / "model.c").read_text()
-    assert "mt_conv2d_bwd_w_s8_s8_keep(" in source and "mt_fqt_prescale_s16_keep(" in source
+    tag = {"int8": "s8_s8", "uint8": "u8", "float32": "f32"}[precision]
+    assert f"mt_conv2d_bwd_w_{tag}_keep(" in source and "bwd_in_" in source and "_keep(" in source
     exe = build_host_train(tmp_path / "lib", tmp_path / "train", kernels=kernels)
     results = run_host_train(exe, [(quantize_input(m, x), y) for x, y in batches], LR, res.model,
                              g.num_classes)
