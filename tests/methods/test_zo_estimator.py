@@ -137,3 +137,22 @@ def test_wp_with_entry_masks_equals_the_plain_sums(small, sigma_w):
         assert g[m].b_sum.tolist() == (s[off + nw:off + nw + nb] * masks[m][1]).tolist()
         off += nw + nb
     assert np.any(g["conv"].w_sum != 0)
+
+
+def test_perturbed_bounds_cover_every_set_and_never_hide_an_overflow(small):
+    qm, base, _, _ = small
+    node = qm.graph.node("fc1")
+    w, b = qm.weights["fc1"], qm.biases["fc1"]
+    rng = XorShift32(3)
+    u = rng.rademacher_packed(16, w.size + b.size)
+    wq, bq = est.perturbed_params(w, b, u[:, :w.size].reshape(16, *w.shape), u[:, w.size:], 2, 900)
+    l1_up, b_up = est.perturbed_bounds(w, b, 2, 900)
+    assert np.all(np.abs(wq.reshape(16, len(w), -1).astype(np.int64)).sum(axis=2) <= l1_up)
+    assert np.all(np.abs(bq.astype(np.int64)) <= b_up)
+    x = base["flat"][None]
+    assert np.array_equal(zf.param_fwd_multi(qm, node, x, wq, bq, bounds=(l1_up, b_up)),
+                          zf.param_fwd_multi(qm, node, x, wq, bq))
+    huge = np.full(len(w), 2**31 - 10, np.int64)                 # the bounds alone would not prove safety
+    big_b = np.full_like(bq, 2**31 - 10)
+    with pytest.raises(int_engine.AccumulatorOverflow, match="int32 accumulator"):
+        zf.param_fwd_multi(qm, node, x, wq, big_b, bounds=(l1_up, huge))

@@ -171,6 +171,12 @@ def perturbed_params(w: np.ndarray, b: np.ndarray, u_w: np.ndarray, u_b: np.ndar
     return wq, bq
 
 
+def perturbed_bounds(w: np.ndarray, b: np.ndarray, sigma_w: int, sigma_b: int) -> zf.ChannelBounds:
+    """Per-channel upper bounds of sum |W'| and |b'| over every `perturbed_params` set of (w, b)."""
+    aw = np.minimum(np.abs(w.reshape(len(w), -1).astype(np.int64)) + abs(int(sigma_w)), 127)
+    return aw.sum(axis=1), np.abs(b.astype(np.int64)) + abs(int(sigma_b))
+
+
 def estimate_wp(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray, l0: np.ndarray,
                 unit: ZOUnit, rng: XorShift32, n: int, sigma_w: int, sigma_b: int, gns: bool,
                 masks: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
@@ -188,6 +194,7 @@ def estimate_wp(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
     per_query = bsz * zf.tail_elements(qm, set(unit.layers)) + d
     qc = _chunk_queries(n, per_query, budget)
     plus, flip = _weight_choices(qm, unit.layers, sigma_w, masks)
+    bounds = {m: perturbed_bounds(qm.weights[m], qm.biases[m], sigma_w, sigma_b) for m in unit.layers}
     w_buf = np.empty((min(qc, n), plus.size), np.uint64)      # reused by every chunk (page faults)
     s_tot = np.zeros(d, np.int64)
     labels_q = None
@@ -206,7 +213,7 @@ def estimate_wp(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
                 ub = ub * masks[m][1]
             bq = np.clip(qm.biases[m][None].astype(np.int64) + np.int64(sigma_b) * ub,
                          -(2**31), 2**31 - 1).astype(np.int32)
-            producers[m] = zf.WeightSets(qm, qm.graph.node(m), wq, bq)
+            producers[m] = zf.WeightSets(qm, qm.graph.node(m), wq, bq, bounds[m])
         if labels_q is None or len(labels_q) != q * bsz:
             labels_q = np.tile(labels, q)
         logits = zf.run_queries(qm, base, q, producers)

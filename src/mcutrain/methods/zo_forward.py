@@ -44,13 +44,26 @@ def node_fwd(qm: QuantModel, node: Node, ins: list[np.ndarray]) -> np.ndarray:
     return ie.run_node(qm, node, ins)
 
 
-def _l1_bound(x_zp: int, w: np.ndarray, b: np.ndarray, where: str) -> int:
+ChannelBounds = tuple[np.ndarray, np.ndarray]
+"""Per-output-channel upper bounds over every weight set: (sum_k |w[q, c, k]|, |b[q, c]|), int64 (O,)."""
+
+
+def _l1_bound(x_zp: int, w: np.ndarray, b: np.ndarray, where: str,
+              bounds: ChannelBounds | None = None) -> int:
     """Largest |partial sum| of the products over every channel of the Q weight sets (w: (Q, O, ...)).
 
     Raises like `int_engine.check_accumulator` when bias + products could
-    leave the C kernel's int32 accumulator for any weight set.
+    leave the C kernel's int32 accumulator for any weight set. Upper
+    `bounds` known in advance (a WP step's sets differ from one base by at
+    most sigma per entry) skip the per-set sums when they already prove the
+    accumulator safe; the returned bound may then be larger, which only
+    picks a wider exact GEMM dtype, never other integers.
     """
     xm = ie.x_magnitude(x_zp)
+    if bounds is not None:
+        l1_up, b_up = bounds
+        if int((xm * l1_up + b_up).max(initial=0)) <= ie.ACC_LIMIT:
+            return xm * int(l1_up.max(initial=0))
     l1 = np.abs(w.reshape(w.shape[0], w.shape[1], -1).astype(np.int16)).sum(axis=2, dtype=np.int64)  # (Q, O)
     worst = int((xm * l1 + np.abs(b.astype(np.int64))).max(initial=0))
     if worst > ie.ACC_LIMIT:
@@ -60,7 +73,8 @@ def _l1_bound(x_zp: int, w: np.ndarray, b: np.ndarray, where: str) -> int:
 
 
 def param_fwd_multi(qm: QuantModel, node: Node, x: np.ndarray, w: np.ndarray,
-                    b: np.ndarray, pool: Node | None = None) -> np.ndarray:
+                    b: np.ndarray, pool: Node | None = None, bounds: ChannelBounds | None = None
+                    ) -> np.ndarray:
     """conv2d/linear with Q weight sets: x (Qx, B, ...) int8, w (Q, *W) int8, b (Q, O) int32.
 
     Returns int8 (Q, B, ...out). Qx is 1 (the shared cached input) or Q (an
@@ -77,7 +91,7 @@ def param_fwd_multi(qm: QuantModel, node: Node, x: np.ndarray, w: np.ndarray,
     zx, zy = qm.zero_point(node.inputs[0]), qm.zero_point(node.name)
     mult, shift = qm.requant_params(node)
     lo, hi = qm.act_range(node)
-    bound = _l1_bound(zx, w, b, f"node '{node.name}'")
+    bound = _l1_bound(zx, w, b, f"node '{node.name}'", bounds)
     o = w.shape[1]
     if node.op == Op.LINEAR:
         dt = gemm_dtype(bound)
@@ -162,9 +176,10 @@ class WeightSets:
     node: Node
     w: np.ndarray              # (Q, *W) int8
     b: np.ndarray              # (Q, O) int32
+    bounds: ChannelBounds | None = None   # optional upper bounds over the sets (`_l1_bound`)
 
     def __call__(self, x: np.ndarray, pool: Node | None = None) -> np.ndarray:
-        return param_fwd_multi(self.qm, self.node, x, self.w, self.b, pool)
+        return param_fwd_multi(self.qm, self.node, x, self.w, self.b, pool, self.bounds)
 
 
 def fusable_pool(qm: QuantModel, node: Node) -> Node | None:
