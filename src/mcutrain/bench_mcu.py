@@ -727,7 +727,9 @@ def run_mcu_partial(work: Path, results: Path, quick: bool, log, docs: Path) -> 
 
     cases = [c for c in CASES if c.warmup or "--partial" in c.argv]
     if quick:
-        cases = [replace(SMALL_FQT_TRAINED[1], warmup=20, steps=1, runs=(("cortex-m4", "dsp"),))]
+        one = SMALL_FQT_TRAINED[1]
+        cases = [replace(one, setting=one.setting.replace(TRAINED, "trained 20 steps"), warmup=20, steps=1,
+                         runs=(("cortex-m4", "dsp"),))]
     new: dict[tuple[str, str, str, str], dict[str, Any]] = {}
     for case in cases:
         prep = None
@@ -743,6 +745,13 @@ def run_mcu_partial(work: Path, results: Path, quick: bool, log, docs: Path) -> 
     if quick:
         bench.write_results(results, "mcu-partial", list(new.values()), True, complete=True, lr=LR)
         return
+    merge_into_mcu(results, docs, list(new.values()))
+
+
+def merge_into_mcu(results: Path, docs: Path, new_rows: list[dict[str, Any]]) -> None:
+    """Replace the rows of the same (model, setting, core, kernels) in mcu.json, insert the others in
+    case order, and rewrite the docs block from the merged rows."""
+    new = {(r["model"], r["setting"], r["core"], r["kernels"]): r for r in new_rows}
     path = bench.result_path(results, "mcu")
     old = json.loads(path.read_text()) if path.exists() else {"rows": [], "complete": False}
     rows = [new.pop((r["model"], r["setting"], r["core"], r["kernels"]), r) for r in old["rows"]]
