@@ -66,6 +66,8 @@ _POW2: list[np.ndarray] = [_T]          # _POW2[i] = T^(2^i), extended on demand
 _LANE_JUMPS: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
 """steps -> [T^steps, T^(2 steps), T^(4 steps), ...] with their byte tables: the lane-start jumps of
 `draw_u32`, kept for the few draw sizes a training run repeats (a step redraws the same counts)."""
+_TABLES_FROM = 256
+"""Lane-start jumps of at least this many states use the byte tables (cheaper per state, more calls)."""
 _ROW_PAD = 16
 """Extra uint32 per row of `draw_u32`'s (steps, lanes) scratch: lanes is a power of two, and a
 power-of-two row stride maps a column's elements to one cache set (the final transpose thrashes)."""
@@ -148,8 +150,9 @@ class XorShift32:
         start[0] = self._state
         filled = 1
         doublings = lanes.bit_length() - 1
-        for _, tabs in _lane_jumps(steps, doublings)[:doublings]:   # T^(L * filled), filled = 1, 2, 4, ...
-            start[filled:2 * filled] = _apply_tables(tabs, start[:filled])
+        for mat, tabs in _lane_jumps(steps, doublings)[:doublings]:  # T^(L * filled), filled = 1, 2, 4, ...
+            src = start[:filled]          # few states: the bit expansion has less call overhead
+            start[filled:2 * filled] = _apply(mat, src) if filled < _TABLES_FROM else _apply_tables(tabs, src)
             filled *= 2
         out = np.empty((steps, lanes + _ROW_PAD), dtype=np.uint32)[:, :lanes]
         tmp = np.empty(lanes, dtype=np.uint32)
