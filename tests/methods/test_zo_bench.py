@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -32,6 +33,50 @@ def test_quick_benchmarks_write_results_table_and_figure(tmp_path):
     text = (docs / "benchmarks.md").read_text()
     assert "<!-- bench:zo-adapt -->" in text and "| gaussian_noise |" in text
     assert (docs / "zo-adapt.png").stat().st_size > 1000
+
+
+def test_rates_are_picked_per_corruption_by_validation_never_test(monkeypatch, tmp_path):
+    """Each tuned method keeps, per corruption, the grid run of best validation accuracy; ties go to
+    the centre; the other seeds run at that rate."""
+    val = {("c0", 0.1): 0.7, ("c0", 0.2): 0.9, ("c0", 0.4): 0.5,
+           ("c1", 0.1): 0.6, ("c1", 0.2): 0.6, ("c1", 0.4): 0.6}
+    calls = []
+
+    def fake_run(name, graph, data, budget, seed, lr):
+        calls.append((name, data, seed, lr))
+        return {"method": name, "seed": seed, "lr": lr, "accuracy_before": 0.1, "steps": 1, "history": [],
+                "accuracy_after": 0.99 if lr == 0.4 else 0.5,            # best on test, never chosen
+                "forward_passes": 1, "seconds": 0.0, "best_val_accuracy": val.get((data, lr), 0.3)}
+
+    monkeypatch.setattr(bench_zo, "pretrained_model", lambda work, budget, quick: (None, {}))
+    monkeypatch.setattr(bench_zo, "_adapt_data", lambda g, corr, seed, b, quick: corr)
+    monkeypatch.setattr(bench_zo, "_adapt_run", fake_run)
+    monkeypatch.setattr(bench_zo, "CORRUPTIONS", ("c0", "c1"))
+    monkeypatch.setattr(bench_zo, "write_docs", lambda doc, docs: None)
+    monkeypatch.setattr(bench_zo, "ADAPT_METHODS", ("none", "zo-mix", "float32"))
+    budget = replace(bench_zo.Budget(), tuned=("zo-mix",), corruptions=("c0", "c1"), seeds=(0, 1), workers=1)
+    doc = bench_zo.run_adapt(tmp_path, tmp_path, log=lambda s: None, docs=tmp_path, budget=budget)
+    lr = {(r["corruption"], r["method"]): r["lr"] for r in doc["rows"]}
+    assert lr == {("c0", "none"): 0.0, ("c0", "zo-mix"): 0.2, ("c0", "float32"): 1e-3,
+                  ("c1", "none"): 0.0, ("c1", "zo-mix"): 0.2, ("c1", "float32"): 1e-3}
+    assert sorted(c[3] for c in calls if c[0] == "zo-mix" and c[2] == 0) == [0.1, 0.1, 0.2, 0.2, 0.4, 0.4]
+    assert sorted(c[3] for c in calls if c[0] == "zo-mix" and c[2] == 1) == [0.2, 0.2]
+    assert len(doc["lr_tuning"]) == 6 and sum(r["chosen"] for r in doc["lr_tuning"]) == 2
+    assert all(r["accuracy_after"] == 0.5 for r in doc["rows"] if r["method"] == "zo-mix")
+    assert [r["seed"] for r in doc["runs"]] == [0] * 6 + [1] * 6
+
+
+@pytest.mark.skipif(not _have_fashion(), reason="Fashion-MNIST files not found")
+def test_units_on_two_processes_give_the_same_runs_as_one(tmp_path):
+    budget = replace(bench_zo.QUICK, corruptions=("gaussian_noise", "fog"))
+    one = bench_zo.run_adapt(tmp_path, tmp_path / "r1", quick=True, log=lambda s: None, docs=tmp_path,
+                             budget=budget)
+    two = bench_zo.run_adapt(tmp_path, tmp_path / "r2", quick=True, log=lambda s: None, docs=tmp_path,
+                             budget=replace(budget, workers=2))
+    strip = [{k: v for k, v in r.items() if k != "seconds"} for r in one["runs"]]
+    assert strip == [{k: v for k, v in r.items() if k != "seconds"} for r in two["runs"]]
+    assert [(r["corruption"], r["method"]) for r in one["runs"]][:2] == [("gaussian_noise", "none"),
+                                                                         ("gaussian_noise", "zo-wp")]
 
 
 @pytest.mark.skipif(not _have_fashion(), reason="Fashion-MNIST files not found")
