@@ -118,15 +118,14 @@ def test_packed_rademacher_takes_32_signs_per_draw() -> None:
         XorShift32(3).sign_bits(-1, 5)
 
 
-def test_sign_masks_are_the_packed_bits_as_whole_words_of_bytes() -> None:
+def test_sign_bits_of_whole_words_keep_each_rows_last_draw() -> None:
     u = ref_stream(17, 3 * 4)
     g = XorShift32(17)
-    masks = g.sign_masks(3, 100)
-    assert masks.shape == (3, 128) and masks.dtype == np.uint8       # whole draws: 4 x 32 signs per row
-    want = [[0xFF if (u[4 * r + e // 32] >> (e % 32)) & 1 else 0 for e in range(128)] for r in range(3)]
-    assert masks.tolist() == want                                     # the discarded high bits included
+    bits = g.sign_bits(3, 100, whole_words=True)
+    assert bits.shape == (3, 128) and bits.dtype == np.uint8       # whole draws: 4 x 32 signs per row
+    want = [[(u[4 * r + e // 32] >> (e % 32)) & 1 for e in range(128)] for r in range(3)]
+    assert bits.tolist() == want                                   # the discarded high bits included
     assert g.state == u[-1]
-    assert masks.view(np.int8)[:, :100].tolist() == (-XorShift32(17).sign_bits(3, 100).astype(int)).tolist()
-    assert XorShift32(3).sign_masks(0, 7).shape == (0, 32) and XorShift32(3).sign_masks(2, 0).shape == (2, 0)
-    with pytest.raises(ValueError, match="negative"):
-        XorShift32(3).sign_masks(2, -1)
+    assert np.array_equal(bits[:, :100], XorShift32(17).sign_bits(3, 100))
+    assert XorShift32(3).sign_bits(0, 7, whole_words=True).shape == (0, 32)
+    assert XorShift32(3).sign_bits(2, 0, whole_words=True).shape == (2, 0)

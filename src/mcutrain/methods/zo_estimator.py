@@ -146,7 +146,7 @@ def _chunk_queries(n: int, per_query_elements: int, budget: int) -> int:
 
 
 def signed_sum(dl: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Exact int64 ``sum_q dl[q] u[q, :]`` for int64 dl (Q,) and int8 signs u (Q, d).
+    """Exact int64 ``sum_q dl[q] u[q, :]`` for int64 dl (Q,) and u (Q, d) in {-1, 0, 1} (int8 or uint8).
 
     An int32 contraction (several times faster than int64) when every partial
     sum fits, ``Q max|dl| < 2^31`` (small loss changes, the common case), else
@@ -195,19 +195,18 @@ def estimate_wp(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
     qc = _chunk_queries(n, per_query, budget)
     plus, flip = _weight_choices(qm, unit.layers, sigma_w, masks)
     bounds = {m: perturbed_bounds(qm.weights[m], qm.biases[m], sigma_w, sigma_b) for m in unit.layers}
-    w_buf = np.empty((min(qc, n), plus.size), np.uint64)      # reused by every chunk (page faults)
+    w_buf = np.empty((min(qc, n), plus.size), np.uint8)       # reused by every chunk (page faults)
     s_tot = np.zeros(d, np.int64)
     labels_q = None
     for q0 in range(0, n, qc):                    # chunks of queries (memory), not single queries
         q = min(qc, n - q0)
-        sm = rng.sign_masks(q, d)                 # (q, 32 words): 0xFF where u = -1
-        rows = np.bitwise_and(sm.view(np.uint64), flip, out=w_buf[:q])
+        bits = rng.sign_bits(q, d, whole_words=True)                      # (q, 32 words): u = 1 - 2 bit
+        rows = np.multiply(bits, flip, out=w_buf[:q])
         rows = np.bitwise_xor(rows, plus, out=rows).view(np.int8)          # every weight, +-sigma
-        mask_i8 = sm.view(np.int8)                # -bit, so u = 1 + 2 mask
         producers, off = {}, 0
         for m, (nw, nb) in zip(unit.layers, sizes):
             wq = rows[:, off:off + nw].reshape(q, *qm.weights[m].shape)
-            ub = 1 + 2 * mask_i8[:, off + nw:off + nw + nb].astype(np.int64)
+            ub = 1 - 2 * bits[:, off + nw:off + nw + nb].astype(np.int64)
             off += nw + nb
             if masks is not None and m in masks:
                 ub = ub * masks[m][1]
@@ -218,7 +217,7 @@ def estimate_wp(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
             labels_q = np.tile(labels, q)
         logits = zf.run_queries(qm, base, q, producers)
         dl = (per_sample_loss(qm, logits, labels_q).reshape(q, bsz) - l0[None]).sum(axis=1)  # (q,)
-        s_tot += 2 * signed_sum(dl, mask_i8[:, :d])             # sum_q dl u = D + 2 sum_q dl mask
+        s_tot -= 2 * signed_sum(dl, bits[:, :d])                # sum_q dl u = D - 2 sum_q dl bit
         s_tot += dl.sum()
     gamma = gns_gamma(n, active - 1, gns)
     out, off = {}, 0
@@ -252,13 +251,13 @@ def estimate_np(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
     (0/1 per output channel) restricts perturbation to chosen channels
     (top-k / random-k sparse NP).
 
-    The signs stay byte masks (`XorShift32.sign_masks`, 0x00 / 0xFF): a
-    perturbed element is one of two values (``clamp(y +- sigma m)``), picked
-    by its mask with word-wide ``&`` / ``^``, and the node sum is
-    ``sum_i dl_i u_i = D + 2 sum_i dl_i mask_i`` (the mask as int8 is ``-bit``)
-    with ``D = sum_i dl_i``, an int32 contraction over the chunk's queries
-    (exact: ``|dl| < 2^24``, at most `NP_INT32_QUERIES` queries per chunk);
-    the saturation mask multiplies the sum once.
+    The signs stay bits (`XorShift32.sign_bits` of whole draws): a perturbed
+    element is one of two values (``clamp(y +- sigma m)``), picked by its bit
+    as ``y_plus ^ bit * (y_plus ^ y_minus)``, and the node sum is
+    ``sum_i dl_i u_i = D - 2 sum_i dl_i bit_i`` with ``D = sum_i dl_i``, an
+    int32 contraction over the chunk's queries (exact: ``|dl| < 2^24``, at
+    most `NP_INT32_QUERIES` queries per chunk); the saturation mask
+    multiplies the sum once.
     """
     layer = unit.layers[0]
     node = qm.graph.node(layer)
@@ -278,20 +277,20 @@ def estimate_np(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
     labels_q = None
     # work buffers reused by every chunk: a fresh multi-megabyte array per chunk costs its page
     # faults again, several times the word-wide select itself
-    yp_buf = np.empty((min(qc, n), y_plus.size), np.uint64)
+    yp_buf = np.empty((min(qc, n), y_plus.size), np.uint8)
     part_buf = np.empty((bsz, d_out), np.int32)
     for q0 in range(0, n, qc):
         q = min(qc, n - q0)
-        masks = rng.sign_masks(q, nel)                                         # (q, 32 words)
-        yp = np.bitwise_and(masks.view(np.uint64), flip, out=yp_buf[:q])
+        bits = rng.sign_bits(q, nel, whole_words=True)                         # (q, 32 words)
+        yp = np.multiply(bits, flip, out=yp_buf[:q])
         yp = np.bitwise_xor(yp, y_plus, out=yp).view(np.int8)                  # y_plus or y_minus
         yp = yp[:, :nel].reshape(q, bsz, *y.shape[1:])
         if labels_q is None or len(labels_q) != q * bsz:
             labels_q = np.tile(labels, q)
         logits = zf.run_queries(qm, base, q, {layer: lambda x, yp=yp: yp})
         dl = (per_sample_loss(qm, logits, labels_q).reshape(q, bsz) - l0[None]).astype(np.int32)  # (q, B)
-        # sum_q dl[q, b] mask[q, b, j] (= -sum_q dl bit): one int32 contraction over the queries
-        part = np.einsum("qb,qbj->bj", dl, masks.view(np.int8)[:, :nel].reshape(q, bsz, d_out),
+        # sum_q dl[q, b] bit[q, b, j]: one int32 contraction over the queries
+        part = np.einsum("qb,qbj->bj", dl, bits[:, :nel].reshape(q, bsz, d_out),
                          out=part_buf if s_sum is not None else None)
         d_sum += dl.sum(axis=0, dtype=np.int64)
         s_bound += q * int(np.abs(dl).max(initial=0))
@@ -304,7 +303,7 @@ def estimate_np(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
             s_sum += part
     if s_sum is None:                        # no queries
         s_sum = np.zeros((bsz, d_out), np.int32)
-    gy = np.multiply(s_sum, 2, dtype=np.int64)
+    gy = np.multiply(s_sum, -2, dtype=np.int64)
     gy += d_sum[:, None]
     gy *= m.reshape(bsz, d_out)
     gy_int = gy.reshape(y.shape)
@@ -322,12 +321,12 @@ def estimate_np(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
 def _weight_choices(qm: QuantModel, layers: tuple[str, ...], sigma_w: int,
                     masks: dict[str, tuple[np.ndarray, np.ndarray]] | None
                     ) -> tuple[np.ndarray, np.ndarray]:
-    """A WP unit's perturbed weights as 8-byte words: ``w_plus`` and ``w_plus ^ w_minus``.
+    """A WP unit's perturbed weights as bytes: ``w_plus`` and ``w_plus ^ w_minus`` (uint8).
 
     ``w_{plus,minus} = clamp(W +- sigma_w k, -127, 127)`` (k the 0/1 entry mask, 1 without one)
     at each layer's offset of the perturbation vector (biases' slots zero, they
     are int32), padded to whole 32-element draws, so a query's weights are
-    ``(sign_mask & flip) ^ plus`` word by word (`perturbed_params`' values).
+    ``(bit * flip) ^ plus`` (`perturbed_params`' values) on its whole-draw bits.
     """
     sizes = [(qm.weights[m].size, qm.biases[m].size) for m in layers]
     d = sum(a + b for a, b in sizes)
@@ -340,15 +339,15 @@ def _weight_choices(qm: QuantModel, layers: tuple[str, ...], sigma_w: int,
         flip[off:off + nw] = np.clip(w - step, -127, 127)
         off += nw + nb
     flip ^= plus
-    return plus.view(np.uint64), flip.view(np.uint64)
+    return plus.view(np.uint8), flip.view(np.uint8)
 
 
 def _node_choices(y: np.ndarray, m: np.ndarray, sigma: int, act_range: tuple[int, int]
                   ) -> tuple[np.ndarray, np.ndarray]:
-    """The two values of each perturbed node as 8-byte words: ``y_plus`` and ``y_plus ^ y_minus``.
+    """The two values of each perturbed node as bytes: ``y_plus`` and ``y_plus ^ y_minus`` (uint8).
 
     ``y_{plus,minus} = clamp(y +- sigma m)`` (int8, flat), padded with zeros to
-    whole 32-element draws so one query's sign masks line up word for word.
+    whole 32-element draws so they line up with one query's whole-draw sign bits.
     """
     lo, hi = act_range
     step = m.astype(np.int16) * np.int16(np.clip(sigma, -255, 255))   # any larger step clamps the same way
@@ -358,7 +357,7 @@ def _node_choices(y: np.ndarray, m: np.ndarray, sigma: int, act_range: tuple[int
     plus[:len(y)] = np.clip(y16 + step, lo, hi)
     flip[:len(y)] = np.clip(y16 - step, lo, hi)
     flip ^= plus
-    return plus.view(np.uint64), flip.view(np.uint64)
+    return plus.view(np.uint8), flip.view(np.uint8)
 
 
 def local_weight_grad(qm: QuantModel, layer: str, x: np.ndarray, g_acc: np.ndarray

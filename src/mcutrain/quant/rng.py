@@ -188,33 +188,20 @@ class XorShift32:
         """``n`` int8 values in {-1, +1}: ``1 - 2 * (u >> 31)``."""
         return (1 - 2 * (self.draw_u32(n) >> np.uint32(31)).astype(np.int8)).astype(np.int8)
 
-    def sign_bits(self, rows: int, n: int) -> np.ndarray:
+    def sign_bits(self, rows: int, n: int, whole_words: bool = False) -> np.ndarray:
         """The bits of `rademacher_packed` as uint8 (rows, n): 1 where the sign is ``-1``.
 
         Callers that only select between two values (``x + s`` or ``x - s``)
         or sum the selected ones use the bits directly (``u = 1 - 2 * bit``).
+        `whole_words` keeps each row's whole draws, ``32 ceil(n / 32)`` bits
+        (the discarded high bits of the last one included: slice ``[:, :n]``),
+        so a row is a whole number of 8-byte words and needs no copy.
         """
         if rows < 0 or n < 0:
             raise ValueError(f"cannot draw a negative count ({rows} x {n})")
         words = -(-n // 32)
         w = self.draw_u32(rows * words).astype("<u4", copy=False).reshape(rows, words)
-        return np.unpackbits(w.view(np.uint8), axis=1, count=n, bitorder="little")
-
-    def sign_masks(self, rows: int, n: int) -> np.ndarray:
-        """The bits of `rademacher_packed` as byte masks: uint8 (rows, 32 ceil(n / 32)), 0xFF where ``-1``.
-
-        Each row covers its whole draws (the discarded high bits of the last
-        one included: callers slice ``[:, :n]``), so a row is a whole number of
-        8-byte words and a caller can select between two int8 tensors with
-        word-wide ``&`` / ``^`` (``x ^ (mask & (x ^ y))``) instead of one
-        multiply per element; viewed as int8 a mask is ``-bit``.
-        """
-        if rows < 0 or n < 0:
-            raise ValueError(f"cannot draw a negative count ({rows} x {n})")
-        words = -(-n // 32)
-        w = self.draw_u32(rows * words).astype("<u4", copy=False).reshape(rows, words)
-        bits = np.unpackbits(w.view(np.uint8), axis=1, bitorder="little")
-        return np.negative(bits, out=bits)                # 0 / 1 -> 0x00 / 0xFF
+        return np.unpackbits(w.view(np.uint8), axis=1, count=None if whole_words else n, bitorder="little")
 
     def rademacher_packed(self, rows: int, n: int) -> np.ndarray:
         """int8 (rows, n) signs, 32 per draw, each row from fresh draws (module docstring)."""
