@@ -200,7 +200,7 @@ def estimate_wp(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
     labels_q = None
     for q0 in range(0, n, qc):                    # chunks of queries (memory), not single queries
         q = min(qc, n - q0)
-        bits = rng.sign_bits(q, d, whole_words=True)                      # (q, 32 words): u = 1 - 2 bit
+        bits = rng.sign_bits(q, d, whole_words=True)                      # u = 1 - 2 bit
         rows = np.multiply(bits, flip, out=w_buf[:q])
         rows = np.bitwise_xor(rows, plus, out=rows).view(np.int8)          # every weight, +-sigma
         producers, off = {}, 0
@@ -275,13 +275,13 @@ def estimate_np(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
     s_sum, s_bound = None, 0                 # s_sum stays int32 while its bound sum_q |dl| fits
     d_sum = np.zeros(bsz, np.int64)
     labels_q = None
-    # work buffers reused by every chunk: a fresh multi-megabyte array per chunk costs its page
-    # faults again, several times the word-wide select itself
+    # work buffers reused by every chunk: a fresh multi-megabyte array per chunk pays its page
+    # faults again, more than the select itself
     yp_buf = np.empty((min(qc, n), y_plus.size), np.uint8)
     part_buf = np.empty((bsz, d_out), np.int32)
     for q0 in range(0, n, qc):
         q = min(qc, n - q0)
-        bits = rng.sign_bits(q, nel, whole_words=True)                         # (q, 32 words)
+        bits = rng.sign_bits(q, nel, whole_words=True)                         # (q, 32 ceil(nel / 32))
         yp = np.multiply(bits, flip, out=yp_buf[:q])
         yp = np.bitwise_xor(yp, y_plus, out=yp).view(np.int8)                  # y_plus or y_minus
         yp = yp[:, :nel].reshape(q, bsz, *y.shape[1:])
