@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mcutrain.engines.int_gemm import exact_matmul_split_k, split_k_chunk
+from mcutrain.engines.int_gemm import exact_matmul_split_k, exact_matmul_wide, split_k_chunk
 
 
 def test_split_k_chunk_is_the_largest_exact_divisor():
@@ -27,3 +27,21 @@ def test_split_k_matmul_equals_int64_at_full_magnitude(k):
     # a transposed view, as the weight gradient passes its column matrix
     at = np.ascontiguousarray(a.T).astype(np.float32)
     assert np.array_equal(exact_matmul_split_k(at.T, b, 255, 127), a @ b)
+
+
+@pytest.mark.parametrize("k,a_max", [(7, 2**46), (1000, 2**44), (4099, 2**40)])
+def test_wide_matmul_is_exact_past_float64_integers(k, a_max):
+    """Sums past 2^53 (where one float64 GEMM rounds) come out exact from the chunked reduction."""
+    rng = np.random.default_rng(k)
+    b_max = 255
+    a = rng.integers(-a_max, a_max + 1, (2, 3, k))
+    b = rng.integers(0, b_max + 1, (2, k, 4))
+    a[..., 0, :], b[..., :, 0] = a_max, b_max                # one dot product at its full magnitude
+    want = [[[sum(int(x) * int(y) for x, y in zip(a[g, i], b[g, :, j])) for j in range(4)]
+             for i in range(3)] for g in range(2)]
+    bound = k * a_max * b_max
+    assert bound > 2**53
+    got = exact_matmul_wide(a.astype(np.float64), b.astype(np.float64), bound, a_max, b_max)
+    assert got.dtype == np.int64 and got.tolist() == want
+    small = exact_matmul_wide(b[0].T.astype(np.float64), b[0].astype(np.float64), 2**40, 255, 255)
+    assert small.tolist() == (b[0].T @ b[0]).tolist()        # under 2^53: one GEMM

@@ -156,3 +156,27 @@ def test_perturbed_bounds_cover_every_set_and_never_hide_an_overflow(small):
     big_b = np.full_like(bq, 2**31 - 10)
     with pytest.raises(int_engine.AccumulatorOverflow, match="int32 accumulator"):
         zf.param_fwd_multi(qm, node, x, wq, big_b, bounds=(l1_up, huge))
+
+
+@pytest.mark.parametrize("layer", ["conv", "fc1"])
+def test_local_gradient_stays_exact_when_its_sums_pass_2_53(small, layer):
+    qm, base, _, _ = small
+    node = qm.graph.node(layer)
+    x = base[node.inputs[0]]
+    rng = np.random.default_rng(6)
+    g_acc = rng.integers(-2**46, 2**46, base[layer].shape, dtype=np.int64)
+    pw, pb = est.local_weight_grad(qm, layer, x, g_acc)
+    zx = qm.zero_point(node.inputs[0])
+    if layer == "fc1":
+        xc = x.reshape(len(x), -1).astype(object) - zx
+        want = g_acc.reshape(-1, g_acc.shape[-1]).astype(object).T.dot(xc)
+    else:                                   # 3x3 conv, padding 1, stride 1: the sum over taps
+        xp = np.pad(x.astype(object) - zx, ((0, 0), (1, 1), (1, 1), (0, 0)))
+        h, w = x.shape[1:3]
+        want = np.zeros(qm.weights[layer].shape, object)
+        for i in range(3):
+            for j in range(3):
+                want[:, i, j, :] = np.einsum("bhwo,bhwc->oc", g_acc.astype(object),
+                                             xp[:, i:i + h, j:j + w, :])
+    assert pw.dtype == np.int64 and pw.tolist() == np.asarray(want).tolist()
+    assert pb.tolist() == g_acc.reshape(-1, g_acc.shape[-1]).sum(axis=0).tolist()

@@ -94,3 +94,30 @@ def exact_matmul_split_k(a: np.ndarray, b: np.ndarray, a_max: int, b_max: int,
     a3 = a32.reshape(m, nc, c).transpose(1, 0, 2)    # (nc, M, c)
     b3 = b32.reshape(nc, c, n)                       # (nc, c, N)
     return np.matmul(a3, b3).sum(0, dtype=np.float64)
+
+
+def exact_matmul_wide(a: np.ndarray, b: np.ndarray, bound: int, a_max: int, b_max: int) -> np.ndarray:
+    """a (..., M, K) @ b (..., K, N) exactly as int64, also when partial sums pass 2^53.
+
+    Up to `bound` <= 2^53 this is `exact_matmul`. Past it, an int64 matmul
+    would be exact but runs no BLAS (tens of times slower), so K is cut into
+    chunks of c steps with ``c * a_max * b_max <= 2^53`` (|a| <= a_max,
+    |b| <= b_max elementwise): each chunk's float64 GEMM is exact, and the
+    chunk products are summed in int64. `a` and `b` should be float64 already.
+    """
+    if bound <= F64_EXACT:
+        return exact_matmul(a, b, bound)
+    c = F64_EXACT // max(a_max * b_max, 1)
+    k = a.shape[-1]
+    if c < 1:
+        return np.matmul(a.astype(np.int64), b.astype(np.int64))
+    nc = -(-k // c)
+    pad = nc * c - k
+    a64 = np.asarray(a, np.float64)
+    b64 = np.asarray(b, np.float64)
+    if pad:
+        a64 = np.concatenate([a64, np.zeros((*a64.shape[:-1], pad))], axis=-1)
+        b64 = np.concatenate([b64, np.zeros((*b64.shape[:-2], pad, b64.shape[-1]))], axis=-2)
+    a3 = np.moveaxis(a64.reshape(*a64.shape[:-1], nc, c), -2, -3)         # (..., nc, M, c)
+    b3 = b64.reshape(*b64.shape[:-2], nc, c, b64.shape[-1])               # (..., nc, c, N)
+    return np.matmul(a3, b3).astype(np.int64).sum(axis=-3)

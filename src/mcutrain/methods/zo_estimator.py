@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mcutrain.engines.im2col import im2col, out_size, pad_nhwc, tap_views
-from mcutrain.engines.int_gemm import exact_matmul, gemm_dtype
+from mcutrain.engines.int_gemm import F64_EXACT, exact_matmul_wide, gemm_dtype
 from mcutrain.graph import Op
 from mcutrain.methods import zo_forward as zf
 from mcutrain.qmodel import QuantModel
@@ -366,7 +366,9 @@ def local_weight_grad(qm: QuantModel, layer: str, x: np.ndarray, g_acc: np.ndarr
 
     `g_acc` holds integers per output element (B, *out); this is the weight
     gradient of a conv/linear with the error `g_acc` at its accumulator, in
-    integers: im2col + one exact GEMM (depthwise: a sum over taps).
+    integers: im2col + one exact GEMM (depthwise: a sum over taps); float BLAS
+    throughout, the reduction over batch x positions cut into exact float64
+    chunks when its sums could pass 2^53 (`exact_matmul_wide`).
     """
     node = qm.graph.node(layer)
     zx = qm.zero_point(node.inputs[0])
@@ -376,10 +378,11 @@ def local_weight_grad(qm: QuantModel, layer: str, x: np.ndarray, g_acc: np.ndarr
     xm = max(abs(int(x.min()) - zx), abs(int(x.max()) - zx)) if x.size else 0
     colsum = int(np.abs(g2).sum(axis=0).max(initial=0))
     bound = xm * colsum
-    dt = gemm_dtype(bound)
+    gmax = int(np.abs(g2).max(initial=0))
+    dt = gemm_dtype(min(bound, F64_EXACT))       # past 2^53: float64 chunks of the reduction
     if node.op == Op.LINEAR:
         xc = x.reshape(len(x), -1).astype(dt) - dt.type(zx)
-        return exact_matmul(g2.T.astype(dt), xc, bound), b_sum
+        return exact_matmul_wide(g2.T.astype(dt), xc, bound, gmax, xm), b_sum
     a = node.attrs
     kh, kw = a["kernel"]
     groups = a["groups"]
@@ -397,14 +400,11 @@ def local_weight_grad(qm: QuantModel, layer: str, x: np.ndarray, g_acc: np.ndarr
         for i, j, view in tap_views(xp, (kh, kw), a["stride"], (ho, wo)):
             pw[:, i, j, 0] = (view * ga).sum(axis=(0, 1, 2))
         return pw, b_sum
-    if dt == np.int64:
-        cols = im2col(x.astype(np.int64) - zx, (kh, kw), a["stride"], a["padding"], 0)
-    else:                      # x - z_x fits int16: gather the columns at 2 bytes, then convert once
-        xc = x.astype(np.int16) - np.int16(zx)
-        cols = im2col(xc, (kh, kw), a["stride"], a["padding"], 0).astype(dt)   # (M, kh*kw*C)
+    xc = x.astype(np.int16) - np.int16(zx)      # fits int16: gather the columns at 2 bytes, convert once
+    cols = im2col(xc, (kh, kw), a["stride"], a["padding"], 0).astype(dt)       # (M, kh*kw*C)
     mrows = cols.shape[0]
     opg = o // groups
     cols_g = cols.reshape(mrows, kh * kw, groups, cig).transpose(2, 0, 1, 3).reshape(groups, mrows, -1)
     g_g = g2.reshape(mrows, groups, opg).transpose(1, 2, 0).astype(dt)            # (G, Og, M)
-    pw = exact_matmul(g_g, cols_g, bound)                                          # (G, Og, kh*kw*cig)
+    pw = exact_matmul_wide(g_g, cols_g, bound, gmax, xm)                           # (G, Og, kh*kw*cig)
     return pw.reshape(w_shape), b_sum
