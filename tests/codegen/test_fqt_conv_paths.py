@@ -1,9 +1,11 @@
 """The FQT int8 conv DSP paths (`mt_conv_c1.c`: one-channel forward and 3x3 weight gradient;
-`mt_conv_fwd_pairs.c`: interleaved column pairs) against numpy, in their portable emulation on
-the host with the sanitizers (the native assembly runs bit-exact in the QEMU tests): outputs,
-running accumulator extremes (merged into given ones, or started from none), gradients and bias
-gradients, on shapes that reach every edge (padding, stride 2, odd widths and position counts,
-batches of two), and the refusals that send a layer back to the general path."""
+`mt_conv_fwd_pairs.c`: interleaved column pairs; the transposed conv of
+`mt_conv2d_bwd_in_s8_s16.c` over listed nonzero error pairs, or densely when a sample has too
+many) against numpy, in their portable emulation on the host with the sanitizers (the native
+assembly runs bit-exact in the QEMU tests): outputs, running accumulator extremes (merged into
+given ones, or started from none), gradients and bias gradients, on shapes that reach every edge
+(padding, stride 2, odd widths and position counts, batches of two), and the refusals that send
+a layer back to the general path."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ PROBE_C = r"""
 #include <stdlib.h>
 #include "mt_conv_c1.c"
 #include "mt_conv_fwd_pairs.c"
+#include "mt_conv2d_bwd_in_s8_s16.c"
 
 static int32_t rd(void) { long v; if (scanf("%ld", &v) != 1) { exit(2); } return (int32_t)v; }
 
@@ -56,7 +59,20 @@ int main(void)
         ctx.buf = scr;
         ctx.size = 4 * f_d.h * f_d.w * f_d.c;
         for (i = 0; i < nx; ++i) { x[i] = (int8_t)rd(); }
-        if (kind == 2) { /* weight gradient: errors, then the gradients to add to */
+        if (kind == 3) { /* transposed conv: int16 errors [n, ho, wo, o], weights, requantization, extremes */
+            int16_t *e16 = malloc(2u * (size_t)ny + 4);
+            int32_t mult, shift, lo, hi;
+            int8_t *ex = malloc((size_t)nx + 4);
+            for (i = 0; i < ny; ++i) { e16[i] = (int16_t)rd(); }
+            for (i = 0; i < nw; ++i) { w[i] = (int8_t)rd(); }
+            mult = rd(); shift = rd(); lo = rd(); hi = rd();
+            taken = mt_conv2d_bwd_in_s8_s16(&p, NULL, 0, &out_d, e16, &f_d, w, &in_d, mult, shift, ex, &lo,
+                                            &hi);
+            printf("%d\n", (int)taken);
+            for (i = 0; i < nx; ++i) { printf("%d ", (int)ex[i]); }
+            printf("%d %d\n", (int)lo, (int)hi);
+            free(e16); free(ex);
+        } else if (kind == 2) { /* weight gradient: errors, then the gradients to add to */
             for (i = 0; i < ny; ++i) { y[i] = (int8_t)rd(); }
             for (i = 0; i < nw; ++i) { g[i] = rd(); }
             for (i = 0; i < f_d.n; ++i) { gb[i] = rd(); }
@@ -238,3 +254,33 @@ def test_one_channel_weight_gradient_refuses_stride_two(probe):
     taken, got = _run(probe, numbers)
     assert taken == 0
     assert not got.any()
+
+
+@pytest.mark.parametrize("n, h, w, c, o, kernel, stride, pad, density", [
+    (1, 14, 14, 16, 32, (3, 3), (1, 1), (1, 1), 0.15),   # small-cnn conv2: listed pairs
+    (1, 14, 14, 16, 32, (3, 3), (1, 1), (1, 1), 0.9),    # too many nonzero pairs: the dense loop
+    (2, 9, 7, 8, 4, (3, 3), (1, 1), (1, 1), 0.3),
+    (1, 7, 7, 5, 6, (3, 3), (2, 2), (1, 1), 0.3),        # stride 2: one run per tap
+    (1, 6, 5, 4, 3, (3, 3), (1, 1), (1, 1), 0.3),        # O odd: the dense loop
+    (1, 3, 3, 68, 68, (1, 1), (1, 1), (0, 0), 0.2),
+])
+def test_transposed_conv_equals_the_sum_over_taps_and_channels(probe, n, h, w, c, o, kernel, stride, pad,
+                                                               density):
+    rng = np.random.default_rng(h * 1000 + c * 10 + o)
+    kh, kw = kernel
+    ho, wo = _out_size(h, kh, stride[0], pad[0], pad[0]), _out_size(w, kw, stride[1], pad[1], pad[1])
+    e16 = np.where(rng.random((n, ho, wo, o)) < density, rng.integers(-32512, 32513, (n, ho, wo, o)), 0)
+    wt = rng.integers(-127, 128, (o, kh, kw, c))
+    mult, shift = quantize_multiplier(np.float64(2.0**-15 / max(1, kh * kw * o) ** 0.5))
+    lo0, hi0 = -5, 5
+    numbers = [3, *_header(n, h, w, c, o, kh, kw, ho, wo, stride, pad, 0, 0, (-127, 127)),
+               *np.zeros(n * h * w * c, int), *e16.ravel(), *wt.ravel(), int(mult), int(shift), lo0, hi0]
+    acc = np.zeros((n, h + kh + stride[0] * ho, w + kw + stride[1] * wo, c), np.int64)
+    for i in range(kh):
+        for j in range(kw):
+            acc[:, i:i + stride[0] * ho:stride[0], j:j + stride[1] * wo:stride[1]] += e16 @ wt[:, i, j, :]
+    acc = acc[:, pad[0]:pad[0] + h, pad[1]:pad[1] + w]
+    taken, got = _run(probe, numbers)
+    assert taken == 0   # MT_OK
+    np.testing.assert_array_equal(got[:-2], requantize_output(acc, mult, shift, 0, -127, 127).ravel())
+    assert got[-2] == min(lo0, acc.min()) and got[-1] == max(hi0, acc.max())

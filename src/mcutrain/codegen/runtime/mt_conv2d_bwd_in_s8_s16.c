@@ -126,6 +126,161 @@ MT_INLINE int8_t rq_err_apply(const rq_err *r, int32_t v)
     return (int8_t)(y < -127 ? -127 : y);
 }
 
+#define MT_BWD_IN_ENTRIES 1536 /* listed nonzero error pairs of one sample (1.5 KB of stack), else the dense loop */
+#define MT_BWD_IN_POS 256      /* output positions of the list index (0.5 KB of stack) */
+
+/*
+ * a[k] += sum over the listed nonzero error pairs of (e[2q], e[2q + 1]) . packed weights. An entry is
+ * E = ox * (O / 2) + q < 256, the pair's index in its output row: its error word is at pe + 4 * E bytes,
+ * its packed weights at pw + 16 * E bytes, pw = pack + (slot - ox) * 16 * (O / 2) bytes: the packed
+ * slots of a kernel row run in reverse, so with stride 1 across, slot - ox is the same for every tap
+ * of the row and a row's taps read one contiguous run of entries. Per pair: the entry, the error word,
+ * two LDRD of packed weights, four SMLAD and the loop: 11 instructions per 8 MACs; zero pairs cost
+ * nothing.
+ */
+MT_INLINE void run_list4(const int16_t *pe, intptr_t pw, const uint8_t *li, const uint8_t *end, int32_t *a0,
+                         int32_t *a1, int32_t *a2, int32_t *a3)
+{
+#if defined(MT_DSP_NATIVE)
+    int32_t t, e, u, v;
+    __asm__ volatile("1:\n\t"
+                     "ldrb  %[t], [%[li]], #1\n\t"
+                     "ldr   %[e], [%[pe], %[t], lsl #2]\n\t"
+                     "add   %[t], %[pw], %[t], lsl #4\n\t"
+                     "ldrd  %[u], %[v], [%[t]]\n\t"
+                     "smlad %[a0], %[u], %[e], %[a0]\n\t"
+                     "smlad %[a1], %[v], %[e], %[a1]\n\t"
+                     "ldrd  %[u], %[v], [%[t], #8]\n\t"
+                     "smlad %[a2], %[u], %[e], %[a2]\n\t"
+                     "smlad %[a3], %[v], %[e], %[a3]\n\t"
+                     "cmp   %[li], %[end]\n\t"
+                     "bne   1b"
+                     : [a0] "+r"(*a0), [a1] "+r"(*a1), [a2] "+r"(*a2), [a3] "+r"(*a3), [t] "=&r"(t), [e] "=&r"(e),
+                       [u] "=&r"(u), [v] "=&r"(v), [li] "+r"(li)
+                     : [pe] "r"(pe), [pw] "r"(pw), [end] "r"(end)
+                     : "cc", "memory");
+#else
+    for (; li != end; ++li) {
+        const int32_t q = *li;
+        const int32_t e = mt_read_s16x2(pe + 2 * q);
+        const int32_t *pk = (const int32_t *)(void *)(pw + 16 * (intptr_t)q);
+        *a0 = mt_smlad(pk[0], e, *a0);
+        *a1 = mt_smlad(pk[1], e, *a1);
+        *a2 = mt_smlad(pk[2], e, *a2);
+        *a3 = mt_smlad(pk[3], e, *a3);
+    }
+#endif /* MT_DSP_NATIVE */
+}
+
+/*
+ * bwd_in_dsp over the nonzero error pairs only, for O even: after the max-pool routing and the ReLU
+ * mask about three pairs in four are zero. Per sample the nonzero pairs are listed once in position
+ * order (first[p]: index of position p's first entry); each kernel row of each input pixel runs
+ * run_list4 over its positions' entries. Returns 0 when a sample has more nonzero pairs than the
+ * list holds (nothing written; the dense loop runs instead). Same sums, same requantization.
+ */
+static int bwd_in_lists(const mt_conv_params *params,
+                        const mt_dims *output_dims,
+                        const int16_t *e16,
+                        const mt_dims *filter_dims,
+                        const int8_t *filter,
+                        const mt_dims *input_dims,
+                        const rq_err *rq,
+                        int8_t *e_x,
+                        int32_t *acc_min,
+                        int32_t *acc_max,
+                        int32_t *pack)
+{
+    const int32_t h = input_dims->h, w = input_dims->w, c_n = input_dims->c;
+    const int32_t o_n = filter_dims->n, kh = filter_dims->h, kw = filter_dims->w;
+    const int32_t ho = output_dims->h, wo = output_dims->w;
+    const int32_t sh = params->stride_h, sw = params->stride_w, pt = params->pad_top, pl = params->pad_left;
+    const int32_t nq = o_n / 2;
+    uint8_t ent[MT_BWD_IN_ENTRIES];
+    uint16_t first[MT_BWD_IN_POS + 1];
+    int32_t lo = *acc_min, hi = *acc_max;
+    int32_t b, y, x, c0, p, q, n;
+    for (b = 0; b < input_dims->n; ++b) { /* the lists fit every sample, or the dense loop runs */
+        const int16_t *eb = e16 + b * ho * wo * o_n;
+        for (n = 0, p = 0; p < ho * wo; ++p) {
+            for (q = 0; q < nq; ++q) {
+                n += mt_read_s16x2(eb + p * o_n + 2 * q) != 0;
+            }
+        }
+        if (n > MT_BWD_IN_ENTRIES) {
+            return 0;
+        }
+    }
+    for (b = 0; b < input_dims->n; ++b) {
+        const int16_t *eb = e16 + b * ho * wo * o_n;
+        for (n = 0, p = 0; p < ho * wo; ++p) {
+            const int16_t *pe = eb + p * o_n;
+            const int32_t row_off = (p % wo) * nq; /* index of position p's first pair in its output row */
+            first[p] = (uint16_t)n;
+            for (q = 0; q < nq; ++q) {
+                if (mt_read_s16x2(pe + 2 * q) != 0) {
+                    ent[n++] = (uint8_t)(row_off + q);
+                }
+            }
+        }
+        first[ho * wo] = (uint16_t)n;
+        for (c0 = 0; c0 < c_n; c0 += 4) {
+            const int32_t cb = c_n - c0 < 4 ? c_n - c0 : 4;
+            pack_block(filter, o_n, kh, kw, c_n, c0, cb, pack);
+            for (y = 0; y < h; ++y) {
+                for (x = 0; x < w; ++x) {
+                    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+                    int32_t i, j, k;
+                    for (i = 0; i < kh; ++i) {
+                        const int32_t ty = y + pt - i;
+                        const int16_t *erow;
+                        int32_t oy;
+                        if (ty < 0 || (sh != 1 && ty % sh != 0) || (oy = ty / sh) >= ho) {
+                            continue;
+                        }
+                        erow = eb + oy * wo * o_n;
+                        if (sw == 1) { /* taps j_lo .. j_hi: positions x + pl - j_hi .. x + pl - j_lo, one run */
+                            const int32_t j_lo = x + pl - (wo - 1) > 0 ? x + pl - (wo - 1) : 0;
+                            const int32_t j_hi = x + pl < kw - 1 ? x + pl : kw - 1;
+                            const int32_t ox0 = x + pl - j_hi, ox1 = x + pl - j_lo;
+                            const uint8_t *l0 = ent + first[oy * wo + ox0], *l1 = ent + first[oy * wo + ox1 + 1];
+                            /* slot of tap j = i * kw + kw - 1 - j = ox + i * kw + kw - 1 - x - pl */
+                            if (j_lo <= j_hi && l0 != l1) {
+                                run_list4(erow, (intptr_t)pack + 16 * nq * (i * kw + kw - 1 - x - pl), l0, l1, &a0,
+                                          &a1, &a2, &a3);
+                            }
+                            continue;
+                        }
+                        for (j = 0; j < kw; ++j) {
+                            const int32_t tx = x + pl - j;
+                            int32_t ox;
+                            if (tx < 0 || tx % sw != 0 || (ox = tx / sw) >= wo) {
+                                continue;
+                            }
+                            if (first[oy * wo + ox] != first[oy * wo + ox + 1]) {
+                                run_list4(erow, (intptr_t)pack + 16 * nq * (i * kw + kw - 1 - j - ox),
+                                          ent + first[oy * wo + ox], ent + first[oy * wo + ox + 1], &a0, &a1, &a2,
+                                          &a3);
+                            }
+                        }
+                    }
+                    for (k = 0; k < cb; ++k) {
+                        const int32_t v = k == 0 ? a0 : (k == 1 ? a1 : (k == 2 ? a2 : a3));
+                        lo = v < lo ? v : lo;
+                        hi = v > hi ? v : hi;
+                        if (e_x) {
+                            e_x[((b * h + y) * w + x) * c_n + c0 + k] = rq_err_apply(rq, v);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    *acc_min = lo;
+    *acc_max = hi;
+    return 1;
+}
+
 static void bwd_in_dsp(const mt_conv_params *params,
                        const mt_dims *output_dims,
                        const int16_t *e16,
@@ -249,6 +404,18 @@ mt_status mt_conv2d_bwd_in_s8_s16(const mt_conv_params *params,
 #if MT_DSP
     if (!channels && kh * kw * ((o_n + 1) / 2) * 4 <= MT_BWD_IN_PACK_WORDS) {
         int32_t pack[MT_BWD_IN_PACK_WORDS];
+        if ((o_n & 1) == 0 && output_dims->h * output_dims->w <= MT_BWD_IN_POS && output_dims->w * (o_n / 2) <= 256) {
+            rq_err rq;
+            rq.m = multiplier;
+            rq.shift = shift;
+            rq.fast = mt_requant_fast_ok(multiplier, shift);
+            rq.sh = -1 - shift;
+            rq.c1 = rq.fast ? mt_requant_c1(rq.sh, 0) : 0;
+            if (bwd_in_lists(params, output_dims, e16, filter_dims, filter, input_dims, &rq, e_x, acc_min, acc_max,
+                             pack)) {
+                return MT_OK;
+            }
+        }
         bwd_in_dsp(params, output_dims, e16, filter_dims, filter, input_dims, multiplier, shift, e_x, acc_min,
                    acc_max, pack);
         return MT_OK;
