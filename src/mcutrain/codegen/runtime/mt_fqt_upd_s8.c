@@ -20,6 +20,13 @@
 #include "mt_train.h"
 #include "mt_train_dsp.h"
 
+/* The FPU loops in assembly (float32 operations in the same order; MT_FPU_SP: M4F, M7). */
+#if MT_FPU_SP && defined(__GNUC__)
+#define MT_FPU_ASM 1
+#else
+#define MT_FPU_ASM 0
+#endif /* MT_FPU_SP && __GNUC__ */
+
 /* The float32 stored in an int32 slot of the consumed gradient buffer (same size, no aliasing UB). */
 static float mt_slot_get(const int32_t *slot)
 {
@@ -43,6 +50,35 @@ static float row_scale_sum(int32_t *g, int32_t n, float g_scale)
 {
     float sum = 0.0f;
     int32_t k = 0;
+#if MT_FPU_ASM
+    int32_t n2 = n >> 1;
+    if (n2 > 0) { /* VLDR straight into the FPU, VSTM back (no core-register round trip) */
+        float v0, v1;
+        __asm__ volatile("1:\n\t"
+                         "vldr         %[v0], [%[g]]\n\t"
+                         "vldr         %[v1], [%[g], #4]\n\t"
+                         "vcvt.f32.s32 %[v0], %[v0]\n\t"
+                         "vcvt.f32.s32 %[v1], %[v1]\n\t"
+                         "vmul.f32     %[v0], %[v0], %[s]\n\t"
+                         "vmul.f32     %[v1], %[v1], %[s]\n\t"
+                         "vstmia       %[g]!, {%[v0]}\n\t"
+                         "vstmia       %[g]!, {%[v1]}\n\t"
+                         "vadd.f32     %[sum], %[sum], %[v0]\n\t"
+                         "vadd.f32     %[sum], %[sum], %[v1]\n\t"
+                         "subs         %[n], %[n], #1\n\t"
+                         "bne          1b"
+                         : [g] "+r"(g), [n] "+r"(n2), [sum] "+t"(sum), [v0] "=&t"(v0), [v1] "=&t"(v1)
+                         : [s] "t"(g_scale)
+                         : "cc", "memory");
+    }
+    if (n & 1) {
+        const float v = mt_cvt_s32_f32(g[0]) * g_scale;
+        mt_slot_set(&g[0], v);
+        sum += v;
+    }
+    (void)k;
+    return sum;
+#else
     for (; k + 2 <= n; k += 2) {
         const float v0 = mt_cvt_s32_f32(g[k]) * g_scale;
         const float v1 = mt_cvt_s32_f32(g[k + 1]) * g_scale;
@@ -57,6 +93,7 @@ static float row_scale_sum(int32_t *g, int32_t n, float g_scale)
         sum += v;
     }
     return sum;
+#endif /* MT_FPU_ASM */
 }
 
 /* sum (g[k] - mu)^2 from +0.0 in increasing k. */
@@ -64,6 +101,32 @@ static float row_sq_dev(const int32_t *g, int32_t n, float mu)
 {
     float var = 0.0f;
     int32_t k = 0;
+#if MT_FPU_ASM
+    int32_t n2 = n >> 1;
+    if (n2 > 0) {
+        float d0, d1;
+        __asm__ volatile("1:\n\t"
+                         "vldmia   %[g]!, {%[d0]}\n\t"
+                         "vldmia   %[g]!, {%[d1]}\n\t"
+                         "vsub.f32 %[d0], %[d0], %[mu]\n\t"
+                         "vsub.f32 %[d1], %[d1], %[mu]\n\t"
+                         "vmul.f32 %[d0], %[d0], %[d0]\n\t"
+                         "vmul.f32 %[d1], %[d1], %[d1]\n\t"
+                         "vadd.f32 %[var], %[var], %[d0]\n\t"
+                         "vadd.f32 %[var], %[var], %[d1]\n\t"
+                         "subs     %[n], %[n], #1\n\t"
+                         "bne      1b"
+                         : [g] "+r"(g), [n] "+r"(n2), [var] "+t"(var), [d0] "=&t"(d0), [d1] "=&t"(d1)
+                         : [mu] "t"(mu)
+                         : "cc", "memory");
+    }
+    if (n & 1) {
+        const float d = mt_slot_get(&g[0]) - mu;
+        var += d * d;
+    }
+    (void)k;
+    return var;
+#else
     for (; k + 2 <= n; k += 2) {
         const float d0 = mt_slot_get(&g[k]) - mu;
         const float d1 = mt_slot_get(&g[k + 1]) - mu;
@@ -75,6 +138,7 @@ static float row_sq_dev(const int32_t *g, int32_t n, float mu)
         var += d * d;
     }
     return var;
+#endif /* MT_FPU_ASM */
 }
 
 /*
@@ -109,6 +173,45 @@ static float row_step(int32_t *g, const int8_t *w, int32_t n, float s_w, float l
 /* w[k] <- clamp(floor(g[k] / s_new + u), -127, 127), u = uniform01 of the stream (one draw each). */
 static uint32_t row_requant(const int32_t *g, int8_t *w, int32_t n, float s_new, uint32_t x)
 {
+#if MT_FPU_ASM
+    /*
+     * floor is one VCVTR (the conversion that rounds by FPSCR's mode) with FPSCR switched to
+     * round-toward-minus-infinity around it and back to the caller's mode (round to nearest) for
+     * the division and the addition; VCVTR saturates, SSAT and a compare clamp to [-127, 127].
+     */
+    uint32_t rn, rm, t;
+    float y, u;
+    if (n < 1) {
+        return x;
+    }
+    __asm__ volatile("vmrs %0, fpscr" : "=r"(rn));
+    rm = (rn & ~(3u << 22)) | (2u << 22);
+    __asm__ volatile("1:\n\t"
+                     "vldmia        %[g]!, {%[y]}\n\t"
+                     "vdiv.f32      %[y], %[y], %[s]\n\t"
+                     "eor           %[x], %[x], %[x], lsl #13\n\t"
+                     "eor           %[x], %[x], %[x], lsr #17\n\t"
+                     "eor           %[x], %[x], %[x], lsl #5\n\t"
+                     "lsr           %[t], %[x], #8\n\t"
+                     "vmov          %[u], %[t]\n\t"
+                     "vcvt.f32.s32  %[u], %[u], #24\n\t"
+                     "vadd.f32      %[y], %[y], %[u]\n\t"
+                     "vmsr          fpscr, %[rm]\n\t"
+                     "vcvtr.s32.f32 %[y], %[y]\n\t"
+                     "vmsr          fpscr, %[rn]\n\t"
+                     "vmov          %[t], %[y]\n\t"
+                     "ssat          %[t], #8, %[t]\n\t"
+                     "cmn           %[t], #127\n\t"
+                     "it            lt\n\t"
+                     "mvnlt         %[t], #126\n\t"
+                     "strb          %[t], [%[w]], #1\n\t"
+                     "subs          %[n], %[n], #1\n\t"
+                     "bne           1b"
+                     : [g] "+r"(g), [w] "+r"(w), [n] "+r"(n), [x] "+r"(x), [t] "=&r"(t), [y] "=&t"(y), [u] "=&t"(u)
+                     : [s] "t"(s_new), [rm] "r"(rm), [rn] "r"(rn)
+                     : "cc", "memory");
+    return x;
+#else
     int32_t k;
     for (k = 0; k < n; ++k) { /* mt_xorshift32_uniform01 inlined: next(), then (u >> 8) * 2^-24 */
         x ^= x << 13;
@@ -117,6 +220,7 @@ static uint32_t row_requant(const int32_t *g, int8_t *w, int32_t n, float s_new,
         w[k] = (int8_t)mt_floor_clamp127_f32(mt_slot_get(&g[k]) / s_new + mt_unit24_f32(x));
     }
     return x;
+#endif /* MT_FPU_ASM */
 }
 
 mt_status mt_fqt_upd_s8(const mt_fqt_upd_params *p,
