@@ -397,8 +397,8 @@ def adapt_head(doc: dict[str, Any]) -> str:
         text += (f"Learning rates of {tuned}, per corruption: on split seed {b['tune_seed']} each runs "
                  f"{' / '.join(f'{f:g}' for f in b['lr_factors'])} x its grid centre and keeps the run of "
                  "best validation accuracy (never test); the other seeds use that rate; the same grid "
-                 f"size and procedure for every method ({doc.get('tuning_seconds', 0) / 60:.0f} minutes of "
-                 "the run). Centres: "
+                 f"size and procedure for every method (the grid runs took "
+                 f"{doc.get('tuning_seconds', 0) / 60:.0f} minutes). Centres: "
                  + ", ".join(f"{m} {v:g}" for m, v in b["lr"].items() if m in b.get("tuned", ()))
                  + " (set by short probes on validation accuracy). ")
     if lr:
@@ -408,7 +408,24 @@ def adapt_head(doc: dict[str, Any]) -> str:
         text += (f"Targets: zo-mix within 1 point of bp-qas ({'met' if gap >= -1 else 'not met'}: "
                  f"{mean['zo-mix']:.1f} vs {mean['bp-qas']:.1f}) and clearly above none "
                  f"({'met' if gain > 5 else 'not met'}: {gain:+.1f} points).")
+        acc = {(r["corruption"], r["method"]): 100 * r["accuracy_after"] for r in rows}
+        diff = [f"{c} {acc[(c, 'zo-mix')] - acc[(c, 'bp-qas')]:+.1f}" for c in corrs
+                if (c, "zo-mix") in acc and (c, "bp-qas") in acc]
+        text += f" zo-mix minus bp-qas per corruption (points): {', '.join(diff)}."
     return text
+
+
+def lr_table(doc: dict[str, Any]) -> str:
+    """Markdown table of the learning rate each method chose per corruption (split seed 0)."""
+    rows = [r for r in doc["rows"] if r["method"] != "none"]
+    methods = [m for m in ADAPT_METHODS if any(r["method"] == m for r in rows)]
+    corrs = [c for c in CORRUPTIONS if any(r["corruption"] == c for r in rows)]
+    lr = {(r["corruption"], r["method"]): r.get("lr") for r in rows}
+    lines = ["| learning rate chosen | " + " | ".join(methods) + " |", "|---" * (len(methods) + 1) + "|"]
+    for c in corrs:
+        lines.append(f"| {c} | " + " | ".join("-" if lr.get((c, m)) is None else f"{lr[(c, m)]:g}"
+                                              for m in methods) + " |")
+    return "\n".join(lines)
 
 
 def ablation_table(doc: dict[str, Any]) -> str:
@@ -429,7 +446,7 @@ def write_docs(doc: dict[str, Any], docs: Path) -> None:
     name = doc["benchmark"]
     fig, ax = plt.subplots(figsize=(10, 4))
     if name == "zo-adapt":
-        table = adapt_head(doc) + "\n\n" + adapt_table(doc)
+        table = adapt_head(doc) + "\n\n" + adapt_table(doc) + "\n\n" + lr_table(doc)
         rows = doc["rows"]
         methods = [m for m in ADAPT_METHODS if any(r["method"] == m for r in rows)]
         corrs = [c for c in CORRUPTIONS if any(r["corruption"] == c for r in rows)]
