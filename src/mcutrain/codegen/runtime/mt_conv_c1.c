@@ -188,9 +188,6 @@ int mt_conv_c1_fwd(const mt_conv_params *params,
             return 0;
         }
     }
-    for (i = 0; i < kh; ++i) {
-        rows[i] = rowbuf + i * C1_ROWMAX;
-    }
     for (o = 0; o < o_n; ++o) {
         int32_t *r = rec + o * C1_REC;
         const int32_t s = -1 - quant->shift[o];
@@ -207,20 +204,33 @@ int mt_conv_c1_fwd(const mt_conv_params *params,
         }
     }
     for (b = 0; b < input_dims->n; ++b) {
+        int32_t next = 0; /* the next padded row to build (padded row r: image row r - pad_top) */
         for (y = 0; y < ho; ++y) {
             int8_t *out = output + (b * ho + y) * wo * o_n;
-            for (i = 0; i < kh; ++i) { /* padded centred row iy: 0 outside the image */
-                const int32_t iy = y * sh - params->pad_top + i;
-                int16_t *rw = rowbuf + i * C1_ROWMAX;
+            for (; next < y * sh + kh; ++next) { /* each padded centred row once, in a ring of kh slots */
+                const int32_t iy = next - params->pad_top;
+                int16_t *rw = rowbuf + (next % kh) * C1_ROWMAX;
+                const int32_t x0 = params->pad_left < wp ? params->pad_left : wp;
+                const int32_t x1 = params->pad_left + wi < wp ? params->pad_left + wi : wp;
+                const int8_t *src;
                 int32_t xx;
                 if (iy < 0 || iy >= hi_) {
                     memset(rw, 0, (size_t)wp * 2u);
                     continue;
                 }
-                for (xx = 0; xx < wp; ++xx) {
-                    const int32_t ix = xx - params->pad_left;
-                    rw[xx] = (int16_t)(ix >= 0 && ix < wi ? input[(b * hi_ + iy) * wi + ix] - zx : 0);
+                src = input + (b * hi_ + iy) * wi;
+                for (xx = 0; xx < x0; ++xx) {
+                    rw[xx] = 0;
                 }
+                for (; xx < x1; ++xx) {
+                    rw[xx] = (int16_t)(src[xx - params->pad_left] - zx);
+                }
+                for (; xx < wp; ++xx) {
+                    rw[xx] = 0;
+                }
+            }
+            for (i = 0; i < kh; ++i) {
+                rows[i] = rowbuf + ((y * sh + i) % kh) * C1_ROWMAX;
             }
             for (x = 0; x < wo; ++x) {
                 c1_column(rows, x * sw, kh, kw, col);
@@ -360,29 +370,28 @@ int mt_conv_c1_bwd_w(const mt_conv_params *params,
         for (y = 0; y < ho; ++y) {
             const int8_t *er = e + (b * ho + y) * wo * o_n;
             for (o = 0; o < o_n; o += 4) {
-                int32_t s[4] = {0, 0, 0, 0}, any[4] = {0, 0, 0, 0};
+                /* per pixel pair: the error words of 4 channels; the bias sums in 16-bit lanes (one
+                   row: |sum| <= 127 * wo < 2^15) and the OR of the raw bytes on the way */
+                int32_t s02 = 0, s13 = 0;
+                uint32_t any = 0;
                 for (q = 0; q < np; ++q) { /* pair words (e[2q, o + c], e[2q + 1, o + c]) of 4 channels */
                     const int32_t va = mt_read_s8x4(er + 2 * q * o_n + o);
                     const int32_t vb = 2 * q + 1 < wo ? mt_read_s8x4(er + (2 * q + 1) * o_n + o) : 0;
                     const int32_t lo = mt_pkhbt(va, vb), hi = c1_pk_hi(va, vb);
-                    const int32_t w0 = mt_sxtb16(lo), w1 = mt_sxtb16_ror8(lo);
-                    const int32_t w2 = mt_sxtb16(hi), w3 = mt_sxtb16_ror8(hi);
-                    ep[q] = w0;
-                    ep[C1_XS / 2 + q] = w1;
-                    ep[C1_XS + q] = w2;
-                    ep[3 * (C1_XS / 2) + q] = w3;
-                    s[0] = mt_smlad(w0, 0x00010001, s[0]);
-                    s[1] = mt_smlad(w1, 0x00010001, s[1]);
-                    s[2] = mt_smlad(w2, 0x00010001, s[2]);
-                    s[3] = mt_smlad(w3, 0x00010001, s[3]);
-                    any[0] |= w0;
-                    any[1] |= w1;
-                    any[2] |= w2;
-                    any[3] |= w3;
+                    ep[q] = mt_sxtb16(lo);
+                    ep[C1_XS / 2 + q] = mt_sxtb16_ror8(lo);
+                    ep[C1_XS + q] = mt_sxtb16(hi);
+                    ep[3 * (C1_XS / 2) + q] = mt_sxtb16_ror8(hi);
+                    s02 = mt_sxtab16(mt_sxtab16(s02, va), vb);
+                    s13 = mt_sxtab16_ror8(mt_sxtab16_ror8(s13, va), vb);
+                    any |= (uint32_t)va | (uint32_t)vb;
                 }
+                grad_bias[o] += (int16_t)(s02 & 0xFFFF);
+                grad_bias[o + 1] += (int16_t)(s13 & 0xFFFF);
+                grad_bias[o + 2] += (int16_t)((uint32_t)s02 >> 16);
+                grad_bias[o + 3] += (int16_t)((uint32_t)s13 >> 16);
                 for (c = 0; c < 4; ++c) {
-                    grad_bias[o + c] += s[c];
-                    if (any[c] != 0) { /* a channel's row of zero errors adds nothing */
+                    if ((any >> (8 * c)) & 0xFFu) { /* a channel's row of zero errors adds nothing */
                         mt_c1_bwdw_row(ep + c * (C1_XS / 2), img + y * C1_XS, np, grad + (o + c) * 9);
                     }
                 }
