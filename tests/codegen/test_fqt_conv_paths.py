@@ -28,6 +28,7 @@ PROBE_C = r"""
 #include "mt_conv_c1.c"
 #include "mt_conv_fwd_pairs.c"
 #include "mt_conv2d_bwd_in_s8_s16.c"
+#include "mt_conv2d_bwd_w_s8_s8.c"
 
 static int32_t rd(void) { long v; if (scanf("%ld", &v) != 1) { exit(2); } return (int32_t)v; }
 
@@ -72,11 +73,12 @@ int main(void)
             for (i = 0; i < nx; ++i) { printf("%d ", (int)ex[i]); }
             printf("%d %d\n", (int)lo, (int)hi);
             free(e16); free(ex);
-        } else if (kind == 2) { /* weight gradient: errors, then the gradients to add to */
+        } else if (kind == 2 || kind == 4) { /* weight gradient: errors, then the gradients to add to */
             for (i = 0; i < ny; ++i) { y[i] = (int8_t)rd(); }
             for (i = 0; i < nw; ++i) { g[i] = rd(); }
             for (i = 0; i < f_d.n; ++i) { gb[i] = rd(); }
-            taken = mt_conv_c1_bwd_w(&p, &in_d, x, &out_d, y, &f_d, g, gb);
+            taken = kind == 2 ? mt_conv_c1_bwd_w(&p, &in_d, x, &out_d, y, &f_d, g, gb)
+                              : mt_conv2d_bwd_w_s8_s8(&p, &in_d, x, &out_d, y, &f_d, g, gb);
             printf("%d\n", (int)taken);
             for (i = 0; i < nw; ++i) { printf("%d ", (int)g[i]); }
             for (i = 0; i < f_d.n; ++i) { printf("%d ", (int)gb[i]); }
@@ -284,3 +286,34 @@ def test_transposed_conv_equals_the_sum_over_taps_and_channels(probe, n, h, w, c
     assert taken == 0   # MT_OK
     np.testing.assert_array_equal(got[:-2], requantize_output(acc, mult, shift, 0, -127, 127).ravel())
     assert got[-2] == min(lo0, acc.min()) and got[-1] == max(hi0, acc.max())
+
+
+@pytest.mark.parametrize("n, h, w, c, o, kernel, stride, pad, density", [
+    (1, 14, 14, 16, 32, (3, 3), (1, 1), (1, 1), 0.15),   # small-cnn conv2: mostly one or two pairs
+    (1, 14, 14, 16, 32, (3, 3), (1, 1), (1, 1), 0.7),    # dense blocks
+    (2, 7, 6, 5, 6, (3, 3), (2, 2), (1, 1), 0.3),        # C not a multiple of 4, stride 2
+    (1, 5, 9, 68, 3, (1, 1), (1, 1), (0, 0), 0.4),       # taps longer than a chunk
+])
+def test_conv_weight_gradient_equals_the_sum_over_positions(probe, n, h, w, c, o, kernel, stride, pad,
+                                                           density):
+    rng = np.random.default_rng(h * 100 + c * 10 + o)
+    kh, kw = kernel
+    ho, wo = _out_size(h, kh, stride[0], pad[0], pad[0]), _out_size(w, kw, stride[1], pad[1], pad[1])
+    x = rng.integers(-128, 128, (n, h, w, c))
+    e = np.where(rng.random((n, ho, wo, o)) < density, rng.integers(-127, 128, (n, ho, wo, o)), 0)
+    g0 = rng.integers(-1000, 1000, (o, kh, kw, c))
+    gb0 = rng.integers(-1000, 1000, o)
+    zx = int(rng.integers(-128, 0))
+    numbers = [4, *_header(n, h, w, c, o, kh, kw, ho, wo, stride, pad, zx, -128, (-128, 127)),
+               *x.ravel(), *e.ravel(), *g0.ravel(), *gb0.ravel()]
+    xp = np.zeros((n, h + kh + stride[0] * ho, w + kw + stride[1] * wo, c), np.int64)
+    xp[:, pad[0]:pad[0] + h, pad[1]:pad[1] + w] = x - zx
+    want = g0.astype(np.int64).copy()
+    for i in range(kh):
+        for j in range(kw):
+            win = xp[:, i:i + stride[0] * ho:stride[0], j:j + stride[1] * wo:stride[1]][:, :ho, :wo]
+            want[:, i, j, :] += np.einsum("nyxc,nyxo->oc", win, e)
+    taken, got = _run(probe, numbers)
+    assert taken == 0   # MT_OK
+    np.testing.assert_array_equal(got[:want.size], want.ravel())
+    np.testing.assert_array_equal(got[want.size:], gb0 + e.sum(axis=(0, 1, 2)))

@@ -72,6 +72,75 @@ MT_INLINE void grad_row(const int32_t *xb, int32_t n, int32_t e0, int32_t e1, in
 }
 
 /*
+ * grad_row for a channel whose block has one or two nonzero pair words (after the max-pool routing
+ * and the ReLU mask three pair words in four are zero): g[k] += xa[4k] . ea (+ xb[4k] . eb), two k per
+ * pass with LDRD/STRD of the gradients: 4 (one pair) or 6 (two pairs) instructions per k against 8.
+ */
+MT_INLINE void grad_row1(const int32_t *xa, int32_t n, int32_t ea, int32_t *g)
+{
+#if defined(MT_DSP_NATIVE)
+    int32_t n2 = n >> 1, v0, v1, x0, x1;
+    if (n2 > 0) {
+        __asm__ volatile("1:\n\t"
+                         "ldr   %[x0], [%[xa]], #16\n\t"
+                         "ldr   %[x1], [%[xa]], #16\n\t"
+                         "ldrd  %[v0], %[v1], [%[g]]\n\t"
+                         "smlad %[v0], %[x0], %[ea], %[v0]\n\t"
+                         "smlad %[v1], %[x1], %[ea], %[v1]\n\t"
+                         "strd  %[v0], %[v1], [%[g]], #8\n\t"
+                         "subs  %[n], %[n], #1\n\t"
+                         "bne   1b"
+                         : [xa] "+r"(xa), [g] "+r"(g), [n] "+r"(n2), [v0] "=&r"(v0), [v1] "=&r"(v1), [x0] "=&r"(x0),
+                           [x1] "=&r"(x1)
+                         : [ea] "r"(ea)
+                         : "cc", "memory");
+    }
+    if (n & 1) {
+        *g = mt_smlad(xa[0], ea, *g);
+    }
+#else
+    int32_t k;
+    for (k = 0; k < n; ++k) {
+        g[k] = mt_smlad(xa[4 * k], ea, g[k]);
+    }
+#endif /* MT_DSP_NATIVE */
+}
+
+MT_INLINE void grad_row2(const int32_t *xa, const int32_t *xb, int32_t n, int32_t ea, int32_t eb, int32_t *g)
+{
+#if defined(MT_DSP_NATIVE)
+    int32_t n2 = n >> 1, v0, v1, x0, x1;
+    if (n2 > 0) {
+        __asm__ volatile("1:\n\t"
+                         "ldrd  %[v0], %[v1], [%[g]]\n\t"
+                         "ldr   %[x0], [%[xa]], #16\n\t"
+                         "ldr   %[x1], [%[xb]], #16\n\t"
+                         "smlad %[v0], %[x0], %[ea], %[v0]\n\t"
+                         "smlad %[v0], %[x1], %[eb], %[v0]\n\t"
+                         "ldr   %[x0], [%[xa]], #16\n\t"
+                         "ldr   %[x1], [%[xb]], #16\n\t"
+                         "smlad %[v1], %[x0], %[ea], %[v1]\n\t"
+                         "smlad %[v1], %[x1], %[eb], %[v1]\n\t"
+                         "strd  %[v0], %[v1], [%[g]], #8\n\t"
+                         "subs  %[n], %[n], #1\n\t"
+                         "bne   1b"
+                         : [xa] "+r"(xa), [xb] "+r"(xb), [g] "+r"(g), [n] "+r"(n2), [v0] "=&r"(v0), [v1] "=&r"(v1),
+                           [x0] "=&r"(x0), [x1] "=&r"(x1)
+                         : [ea] "r"(ea), [eb] "r"(eb)
+                         : "cc", "memory");
+    }
+    if (n & 1) {
+        *g = mt_smlad(xb[0], eb, mt_smlad(xa[0], ea, *g));
+    }
+#else
+    int32_t k;
+    for (k = 0; k < n; ++k) {
+        g[k] = mt_smlad(xb[4 * k], eb, mt_smlad(xa[4 * k], ea, g[k]));
+    }
+#endif /* MT_DSP_NATIVE */
+}
+
+/*
  * Pair words of channels [c_lo, c_lo + cn) of tap (i, j) for the eight positions (iy0, ix0: window
  * origins; valid[q] = 0 past the block): xb[(c - c_lo) * 4 + q / 2] = (x[2q'] - z_x, x[2q' + 1] - z_x).
  */
@@ -128,6 +197,7 @@ static void bwd_w_dsp(const mt_conv_params *params,
     const int32_t c_step = c_n <= MT_BWD_W_KC ? c_n : MT_BWD_W_KC;
     int32_t xb[MT_BWD_W_KC * 4];
     int32_t eb[MT_BWD_W_OC * 4];
+    uint8_t nzq[MT_BWD_W_OC];
     int32_t p0;
     for (p0 = 0; p0 < npos; p0 += 8) {
         const int32_t np = npos - p0 < 8 ? npos - p0 : 8;
@@ -153,6 +223,16 @@ static void bwd_w_dsp(const mt_conv_params *params,
                     eb[o * 4 + q] = (int32_t)(((uint32_t)ev[2 * q] & 0xFFFFu) | ((uint32_t)ev[2 * q + 1] << 16));
                 }
                 any |= eb[o * 4] | eb[o * 4 + 1] | eb[o * 4 + 2] | eb[o * 4 + 3];
+                { /* count (bits 4..) and the first two indices (bits 0-1, 2-3) of the nonzero pair words */
+                    int32_t n = 0, idx = 0;
+                    for (q = 0; q < 4; ++q) {
+                        if (eb[o * 4 + q] != 0) {
+                            idx |= n < 2 ? q << (2 * n) : 0;
+                            ++n;
+                        }
+                    }
+                    nzq[o] = (uint8_t)(idx | (n << 4));
+                }
             }
             if (!any) {
                 continue; /* exact: zero errors add nothing */
@@ -170,10 +250,21 @@ static void bwd_w_dsp(const mt_conv_params *params,
                     }
                     for (o = 0; o < ocn; ++o) {
                         const int32_t *ep = eb + o * 4;
-                        if ((ep[0] | ep[1] | ep[2] | ep[3]) == 0) {
-                            continue;
+                        int32_t *g = grad + (oc0 + o) * kk + k0;
+                        const int32_t q0 = nzq[o] & 3, q1 = (nzq[o] >> 2) & 3;
+                        switch (nzq[o] >> 4) { /* nonzero pair words of the channel: 0, 1, 2 or more */
+                        case 0:
+                            break;
+                        case 1:
+                            grad_row1(xb + q0, kc, ep[q0], g);
+                            break;
+                        case 2:
+                            grad_row2(xb + q0, xb + q1, kc, ep[q0], ep[q1], g);
+                            break;
+                        default:
+                            grad_row(xb, kc, ep[0], ep[1], ep[2], ep[3], g);
+                            break;
                         }
-                        grad_row(xb, kc, ep[0], ep[1], ep[2], ep[3], grad + (oc0 + o) * kk + k0);
                     }
                 }
             }
