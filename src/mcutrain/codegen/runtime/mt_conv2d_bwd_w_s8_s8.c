@@ -212,7 +212,29 @@ static void bwd_w_dsp(const mt_conv_params *params,
         for (oc0 = 0; oc0 < o_n; oc0 += MT_BWD_W_OC) {
             const int32_t ocn = o_n - oc0 < MT_BWD_W_OC ? o_n - oc0 : MT_BWD_W_OC;
             int32_t o, t0, any = 0;
-            for (o = 0; o < ocn; ++o) { /* error pairs of the block; the bias gradient on the way */
+            o = 0;
+            if ((o_n & 3) == 0) { /* four channels per word: PKH + SXTB16 give their pair words, SXTAB16 the bias */
+                for (; o + 4 <= ocn; o += 4) {
+                    int32_t s02 = 0, s13 = 0;
+                    for (q = 0; q < 4; ++q) {
+                        const int8_t *pa = e + (p0 + 2 * q) * o_n + oc0 + o;
+                        const int32_t va = 2 * q < np ? mt_read_s8x4(pa) : 0;
+                        const int32_t vb = 2 * q + 1 < np ? mt_read_s8x4(pa + o_n) : 0;
+                        const int32_t lo = mt_pkhbt(va, vb), hi = pk_hi(va, vb);
+                        eb[o * 4 + q] = mt_sxtb16(lo);
+                        eb[(o + 1) * 4 + q] = mt_sxtb16_ror8(lo);
+                        eb[(o + 2) * 4 + q] = mt_sxtb16(hi);
+                        eb[(o + 3) * 4 + q] = mt_sxtb16_ror8(hi);
+                        s02 = mt_sxtab16(mt_sxtab16(s02, va), vb); /* |lane| <= 8 * 127: no wrap */
+                        s13 = mt_sxtab16_ror8(mt_sxtab16_ror8(s13, va), vb);
+                    }
+                    grad_bias[oc0 + o] += (int16_t)(s02 & 0xFFFF);
+                    grad_bias[oc0 + o + 1] += (int16_t)(s13 & 0xFFFF);
+                    grad_bias[oc0 + o + 2] += (int16_t)((uint32_t)s02 >> 16);
+                    grad_bias[oc0 + o + 3] += (int16_t)((uint32_t)s13 >> 16);
+                }
+            }
+            for (; o < ocn; ++o) { /* error pairs of the block; the bias gradient on the way */
                 int32_t ev[8], s = 0;
                 for (q = 0; q < 8; ++q) {
                     ev[q] = q < np ? e[(p0 + q) * o_n + oc0 + o] : 0;
@@ -222,17 +244,28 @@ static void bwd_w_dsp(const mt_conv_params *params,
                 for (q = 0; q < 4; ++q) {
                     eb[o * 4 + q] = (int32_t)(((uint32_t)ev[2 * q] & 0xFFFFu) | ((uint32_t)ev[2 * q + 1] << 16));
                 }
-                any |= eb[o * 4] | eb[o * 4 + 1] | eb[o * 4 + 2] | eb[o * 4 + 3];
-                { /* count (bits 4..) and the first two indices (bits 0-1, 2-3) of the nonzero pair words */
-                    int32_t n = 0, idx = 0;
-                    for (q = 0; q < 4; ++q) {
-                        if (eb[o * 4 + q] != 0) {
-                            idx |= n < 2 ? q << (2 * n) : 0;
-                            ++n;
-                        }
+            }
+            for (o = 0; o < ocn; ++o) { /* count (bits 4..) and first two indices (bits 0-1, 2-3) of nonzero words */
+                const int32_t *ep = eb + o * 4;
+                const int32_t z0 = ep[0] != 0, z1 = ep[1] != 0, z2 = ep[2] != 0, z3 = ep[3] != 0;
+                const int32_t n = z0 + z1 + z2 + z3;
+                int32_t idx = 0, m = 0;
+                any |= ep[0] | ep[1] | ep[2] | ep[3];
+                if (n <= 2) {
+                    if (z0) {
+                        idx |= 0 << (2 * m++);
                     }
-                    nzq[o] = (uint8_t)(idx | (n << 4));
+                    if (z1) {
+                        idx |= 1 << (2 * m++);
+                    }
+                    if (z2) {
+                        idx |= 2 << (2 * m++);
+                    }
+                    if (z3) {
+                        idx |= 3 << (2 * m++);
+                    }
                 }
+                nzq[o] = (uint8_t)(idx | (n << 4));
             }
             if (!any) {
                 continue; /* exact: zero errors add nothing */
