@@ -32,6 +32,7 @@ def test_quick_benchmarks_write_results_table_and_figure(tmp_path):
     assert doc["rows"] == rows
     text = (docs / "benchmarks.md").read_text()
     assert "<!-- bench:zo-adapt -->" in text and "| gaussian_noise |" in text
+    assert "| learning rate chosen | zo-wp |" in text and "zo-mix minus bp-qas per corruption" in text
     assert (docs / "zo-adapt.png").stat().st_size > 1000
 
 
