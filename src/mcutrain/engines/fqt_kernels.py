@@ -31,10 +31,18 @@ Example:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from mcutrain.engines.im2col import col2im, im2col, out_size, pad_nhwc, tap_views
-from mcutrain.engines.int_gemm import F32_EXACT, exact_matmul, exact_matmul_split_k, gemm_dtype
+from mcutrain.engines.int_gemm import (
+    F32_EXACT,
+    F64_EXACT,
+    exact_matmul,
+    exact_matmul_split_k,
+    gemm_dtype,
+)
 from mcutrain.quant.fixedpoint import INT32_MAX, requantize
 
 MODES = ("int", "int-float", "f32", "f32seq")
@@ -485,6 +493,130 @@ def bias_grad_acc(ec: np.ndarray, mode: str, per_sample: bool = False) -> np.nda
     e3 = ec.reshape(n, -1, o)
     g = seq_sum(e3, 1) if mode == "f32seq" else e3.sum(1, dtype=acc_dtype(mode))
     return g if per_sample else _batch_sum(g, mode)
+
+
+# ---------------------------------------------------------------- kept structures (partial updates)
+
+
+@dataclass(frozen=True)
+class KeptGroup:
+    """Samples with the same padded keep count, and the structures each one multiplies.
+
+    `idx[r]` lists sample `samples[r]`'s kept structures in increasing order,
+    then pruned ones up to the group's width: a pruned structure's errors are
+    exact zeros, so its products add exact zeros to integer sums.
+    """
+
+    samples: np.ndarray
+    idx: np.ndarray
+
+
+def kept_groups(kept: np.ndarray) -> list[KeptGroup]:
+    """Group the samples of a (N, O) keep mask by keep count rounded up to a power of two (at most O).
+
+    A few groups per layer (at most log2(O) + 1), each one batched GEMM over
+    its samples; padding to powers of two wastes less than half of each
+    group's products.
+    """
+    o = kept.shape[1]
+    k = np.maximum(kept.sum(1), 1)
+    width = np.minimum(np.left_shift(1, np.ceil(np.log2(k)).astype(np.int64)), o)
+    order = np.argsort(~kept, axis=1, kind="stable")       # kept first, each part in index order
+    return [KeptGroup(s, np.ascontiguousarray(order[s, :kp]))
+            for kp in np.unique(width) for s in [np.flatnonzero(width == kp)]]
+
+
+def kept_fraction(groups: list[KeptGroup], o: int) -> float:
+    """Share of the dense products the grouped kernels compute (padding included)."""
+    total = sum(g.idx.size for g in groups)
+    return total / max(sum(len(g.samples) for g in groups) * o, 1)
+
+
+def _gather_errors(e3: np.ndarray, g: KeptGroup, whole: bool) -> np.ndarray:
+    """(m, P, kp) errors of the group's samples at its structures."""
+    rows = e3 if whole else e3[g.samples]
+    return np.take_along_axis(rows, g.idx[:, None, :], axis=2)
+
+
+def _whole(groups: list[KeptGroup], n: int) -> bool:
+    return len(groups) == 1 and len(groups[0].samples) == n
+
+
+def conv2d_bwd_in_acc_kept(ec: np.ndarray, wc: np.ndarray, in_shape: tuple[int, int, int, int],
+                           stride: tuple[int, int], padding: tuple[int, int, int, int],
+                           groups: list[KeptGroup], mode: str, e_max: int | None = None) -> np.ndarray:
+    """`conv2d_bwd_in_acc` (dense convs, integer modes) over each sample's kept filters only.
+
+    The same exact integers, in float64 for "int-float" and int64 for "int"
+    (exact in any order): per group and tap one batched GEMM (m, P, kp) @ (m, kp, C)
+    added into the padded input error.
+    """
+    if mode not in INT_MODES or wc.shape[3] != in_shape[3]:
+        raise ValueError("conv2d_bwd_in_acc_kept: dense convs (groups 1) in an integer mode only")
+    n, h, w, c = in_shape
+    o, kh, kw, _ = wc.shape
+    pt, pb, pl, pr = padding
+    ho, wo = ec.shape[1:3]
+    e3 = ec.reshape(n, ho * wo, o)
+    wt = wc.transpose(1, 2, 0, 3)                           # (kh, kw, O, C)
+    whole = _whole(groups, n)
+    dxp = np.zeros((n, h + pt + pb, w + pl + pr, c), np.float64)
+    for g in groups:
+        m, kp = g.idx.shape
+        eg, gd = _rows_for_exact_gemm(_gather_errors(e3, g, whole).reshape(-1, kp), wc, e_max)
+        eg = eg.reshape(m, ho * wo, kp)
+        part = dxp if whole else np.zeros((m, *dxp.shape[1:]), np.float64)
+        for i, j, view in tap_views(part, (kh, kw), stride, (ho, wo)):
+            wg = wt[i, j].astype(gd, copy=False)[g.idx]     # (m, kp, C)
+            view += np.matmul(eg, wg).reshape(view.shape)
+        if not whole:
+            dxp[g.samples] = part
+    dx = dxp[:, pt:pt + h, pl:pl + w, :]
+    return dx.astype(np.int64) if mode == "int" else dx
+
+
+def conv2d_bwd_w_acc_kept(xc: np.ndarray, ec: np.ndarray, w_shape: tuple[int, ...],
+                          stride: tuple[int, int], padding: tuple[int, int, int, int],
+                          groups: list[KeptGroup], mode: str, per_sample: bool = False,
+                          x_max: int | None = None, e_max: int | None = None,
+                          cols: np.ndarray | None = None) -> np.ndarray:
+    """`conv2d_bwd_w_acc` (dense convs, integer modes) for each sample's kept filters only.
+
+    Per group one batched GEMM (m, kp, P) @ (m, P, K) gives the kept filters'
+    per-sample gradients; they are scattered into a zero (N, O, ...) buffer, or
+    summed over the batch by a one-hot float64 GEMM (exact: integers below 2^53).
+    """
+    if mode not in INT_MODES or w_shape[3] != xc.shape[3]:
+        raise ValueError("conv2d_bwd_w_acc_kept: dense convs (groups 1) in an integer mode only")
+    n = xc.shape[0]
+    o, kh, kw, _ = w_shape
+    p = ec.shape[1] * ec.shape[2]
+    if cols is None:
+        cols = im2col(xc, (kh, kw), stride, padding, 0)
+    k = cols.shape[1]
+    c3, e3 = cols.reshape(n, p, k), ec.reshape(n, p, o)
+    whole = _whole(groups, n)
+    xm = _amax(cols) if x_max is None else x_max
+    em = _amax(ec) if e_max is None else e_max
+    bound = p * xm * em                                     # of every per-sample partial sum
+    dt = gemm_dtype(bound)
+    parts = []
+    for g in groups:
+        eg = _gather_errors(e3, g, whole).transpose(0, 2, 1).astype(dt)      # (m, kp, P)
+        xs = (c3 if whole else c3[g.samples]).astype(dt, copy=False)
+        parts.append(np.matmul(eg, xs))                     # (m, kp, K), exact
+    if per_sample:
+        out = np.zeros((n, o, k), np.int64 if mode == "int" else dt)
+        for g, gg in zip(groups, parts):
+            out[g.samples[:, None], g.idx] = gg
+        return out.reshape(n, *w_shape)
+    idx = np.concatenate([g.idx.ravel() for g in groups])
+    sd = np.float64 if n * bound <= F64_EXACT else np.int64
+    rows = np.concatenate([gg.reshape(-1, k) for gg in parts]).astype(sd, copy=False)
+    onehot = np.zeros((o, len(idx)), sd)
+    onehot[idx, np.arange(len(idx))] = 1
+    total = (onehot @ rows).reshape(w_shape)                # exact: |sum| <= N * bound
+    return total.astype(np.int64) if mode == "int" else total
 
 
 # ---------------------------------------------------------------- pooling (any number format)

@@ -34,6 +34,11 @@ ERR_S8 = np.int16
 sums of overlapping max-pool windows (at most 256 taps of 127)."""
 
 
+KEPT_DENSE_ABOVE = 0.5
+"""Partial updates compute only the kept filters while they are at most this share of the dense
+products (padding included); above it the dense kernels are faster (measured in docs/methods.md)."""
+
+
 class FQTBackward:
     """Loss, error propagation and weight gradients; state lives on the `FQT` object."""
 
@@ -174,13 +179,15 @@ class FQTBackward:
         per_filter = self.graph.macs(n) // o
         trainable = name in self.trainable
         kept = np.ones((b, o), bool)
+        groups = None
         if trainable and self.partial.active and (name != self.graph.output or self.cfg.partial_output):
             k = self.partial.keep_counts(loss_q, self.loss_max, o)
             kept = top_k_mask(magnitudes(ec), k)
-            ec = (ec.reshape(b, -1, o) * kept[:, None, :]).reshape(ec.shape).astype(ec.dtype)
+            ec = np.multiply(ec.reshape(b, -1, o), kept[:, None, :], dtype=ec.dtype).reshape(ec.shape)
+            groups = self._kept_groups(n, kept)
         executed = int(kept.sum()) * per_filter
         if trainable:
-            self._weight_grad(n, ec, err.scale, vals, kept, rec)
+            self._weight_grad(n, ec, err.scale, vals, kept, rec, groups)
             rec.macs["weight_grad"] += executed
         if not self.needs[src]:
             return None
@@ -194,7 +201,10 @@ class FQTBackward:
             ein, s_acc = self._prescale_errors(name, ec, err.scale)
         elif self.prec.weights == "u8":        # mixed: float32 errors, uint8 weights
             wc = wc.astype(F32)
-        if n.op == Op.CONV2D:
+        if groups is not None:
+            acc = K.conv2d_bwd_in_acc_kept(ein, wc, vals[src].shape, a["stride"], a["padding"], groups,
+                                           mode, self._e_max(prescaled=True))
+        elif n.op == Op.CONV2D:
             acc = K.conv2d_bwd_in_acc(ein, wc, vals[src].shape, a["stride"], a["padding"], a["groups"],
                                       mode, self._e_max(prescaled=True))
         else:
@@ -204,6 +214,18 @@ class FQTBackward:
         if self.n_consumers[src] > 1 and self.prec.errors != "f32":
             return self._as_real(acc, s_acc)
         return self._to_err(src, acc, s_acc, rec)
+
+    def _kept_groups(self, n: Node, kept: np.ndarray) -> list[K.KeptGroup] | None:
+        """The samples' kept filters when computing only those is faster than the dense kernels.
+
+        Dense convs with integer errors only: their sums are exact in any order. float
+        errors (mixed, float32) keep the dense kernels and their summation order, which
+        the C runtime mirrors.
+        """
+        if n.op != Op.CONV2D or n.attrs["groups"] != 1 or self.prec.errors == "f32":
+            return None
+        groups = K.kept_groups(kept)
+        return groups if K.kept_fraction(groups, kept.shape[1]) <= KEPT_DENSE_ABOVE else None
 
     def _as_real(self, acc: np.ndarray, s_acc: F32) -> _Err:
         """A contribution to a tensor with several consumers: float32 reals, requantized after the sum."""
@@ -235,7 +257,7 @@ class FQTBackward:
         return v.astype(np.int16), F32(F32(smax * s_e) * F32(2.0**-8))
 
     def _weight_grad(self, n: Node, ec: np.ndarray, s_e: F32 | None, vals, kept: np.ndarray,
-                     rec: _Batch) -> None:
+                     rec: _Batch, groups: list[K.KeptGroup] | None = None) -> None:
         a, src, name = n.attrs, n.inputs[0], n.name
         x = rec.kept[f"{name}/x"]
         cols = rec.kept.get(f"{name}/cols")
@@ -245,7 +267,10 @@ class FQTBackward:
         mode = "int-float" if self.prec.errors != "f32" else self._err_mode()
         if self.prec.errors == "f32":
             xc = xc.astype(F32)
-        if n.op == Op.CONV2D:
+        if groups is not None:
+            gacc = K.conv2d_bwd_w_acc_kept(xc, ec, self.w[name].shape, a["stride"], a["padding"], groups,
+                                           mode, per_sample, X_MAX, self._e_max(), cols=cols)
+        elif n.op == Op.CONV2D:
             gacc = K.conv2d_bwd_w_acc(xc, ec, self.w[name].shape, a["stride"], a["padding"], a["groups"],
                                       mode, per_sample, X_MAX, self._e_max(),
                                       cols=cols)
