@@ -35,6 +35,14 @@ extern "C" {
     ((((n_keep) + 3) & ~3) < (channels) ? (((n_keep) + 3) & ~3) : (channels))
 
 /*
+ * The selection of mt_fqt_topk_*: the k largest of list[channels] (keys >= -1), ties to the lower
+ * index, in O(channels * min(k, channels - k)). mask out: [channels] 1 kept / 0 pruned; list out:
+ * the kept channels in increasing order (its first entries; the keys are overwritten). Returns
+ * their count (k, for 0 <= k <= channels).
+ */
+int32_t mt_fqt_topk_select(int32_t channels, int32_t k, int32_t *list, uint8_t *mask);
+
+/*
  * mt_fqt_prescale_s16 on the kept channels, compacted: e16[p, t] = prescaled e[p, keep[t]] for
  * t < n_keep, 0 for n_keep <= t < MT_FQT_KEEP_STRIDE(n_keep, O).
  *   rows in: positions;  channels in: O;  e in: [rows, O];  e16 out: [rows, stride]
