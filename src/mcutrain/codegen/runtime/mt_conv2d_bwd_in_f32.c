@@ -3,25 +3,26 @@
  * fqt_kernels.conv2d_bwd_in_acc in mode "f32seq"). Order per input element: the taps (i, j) that
  * reach it in row-major order; each tap's t = sum over o of e[o] * w[o, i, j, c] from +0.0 in o
  * order; the taps added from +0.0 in order (col2im's).
+ *
+ * mt_conv2d_bwd_in_f32_keep (partial updates, pruned errors +0.0) keeps this order over the kept
+ * channels only. NOTE: exact: a tap's sum starts at +0.0 and adding finite terms never makes it
+ * -0.0 (round to nearest), and a skipped term (+0.0 * w = +-0.0) leaves +0.0 or a non-zero sum
+ * unchanged.
  */
+#include "mt_arch.h"
 #include "mt_fqt.h"
+#include "mt_fqt_keep.h"
 
-mt_status mt_conv2d_bwd_in_f32(const mt_conv_params *params,
-                               const mt_dims *output_dims,
-                               const float *e,
-                               const mt_dims *filter_dims,
-                               const float *filter,
-                               const mt_dims *input_dims,
-                               float *e_x)
+/* Both kernels: each tap's sum over output channels keep[0..n) (keep NULL: 0..n). */
+MT_INLINE void bwd_in_f32(const mt_conv_params *params, const int32_t *keep, int32_t n, const mt_dims *output_dims,
+                          const float *e, const mt_dims *filter_dims, const float *filter, const mt_dims *input_dims,
+                          float *e_x)
 {
     const int32_t h = input_dims->h, w = input_dims->w, c_n = input_dims->c;
     const int32_t o_n = filter_dims->n, kh = filter_dims->h, kw = filter_dims->w;
     const int32_t ho = output_dims->h, wo = output_dims->w;
     const int32_t ostride = kh * kw * c_n;
     int32_t b, y, x, c;
-    if (!params || !e || !filter || !e_x || params->groups != 1 || filter_dims->c != c_n || output_dims->c != o_n) {
-        return MT_ERR_ARG;
-    }
     for (b = 0; b < input_dims->n; ++b) {
         for (y = 0; y < h; ++y) {
             for (x = 0; x < w; ++x) {
@@ -45,8 +46,9 @@ mt_status mt_conv2d_bwd_in_f32(const mt_conv_params *params,
                             }
                             pe = e + ((b * ho + oy) * wo + ox) * o_n;
                             pw = filter + (i * kw + j) * c_n + c;
-                            for (o = 0; o < o_n; ++o) {
-                                t += pe[o] * pw[o * ostride];
+                            for (o = 0; o < n; ++o) {
+                                const int32_t k = keep ? keep[o] : o;
+                                t += pe[k] * pw[k * ostride];
                             }
                             acc += t;
                         }
@@ -56,5 +58,38 @@ mt_status mt_conv2d_bwd_in_f32(const mt_conv_params *params,
             }
         }
     }
+}
+
+mt_status mt_conv2d_bwd_in_f32(const mt_conv_params *params,
+                               const mt_dims *output_dims,
+                               const float *e,
+                               const mt_dims *filter_dims,
+                               const float *filter,
+                               const mt_dims *input_dims,
+                               float *e_x)
+{
+    if (!params || !e || !filter || !e_x || params->groups != 1 || filter_dims->c != input_dims->c ||
+        output_dims->c != filter_dims->n) {
+        return MT_ERR_ARG;
+    }
+    bwd_in_f32(params, NULL, filter_dims->n, output_dims, e, filter_dims, filter, input_dims, e_x);
+    return MT_OK;
+}
+
+mt_status mt_conv2d_bwd_in_f32_keep(const mt_conv_params *params,
+                                    const int32_t *keep,
+                                    int32_t n_keep,
+                                    const mt_dims *output_dims,
+                                    const float *e,
+                                    const mt_dims *filter_dims,
+                                    const float *filter,
+                                    const mt_dims *input_dims,
+                                    float *e_x)
+{
+    if (!params || !keep || !e || !filter || !e_x || params->groups != 1 || filter_dims->c != input_dims->c ||
+        output_dims->c != filter_dims->n || n_keep < 0 || n_keep > filter_dims->n) {
+        return MT_ERR_ARG;
+    }
+    bwd_in_f32(params, keep, n_keep, output_dims, e, filter_dims, filter, input_dims, e_x);
     return MT_OK;
 }

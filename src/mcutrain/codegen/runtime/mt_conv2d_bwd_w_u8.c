@@ -5,34 +5,29 @@
  * its extremes merged into *g_min / *g_max, and with grad non-NULL stored as
  * clamp(floor(float32(g) * m) + z_g, 0, 255); that pass also adds the bias gradient sum (e - z_e)
  * into grad_bias. No int32 gradient buffer is needed once the gradient range is known.
+ *
+ * mt_conv2d_bwd_w_u8_keep (partial updates) runs the same row loop over the kept filters only. A
+ * pruned row's errors are z_e, so every one of its sums is 0: when any row is pruned, 0 joins the
+ * range as it does in the dense kernel; pruned rows of grad and grad_bias are not written (the
+ * masked update does not read them).
  */
 #include "mt_fqt.h"
+#include "mt_fqt_keep.h"
 #include "mt_fqt_math.h"
 
-mt_status mt_conv2d_bwd_w_u8(const mt_conv_params *params,
-                             int32_t e_zero_point,
-                             const mt_dims *input_dims,
-                             const uint8_t *input,
-                             const mt_dims *output_dims,
-                             const uint8_t *e,
-                             const mt_dims *filter_dims,
-                             float multiplier,
-                             int32_t grad_zero_point,
-                             uint8_t *grad,
-                             int32_t *grad_bias,
-                             int32_t *g_min,
-                             int32_t *g_max)
+/* The gradients and bias sums of filters keep[0..n) (keep NULL: filters 0..n), for both kernels. */
+MT_INLINE void bwd_w_u8_rows(const mt_conv_params *params, const int32_t *keep, int32_t n, int32_t e_zero_point,
+                             const mt_dims *input_dims, const uint8_t *input, const mt_dims *output_dims,
+                             const uint8_t *e, const mt_dims *filter_dims, float multiplier, int32_t grad_zero_point,
+                             uint8_t *grad, int32_t *grad_bias, int32_t *g_min, int32_t *g_max)
 {
     const int32_t h = input_dims->h, w = input_dims->w, c_n = input_dims->c;
     const int32_t o_n = filter_dims->n, kh = filter_dims->h, kw = filter_dims->w;
     const int32_t ho = output_dims->h, wo = output_dims->w;
-    const int32_t zx = params ? params->input_zero_point : 0;
-    int32_t o, i, j, c, y, x;
-    if (!params || !input || !e || !grad_bias || !g_min || !g_max || params->groups != 1 ||
-        filter_dims->c != c_n || input_dims->n != 1) {
-        return MT_ERR_ARG;
-    }
-    for (o = 0; o < o_n; ++o) {
+    const int32_t zx = params->input_zero_point;
+    int32_t t, i, j, c, y, x;
+    for (t = 0; t < n; ++t) {
+        const int32_t o = keep ? keep[t] : t;
         if (grad) {
             int32_t sb = 0;
             for (y = 0; y < ho * wo; ++y) {
@@ -68,5 +63,56 @@ mt_status mt_conv2d_bwd_w_u8(const mt_conv_params *params,
             }
         }
     }
+}
+
+mt_status mt_conv2d_bwd_w_u8(const mt_conv_params *params,
+                             int32_t e_zero_point,
+                             const mt_dims *input_dims,
+                             const uint8_t *input,
+                             const mt_dims *output_dims,
+                             const uint8_t *e,
+                             const mt_dims *filter_dims,
+                             float multiplier,
+                             int32_t grad_zero_point,
+                             uint8_t *grad,
+                             int32_t *grad_bias,
+                             int32_t *g_min,
+                             int32_t *g_max)
+{
+    if (!params || !input || !e || !grad_bias || !g_min || !g_max || params->groups != 1 ||
+        filter_dims->c != input_dims->c || input_dims->n != 1) {
+        return MT_ERR_ARG;
+    }
+    bwd_w_u8_rows(params, NULL, filter_dims->n, e_zero_point, input_dims, input, output_dims, e, filter_dims,
+                  multiplier, grad_zero_point, grad, grad_bias, g_min, g_max);
+    return MT_OK;
+}
+
+mt_status mt_conv2d_bwd_w_u8_keep(const mt_conv_params *params,
+                                  const int32_t *keep,
+                                  int32_t n_keep,
+                                  int32_t e_zero_point,
+                                  const mt_dims *input_dims,
+                                  const uint8_t *input,
+                                  const mt_dims *output_dims,
+                                  const uint8_t *e,
+                                  const mt_dims *filter_dims,
+                                  float multiplier,
+                                  int32_t grad_zero_point,
+                                  uint8_t *grad,
+                                  int32_t *grad_bias,
+                                  int32_t *g_min,
+                                  int32_t *g_max)
+{
+    if (!params || !keep || !input || !e || !grad_bias || !g_min || !g_max || params->groups != 1 ||
+        filter_dims->c != input_dims->c || input_dims->n != 1 || n_keep < 0 || n_keep > filter_dims->n) {
+        return MT_ERR_ARG;
+    }
+    if (n_keep < filter_dims->n) { /* the pruned rows' sums */
+        *g_min = 0 < *g_min ? 0 : *g_min;
+        *g_max = 0 > *g_max ? 0 : *g_max;
+    }
+    bwd_w_u8_rows(params, keep, n_keep, e_zero_point, input_dims, input, output_dims, e, filter_dims, multiplier,
+                  grad_zero_point, grad, grad_bias, g_min, g_max);
     return MT_OK;
 }
