@@ -18,7 +18,7 @@ from mcutrain.methods.fqt_common import (
     _Batch,
     _Err,
 )
-from mcutrain.methods.partial import magnitudes, top_k_mask
+from mcutrain.methods.partial import magnitudes, top_k
 from mcutrain.quant.fixedpoint import (
     activation_range,
     quantize_multiplier,
@@ -179,15 +179,18 @@ class FQTBackward:
         per_filter = self.graph.macs(n) // o
         trainable = name in self.trainable
         kept = np.ones((b, o), bool)
-        groups = None
+        groups = eg = None
         if trainable and self.partial.active and (name != self.graph.output or self.cfg.partial_output):
             k = self.partial.keep_counts(loss_q, self.loss_max, o)
-            kept = top_k_mask(magnitudes(ec), k)
-            ec = np.multiply(ec.reshape(b, -1, o), kept[:, None, :], dtype=ec.dtype).reshape(ec.shape)
-            groups = self._kept_groups(n, kept)
+            kept, order = top_k(magnitudes(ec), k)
+            groups = self._kept_groups(n, kept, order)
+            if groups is None:
+                ec = np.multiply(ec.reshape(b, -1, o), kept[:, None, :], dtype=ec.dtype).reshape(ec.shape)
+            else:                     # only the kept filters' errors, gathered per group of samples
+                eg = K.gather_kept(ec, kept, groups)
         executed = int(kept.sum()) * per_filter
         if trainable:
-            self._weight_grad(n, ec, err.scale, vals, kept, rec, groups)
+            self._weight_grad(n, ec, err.scale, vals, kept, rec, groups, eg)
             rec.macs["weight_grad"] += executed
         if not self.needs[src]:
             return None
@@ -198,11 +201,15 @@ class FQTBackward:
         if self.prec.errors == "u8":
             s_acc = F32(F32(self._w_scale(name)) * err.scale)
         elif self.prec.errors == "s8":
-            ein, s_acc = self._prescale_errors(name, ec, err.scale)
+            if eg is None:
+                ein, s_acc = self._prescale_errors(name, ec, err.scale)
+            else:                     # elementwise per structure: prescaling the gathered errors is the same
+                r, s_acc = self._prescale_ratios(name, err.scale)
+                eg = [self._prescale(e, r[g.idx][:, :, None]) for g, e in zip(groups, eg)]
         elif self.prec.weights == "u8":        # mixed: float32 errors, uint8 weights
             wc = wc.astype(F32)
         if groups is not None:
-            acc = K.conv2d_bwd_in_acc_kept(ein, wc, vals[src].shape, a["stride"], a["padding"], groups,
+            acc = K.conv2d_bwd_in_acc_kept(eg, groups, wc, vals[src].shape, a["stride"], a["padding"],
                                            mode, self._e_max(prescaled=True))
         elif n.op == Op.CONV2D:
             acc = K.conv2d_bwd_in_acc(ein, wc, vals[src].shape, a["stride"], a["padding"], a["groups"],
@@ -215,7 +222,7 @@ class FQTBackward:
             return self._as_real(acc, s_acc)
         return self._to_err(src, acc, s_acc, rec)
 
-    def _kept_groups(self, n: Node, kept: np.ndarray) -> list[K.KeptGroup] | None:
+    def _kept_groups(self, n: Node, kept: np.ndarray, order: np.ndarray) -> list[K.KeptGroup] | None:
         """The samples' kept filters when computing only those is faster than the dense kernels.
 
         Dense convs with integer errors only: their sums are exact in any order. float
@@ -224,7 +231,7 @@ class FQTBackward:
         """
         if n.op != Op.CONV2D or n.attrs["groups"] != 1 or self.prec.errors == "f32":
             return None
-        groups = K.kept_groups(kept)
+        groups = K.kept_groups(kept, order)
         return groups if K.kept_fraction(groups, kept.shape[1]) <= KEPT_DENSE_ABOVE else None
 
     def _as_real(self, acc: np.ndarray, s_acc: F32) -> _Err:
@@ -240,24 +247,38 @@ class FQTBackward:
         return None
 
     def _prescale_errors(self, name: str, ec: np.ndarray, s_e: F32) -> tuple[np.ndarray, F32]:
-        """int8 errors times Q15 ratios s_w[o] / max(s_w), rounded to int16 (see the docs).
+        """int8 errors times Q15 ratios s_w[o] / max(s_w), rounded to int16, and the accumulator's scale.
 
         e16[o] = round_half_away(e[o] * r[o] / 2^7), r[o] = round_half_away(float32(s_w[o] / s_max) * 2^15);
         the accumulator's scale is then float32(s_max * s_e) * 2^-8.
         """
+        r, s_acc = self._prescale_ratios(name, s_e)
+        return self._prescale(ec, r), s_acc
+
+    def _prescale_ratios(self, name: str, s_e: F32) -> tuple[np.ndarray, F32]:
+        """Q15 ratios r[o] = round_half_away(float32(s_w[o] / max(s_w)) * 2^15) (int32) and the
+        scale of the prescaled errors' accumulator, float32(s_max * s_e) * 2^-8 (see the docs)."""
         sw = self._w_scale(name)
         smax = F32(sw.max())
-        r = round_half_away((sw / smax).astype(F32) * F32(2**PRESCALE_BITS)).astype(np.int64)
-        v = np.multiply(ec, r.astype(np.int32), dtype=np.int32)   # |v| <= 127 * 2^15 < 2^22
+        r = round_half_away((sw / smax).astype(F32) * F32(2**PRESCALE_BITS)).astype(np.int32)
+        return r, F32(F32(smax * s_e) * F32(2.0**-8))
+
+    @staticmethod
+    def _prescale(ec: np.ndarray, r: np.ndarray) -> np.ndarray:
+        """int8 errors times their structures' Q15 ratios `r` (broadcast), rounded to int16:
+        e16 = round_half_away(e * r / 2^7)."""
+        v = np.multiply(ec, r, dtype=np.int32)                 # |v| <= 127 * 2^15 < 2^22
         # rounding_shift_right(v, 7) in int32: floor((v + 2^6 - [v < 0]) / 2^7), v >> 31 = -[v < 0]
         neg = v >> 31
         v += neg
         v += 1 << 6
         v >>= 7
-        return v.astype(np.int16), F32(F32(smax * s_e) * F32(2.0**-8))
+        return v.astype(np.int16)
 
     def _weight_grad(self, n: Node, ec: np.ndarray, s_e: F32 | None, vals, kept: np.ndarray,
-                     rec: _Batch, groups: list[K.KeptGroup] | None = None) -> None:
+                     rec: _Batch, groups: list[K.KeptGroup] | None = None,
+                     eg: list[np.ndarray] | None = None) -> None:
+        """Weight and bias gradients; with `groups`, from the kept filters' gathered errors `eg` only."""
         a, src, name = n.attrs, n.inputs[0], n.name
         x = rec.kept[f"{name}/x"]
         cols = rec.kept.get(f"{name}/cols")
@@ -268,7 +289,7 @@ class FQTBackward:
         if self.prec.errors == "f32":
             xc = xc.astype(F32)
         if groups is not None:
-            gacc = K.conv2d_bwd_w_acc_kept(xc, ec, self.w[name].shape, a["stride"], a["padding"], groups,
+            gacc = K.conv2d_bwd_w_acc_kept(xc, eg, groups, self.w[name].shape, a["stride"], a["padding"],
                                            mode, per_sample, X_MAX, self._e_max(), cols=cols)
         elif n.op == Op.CONV2D:
             gacc = K.conv2d_bwd_w_acc(xc, ec, self.w[name].shape, a["stride"], a["padding"], a["groups"],
@@ -276,7 +297,7 @@ class FQTBackward:
                                       cols=cols)
         else:
             gacc = K.linear_bwd_w_acc(xc, ec, mode, per_sample, X_MAX, self._e_max())
-        gb = K.bias_grad_acc(ec, mode)
+        gb = K.bias_grad_acc(ec, mode) if groups is None else K.bias_grad_acc_kept(eg, groups, len(kept[0]))
         sx = F32(self.act_qparams(src).scale) if self.prec.quantized_acts else None
         if per_sample:                                # uint8: quantize each sample's gradient
             s_gacc = F32(sx * s_e)
