@@ -512,27 +512,31 @@ class KeptGroup:
     """(m, kp): sample samples[r]'s kept structures first, then pruned ones."""
 
 
-def kept_groups(kept: np.ndarray, order: np.ndarray | None = None) -> list[KeptGroup]:
-    """Group the samples of a (N, O) keep mask by keep count rounded up to a power of two (at most O).
+def kept_widths(kept: np.ndarray) -> np.ndarray:
+    """Per sample of a (N, O) keep mask, its keep count rounded up to a power of two (at most O)."""
+    k = np.maximum(kept.sum(1), 1)
+    return np.minimum(np.left_shift(1, np.ceil(np.log2(k)).astype(np.int64)), kept.shape[1])
+
+
+def kept_groups(kept: np.ndarray, order: np.ndarray | None = None,
+                width: np.ndarray | None = None) -> list[KeptGroup]:
+    """Group the samples of a (N, O) keep mask by `kept_widths`.
 
     A few groups per layer (at most log2(O) + 1), each one batched GEMM over
     its samples; padding to powers of two wastes less than half of each
     group's products. `order` (N, O) lists each sample's kept structures
     first (as `partial.top_k` ranks them); integer sums are exact in any order.
     """
-    o = kept.shape[1]
-    k = np.maximum(kept.sum(1), 1)
-    width = np.minimum(np.left_shift(1, np.ceil(np.log2(k)).astype(np.int64)), o)
+    width = kept_widths(kept) if width is None else width
     if order is None:
         order = np.argsort(~kept, axis=1, kind="stable")   # kept first, each part in index order
     return [KeptGroup(s, np.ascontiguousarray(order[s, :kp]))
             for kp in np.unique(width) for s in [np.flatnonzero(width == kp)]]
 
 
-def kept_fraction(groups: list[KeptGroup], o: int) -> float:
+def kept_fraction(width: np.ndarray, o: int) -> float:
     """Share of the dense products the grouped kernels compute (padding included)."""
-    total = sum(g.idx.size for g in groups)
-    return total / max(sum(len(g.samples) for g in groups) * o, 1)
+    return float(width.sum()) / max(len(width) * o, 1)
 
 
 def gather_kept(ec: np.ndarray, kept: np.ndarray, groups: list[KeptGroup]) -> list[np.ndarray]:

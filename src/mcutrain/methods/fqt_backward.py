@@ -185,7 +185,7 @@ class FQTBackward:
             kept, order = top_k(magnitudes(ec), k)
             groups = self._kept_groups(n, kept, order)
             if groups is None:
-                ec = np.multiply(ec.reshape(b, -1, o), kept[:, None, :], dtype=ec.dtype).reshape(ec.shape)
+                ec = (ec.reshape(b, -1, o) * kept.astype(ec.dtype)[:, None, :]).reshape(ec.shape)
             else:                     # only the kept filters' errors, gathered per group of samples
                 eg = K.gather_kept(ec, kept, groups)
         executed = int(kept.sum()) * per_filter
@@ -231,8 +231,10 @@ class FQTBackward:
         """
         if n.op != Op.CONV2D or n.attrs["groups"] != 1 or self.prec.errors == "f32":
             return None
-        groups = K.kept_groups(kept, order)
-        return groups if K.kept_fraction(groups, kept.shape[1]) <= KEPT_DENSE_ABOVE else None
+        width = K.kept_widths(kept)
+        if K.kept_fraction(width, kept.shape[1]) > KEPT_DENSE_ABOVE:
+            return None
+        return K.kept_groups(kept, order, width)
 
     def _as_real(self, acc: np.ndarray, s_acc: F32) -> _Err:
         """A contribution to a tensor with several consumers: float32 reals, requantized after the sum."""
