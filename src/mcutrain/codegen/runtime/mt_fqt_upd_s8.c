@@ -41,8 +41,9 @@ static void mt_slot_set(int32_t *slot, float f)
 }
 
 /*
- * The four passes over one row, each a small loop the compiler keeps in registers (every float32
- * operation in the order of the header comment; two elements per loop pass where the order allows).
+ * The four passes over one row, each a small loop (every float32 operation in the order of the header
+ * comment; two elements per loop pass where the order allows); on FPU cores in assembly, which loads
+ * and stores the float32 slots straight from the FPU registers.
  */
 
 /* g[k] <- float32(g[k]) * g_scale in place; returns their sum from +0.0 in increasing k. */
@@ -158,6 +159,35 @@ static float row_step(int32_t *g, const int8_t *w, int32_t n, float s_w, float l
             mt_slot_set(&g[k], nw);
         }
     } else {
+#if MT_FPU_ASM
+        if (n > 0) {
+            int32_t t;
+            float y, u;
+            __asm__ volatile("1:\n\t"
+                             "vldr         %[y], [%[g]]\n\t"
+                             "ldrsb        %[t], [%[w]], #1\n\t"
+                             "vsub.f32     %[y], %[y], %[mu]\n\t"
+                             "vmov         %[u], %[t]\n\t"
+                             "vdiv.f32     %[y], %[y], %[den]\n\t"
+                             "vcvt.f32.s32 %[u], %[u]\n\t"
+                             "vmul.f32     %[y], %[lr], %[y]\n\t"
+                             "vmul.f32     %[u], %[u], %[sw]\n\t"
+                             "vsub.f32     %[u], %[u], %[y]\n\t"
+                             "vstmia       %[g]!, {%[u]}\n\t"
+                             "vmov         %[t], %[u]\n\t"
+                             "bic          %[t], %[t], #0x80000000\n\t"
+                             "cmp          %[t], %[amax]\n\t"
+                             "it           hi\n\t"
+                             "movhi        %[amax], %[t]\n\t"
+                             "subs         %[n], %[n], #1\n\t"
+                             "bne          1b"
+                             : [g] "+r"(g), [w] "+r"(w), [n] "+r"(n), [amax] "+r"(amax), [t] "=&r"(t), [y] "=&t"(y),
+                               [u] "=&t"(u)
+                             : [mu] "t"(mu), [den] "t"(den), [lr] "t"(lr), [sw] "t"(s_w)
+                             : "cc", "memory");
+        }
+        (void)k;
+#else
         for (k = 0; k < n; ++k) {
             const float gh = (mt_slot_get(&g[k]) - mu) / den;
             const float nw = (float)w[k] * s_w - lr * gh;
@@ -165,6 +195,7 @@ static float row_step(int32_t *g, const int8_t *w, int32_t n, float s_w, float l
             amax = a > amax ? a : amax;
             mt_slot_set(&g[k], nw);
         }
+#endif /* MT_FPU_ASM */
     }
     memcpy(&f, &amax, 4);
     return f;
