@@ -12,7 +12,6 @@ from mcutrain.methods.fqt import FQT
 from mcutrain.methods.fqt_state import FQTConfig
 from mcutrain.zoo import he_init
 
-
 _KEPT_IN, _KEPT_W = K.conv2d_bwd_in_acc_kept, K.conv2d_bwd_w_acc_kept
 
 
