@@ -9,12 +9,17 @@
  * SMLAD does two MACs: per two pairs of output channels two error words, two LDM, eight SMLAD and
  * the loop (14 instructions per 16 MACs). With stride 1 across and O a multiple of 4, a kernel row's
  * taps run as one loop over consecutive output positions (the packed taps are in reverse order).
+ * mt_conv2d_bwd_in_s8_s16_keep (partial updates) runs the same loops over the kept output channels:
+ * its errors come compacted from mt_fqt_prescale_s16_keep ([positions, stride], zero columns past
+ * n_keep), so the loops take the row stride as O and find each kept channel's filter through keep
+ * (zero weights past n_keep); the pruned terms are 0, so the sums are the dense kernel's.
  * NOTE: |acc| <= 32512 * 127 * (taps * O) < 2^31 is checked by the exporter (taps * O <= 520); the
  * bound holds for partial sums in any order, so the DSP order gives the same sums.
  */
 #include "mt_arch.h"
 #include "mt_fixedpoint.h"
 #include "mt_fqt.h"
+#include "mt_fqt_keep.h"
 
 #define MT_BWD_IN_BLOCK 32 /* input channels summed at once: 128 bytes of int32 on the stack */
 
@@ -22,24 +27,31 @@
 #define MT_BWD_IN_PACK_WORDS 640 /* 2560 bytes of stack: four input channels for taps * O <= 320 */
 
 /*
- * Weights of input channels c0 .. c0 + cb - 1 (cb <= 4) as int16 pairs over output channels:
- * pack[((slot * nq + q) * 4 + k)] = (w[2q, i, j, c0 + k], w[2q + 1, i, j, c0 + k]), zero past O or cb,
- * with slot = i * kw + (kw - 1 - j): the taps of a kernel row in reverse order, so that with stride 1
- * a row's taps meet the errors of consecutive output positions (one contiguous run of both).
+ * Weights of input channels c0 .. c0 + cb - 1 (cb <= 4) as int16 pairs over the error columns
+ * (o_n of them, channel keep[t] in column t, keep NULL: channel t; n of them hold a channel):
+ * pack[((slot * nq + q) * 4 + k)] = (w[keep[2q], i, j, c0 + k], w[keep[2q + 1], i, j, c0 + k]), zero
+ * past n or cb, with slot = i * kw + (kw - 1 - j): the taps of a kernel row in reverse order, so that
+ * with stride 1 a row's taps meet the errors of consecutive output positions (one contiguous run of both).
  */
-static void pack_block(const int8_t *filter, int32_t o_n, int32_t kh, int32_t kw, int32_t c_n, int32_t c0,
-                       int32_t cb, int32_t *pack)
+MT_INLINE void pack_block(const int8_t *filter, const int32_t *keep, int32_t n, int32_t o_n, int32_t kh, int32_t kw,
+                          int32_t c_n, int32_t c0, int32_t cb, int32_t *pack)
 {
     const int32_t nq = (o_n + 1) / 2, row = kh * kw * c_n;
     int32_t i, j, q, k;
     for (i = 0; i < kh; ++i) {
         for (j = kw - 1; j >= 0; --j) {
             for (q = 0; q < nq; ++q) {
-                const int8_t *w0 = filter + 2 * q * row + (i * kw + j) * c_n + c0;
-                const int8_t *w1 = w0 + row;
-                const int has1 = 2 * q + 1 < o_n;
+                const int32_t tap = (i * kw + j) * c_n + c0;
+                const int8_t *w0, *w1;
+                if (!keep) { /* every channel: column 2q always holds one */
+                    w0 = filter + 2 * q * row + tap;
+                    w1 = 2 * q + 1 < o_n ? w0 + row : NULL;
+                } else {
+                    w0 = 2 * q < n ? filter + keep[2 * q] * row + tap : NULL;
+                    w1 = 2 * q + 1 < n ? filter + keep[2 * q + 1] * row + tap : NULL;
+                }
                 for (k = 0; k < 4; ++k) {
-                    const int32_t lo = k < cb ? w0[k] : 0, hi = k < cb && has1 ? w1[k] : 0;
+                    const int32_t lo = k < cb && w0 ? w0[k] : 0, hi = k < cb && w1 ? w1[k] : 0;
                     *pack++ = (int32_t)(((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16));
                 }
             }
@@ -179,20 +191,23 @@ MT_INLINE void run_list4(const int16_t *pe, intptr_t pw, const uint8_t *li, cons
  * run_list4 over its positions' entries. Returns 0 when a sample has more nonzero pairs than the
  * list holds (nothing written; the dense loop runs instead). Same sums, same requantization.
  */
-static int bwd_in_lists(const mt_conv_params *params,
-                        const mt_dims *output_dims,
-                        const int16_t *e16,
-                        const mt_dims *filter_dims,
-                        const int8_t *filter,
-                        const mt_dims *input_dims,
-                        const rq_err *rq,
-                        int8_t *e_x,
-                        int32_t *acc_min,
-                        int32_t *acc_max,
-                        int32_t *pack)
+MT_INLINE int bwd_in_lists(const mt_conv_params *params,
+                           const int32_t *keep,
+                           int32_t n_keep,
+                           int32_t o_n,
+                           const mt_dims *output_dims,
+                           const int16_t *e16,
+                           const mt_dims *filter_dims,
+                           const int8_t *filter,
+                           const mt_dims *input_dims,
+                           const rq_err *rq,
+                           int8_t *e_x,
+                           int32_t *acc_min,
+                           int32_t *acc_max,
+                           int32_t *pack)
 {
     const int32_t h = input_dims->h, w = input_dims->w, c_n = input_dims->c;
-    const int32_t o_n = filter_dims->n, kh = filter_dims->h, kw = filter_dims->w;
+    const int32_t kh = filter_dims->h, kw = filter_dims->w;
     const int32_t ho = output_dims->h, wo = output_dims->w;
     const int32_t sh = params->stride_h, sw = params->stride_w, pt = params->pad_top, pl = params->pad_left;
     const int32_t nq = o_n / 2;
@@ -226,7 +241,7 @@ static int bwd_in_lists(const mt_conv_params *params,
         first[ho * wo] = (uint16_t)n;
         for (c0 = 0; c0 < c_n; c0 += 4) {
             const int32_t cb = c_n - c0 < 4 ? c_n - c0 : 4;
-            pack_block(filter, o_n, kh, kw, c_n, c0, cb, pack);
+            pack_block(filter, keep, n_keep, o_n, kh, kw, c_n, c0, cb, pack);
             for (y = 0; y < h; ++y) {
                 for (x = 0; x < w; ++x) {
                     int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
@@ -281,26 +296,29 @@ static int bwd_in_lists(const mt_conv_params *params,
     return 1;
 }
 
-static void bwd_in_dsp(const mt_conv_params *params,
-                       const mt_dims *output_dims,
-                       const int16_t *e16,
-                       const mt_dims *filter_dims,
-                       const int8_t *filter,
-                       const mt_dims *input_dims,
-                       int32_t multiplier,
-                       int32_t shift,
-                       int8_t *e_x,
-                       int32_t *acc_min,
-                       int32_t *acc_max,
-                       int32_t *pack)
+MT_INLINE void bwd_in_dsp(const mt_conv_params *params,
+                          const int32_t *keep,
+                          int32_t n_keep,
+                          int32_t o_n,
+                          const mt_dims *output_dims,
+                          const int16_t *e16,
+                          const mt_dims *filter_dims,
+                          const int8_t *filter,
+                          const mt_dims *input_dims,
+                          int32_t multiplier,
+                          int32_t shift,
+                          int8_t *e_x,
+                          int32_t *acc_min,
+                          int32_t *acc_max,
+                          int32_t *pack)
 {
     const int32_t h = input_dims->h, w = input_dims->w, c_n = input_dims->c;
-    const int32_t o_n = filter_dims->n, kh = filter_dims->h, kw = filter_dims->w;
+    const int32_t kh = filter_dims->h, kw = filter_dims->w;
     const int32_t ho = output_dims->h, wo = output_dims->w;
     const int32_t sh = params->stride_h, sw = params->stride_w, pt = params->pad_top, pl = params->pad_left;
     const int32_t nq = (o_n + 1) / 2, nqf = o_n / 2;
-    /* stride 1 across and O a multiple of 4: a kernel row's valid taps are one run of the asm loop */
-    const int32_t runs = sw == 1 && (o_n & 3) == 0;
+    /* stride 1 across and O a multiple of 4 (not 0): a kernel row's valid taps are one run of the asm loop */
+    const int32_t runs = sw == 1 && (o_n & 3) == 0 && o_n > 0;
     int32_t lo = *acc_min, hi = *acc_max;
     int32_t b, y, x, c0;
     rq_err rq;
@@ -311,7 +329,7 @@ static void bwd_in_dsp(const mt_conv_params *params,
     rq.c1 = rq.fast ? mt_requant_c1(rq.sh, 0) : 0;
     for (c0 = 0; c0 < c_n; c0 += 4) {
         const int32_t cb = c_n - c0 < 4 ? c_n - c0 : 4;
-        pack_block(filter, o_n, kh, kw, c_n, c0, cb, pack);
+        pack_block(filter, keep, n_keep, o_n, kh, kw, c_n, c0, cb, pack);
         for (b = 0; b < input_dims->n; ++b) {
             for (y = 0; y < h; ++y) {
                 for (x = 0; x < w; ++x) {
@@ -377,50 +395,74 @@ static void bwd_in_dsp(const mt_conv_params *params,
     *acc_min = lo;
     *acc_max = hi;
 }
+
+/*
+ * The DSP paths over o_n error columns (channel keep[t] in column t, keep NULL: channel t; n_keep of
+ * them hold a channel): the nonzero-pair lists where they fit, else the dense loop. Returns 0 (nothing
+ * done) when the packed weights exceed the stack block.
+ */
+MT_INLINE int bwd_in_dsp_any(const mt_conv_params *params,
+                             const int32_t *keep,
+                             int32_t n_keep,
+                             int32_t o_n,
+                             const mt_dims *output_dims,
+                             const int16_t *e16,
+                             const mt_dims *filter_dims,
+                             const int8_t *filter,
+                             const mt_dims *input_dims,
+                             int32_t multiplier,
+                             int32_t shift,
+                             int8_t *e_x,
+                             int32_t *acc_min,
+                             int32_t *acc_max)
+{
+    int32_t pack[MT_BWD_IN_PACK_WORDS];
+    if (filter_dims->h * filter_dims->w * ((o_n + 1) / 2) * 4 > MT_BWD_IN_PACK_WORDS) {
+        return 0;
+    }
+    if ((o_n & 1) == 0 && output_dims->h * output_dims->w <= MT_BWD_IN_POS && output_dims->w * (o_n / 2) <= 256) {
+        rq_err rq;
+        rq.m = multiplier;
+        rq.shift = shift;
+        rq.fast = mt_requant_fast_ok(multiplier, shift);
+        rq.sh = -1 - shift;
+        rq.c1 = rq.fast ? mt_requant_c1(rq.sh, 0) : 0;
+        if (bwd_in_lists(params, keep, n_keep, o_n, output_dims, e16, filter_dims, filter, input_dims, &rq, e_x,
+                         acc_min, acc_max, pack)) {
+            return 1;
+        }
+    }
+    bwd_in_dsp(params, keep, n_keep, o_n, output_dims, e16, filter_dims, filter, input_dims, multiplier, shift, e_x,
+               acc_min, acc_max, pack);
+    return 1;
+}
 #endif /* MT_DSP */
 
-mt_status mt_conv2d_bwd_in_s8_s16(const mt_conv_params *params,
-                                  const int32_t *channels,
-                                  int32_t n_channels,
-                                  const mt_dims *output_dims,
-                                  const int16_t *e16,
-                                  const mt_dims *filter_dims,
-                                  const int8_t *filter,
-                                  const mt_dims *input_dims,
-                                  int32_t multiplier,
-                                  int32_t shift,
-                                  int8_t *e_x,
-                                  int32_t *acc_min,
-                                  int32_t *acc_max)
+/*
+ * The reference loop over n error columns of rows o_n apart: column cols[t] (cols NULL: t) holds the
+ * error of channel keep[t] (keep NULL: the column's own index).
+ */
+MT_INLINE void bwd_in_ref(const mt_conv_params *params,
+                          const int32_t *keep,
+                          const int32_t *cols,
+                          int32_t n,
+                          int32_t o_n,
+                          const mt_dims *output_dims,
+                          const int16_t *e16,
+                          const mt_dims *filter_dims,
+                          const int8_t *filter,
+                          const mt_dims *input_dims,
+                          int32_t multiplier,
+                          int32_t shift,
+                          int8_t *e_x,
+                          int32_t *acc_min,
+                          int32_t *acc_max)
 {
     const int32_t h = input_dims->h, w = input_dims->w, c_n = input_dims->c;
-    const int32_t o_n = filter_dims->n, kh = filter_dims->h, kw = filter_dims->w;
+    const int32_t kh = filter_dims->h, kw = filter_dims->w;
     const int32_t ho = output_dims->h, wo = output_dims->w;
     const int32_t sh = params->stride_h, sw = params->stride_w;
     int32_t b, y, x, c;
-    if (!params || !e16 || !filter || !acc_min || !acc_max || params->groups != 1 || filter_dims->c != c_n) {
-        return MT_ERR_ARG;
-    }
-#if MT_DSP
-    if (!channels && kh * kw * ((o_n + 1) / 2) * 4 <= MT_BWD_IN_PACK_WORDS) {
-        int32_t pack[MT_BWD_IN_PACK_WORDS];
-        if ((o_n & 1) == 0 && output_dims->h * output_dims->w <= MT_BWD_IN_POS && output_dims->w * (o_n / 2) <= 256) {
-            rq_err rq;
-            rq.m = multiplier;
-            rq.shift = shift;
-            rq.fast = mt_requant_fast_ok(multiplier, shift);
-            rq.sh = -1 - shift;
-            rq.c1 = rq.fast ? mt_requant_c1(rq.sh, 0) : 0;
-            if (bwd_in_lists(params, output_dims, e16, filter_dims, filter, input_dims, &rq, e_x, acc_min, acc_max,
-                             pack)) {
-                return MT_OK;
-            }
-        }
-        bwd_in_dsp(params, output_dims, e16, filter_dims, filter, input_dims, multiplier, shift, e_x, acc_min,
-                   acc_max, pack);
-        return MT_OK;
-    }
-#endif /* MT_DSP */
     for (b = 0; b < input_dims->n; ++b) {
         for (y = 0; y < h; ++y) {
             for (x = 0; x < w; ++x) {
@@ -448,10 +490,10 @@ mt_status mt_conv2d_bwd_in_s8_s16(const mt_conv_params *params,
                             }
                             pe = e16 + ((b * ho + oy) * wo + ox) * o_n;
                             pw = filter + (i * kw + j) * c_n + c0;
-                            for (t = 0; t < (channels ? n_channels : o_n); ++t) {
-                                const int32_t o = channels ? channels[t] : t;
-                                const int32_t ev = pe[o];
-                                const int8_t *wr = pw + o * kh * kw * c_n;
+                            for (t = 0; t < n; ++t) {
+                                const int32_t col = cols ? cols[t] : t;
+                                const int32_t ev = pe[col];
+                                const int8_t *wr = pw + (keep ? keep[t] : col) * kh * kw * c_n;
                                 if (ev == 0) {
                                     continue; /* exact: a zero error adds nothing (errors after ReLU masks) */
                                 }
@@ -474,5 +516,64 @@ mt_status mt_conv2d_bwd_in_s8_s16(const mt_conv_params *params,
             }
         }
     }
+}
+
+mt_status mt_conv2d_bwd_in_s8_s16(const mt_conv_params *params,
+                                  const int32_t *channels,
+                                  int32_t n_channels,
+                                  const mt_dims *output_dims,
+                                  const int16_t *e16,
+                                  const mt_dims *filter_dims,
+                                  const int8_t *filter,
+                                  const mt_dims *input_dims,
+                                  int32_t multiplier,
+                                  int32_t shift,
+                                  int8_t *e_x,
+                                  int32_t *acc_min,
+                                  int32_t *acc_max)
+{
+    if (!params || !e16 || !filter || !acc_min || !acc_max || params->groups != 1 ||
+        filter_dims->c != input_dims->c) {
+        return MT_ERR_ARG;
+    }
+#if MT_DSP
+    if (!channels && bwd_in_dsp_any(params, NULL, filter_dims->n, filter_dims->n, output_dims, e16, filter_dims,
+                                    filter, input_dims, multiplier, shift, e_x, acc_min, acc_max)) {
+        return MT_OK;
+    }
+#endif /* MT_DSP */
+    bwd_in_ref(params, NULL, channels, channels ? n_channels : filter_dims->n, filter_dims->n, output_dims, e16,
+               filter_dims, filter, input_dims, multiplier, shift, e_x, acc_min, acc_max);
+    return MT_OK;
+}
+
+mt_status mt_conv2d_bwd_in_s8_s16_keep(const mt_conv_params *params,
+                                       const int32_t *keep,
+                                       int32_t n_keep,
+                                       const mt_dims *output_dims,
+                                       const int16_t *e16,
+                                       const mt_dims *filter_dims,
+                                       const int8_t *filter,
+                                       const mt_dims *input_dims,
+                                       int32_t multiplier,
+                                       int32_t shift,
+                                       int8_t *e_x,
+                                       int32_t *acc_min,
+                                       int32_t *acc_max)
+{
+    int32_t stride;
+    if (!params || !keep || !e16 || !filter || !acc_min || !acc_max || params->groups != 1 ||
+        filter_dims->c != input_dims->c || n_keep < 0 || n_keep > filter_dims->n) {
+        return MT_ERR_ARG;
+    }
+    stride = MT_FQT_KEEP_STRIDE(n_keep, filter_dims->n);
+#if MT_DSP
+    if (bwd_in_dsp_any(params, keep, n_keep, stride, output_dims, e16, filter_dims, filter, input_dims, multiplier,
+                       shift, e_x, acc_min, acc_max)) {
+        return MT_OK;
+    }
+#endif /* MT_DSP */
+    bwd_in_ref(params, keep, NULL, n_keep, stride, output_dims, e16, filter_dims, filter, input_dims, multiplier,
+               shift, e_x, acc_min, acc_max);
     return MT_OK;
 }

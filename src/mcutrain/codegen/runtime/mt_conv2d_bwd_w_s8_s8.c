@@ -6,12 +6,16 @@
  * im2col (x - z_x, padding 0) becomes, per k, four words (x[p, k], x[p + 1, k]) on the stack; then
  * each gradient g[o, k] is loaded once, takes four SMLAD (eight MACs) and is stored: 8 instructions
  * per 8 MACs in the loop. Output channels whose eight errors are all 0 are skipped (exact).
+ * mt_conv2d_bwd_w_s8_s8_keep (partial updates) zeroes the kept rows, then runs the same loops over
+ * the kept filters only (keep[t] for t, the errors in the full layout); the pruned rows (zero errors)
+ * are not touched, which the masked update never reads.
  * NOTE: |g| <= 127 * 255 * positions * samples < 2^31 for fewer than 66 000 position-samples; the
  * bound holds for partial sums in any order, so the DSP order gives the same sums.
  */
 #include "mt_arch.h"
 #include "mt_conv_c1.h"
 #include "mt_fqt.h"
+#include "mt_fqt_keep.h"
 
 #if MT_DSP
 #define MT_BWD_W_KC 64 /* k values per im2col chunk: 64 x 4 words = 1 KB of stack */
@@ -144,9 +148,9 @@ MT_INLINE void grad_row2(const int32_t *xa, const int32_t *xb, int32_t n, int32_
  * Pair words of channels [c_lo, c_lo + cn) of tap (i, j) for the eight positions (iy0, ix0: window
  * origins; valid[q] = 0 past the block): xb[(c - c_lo) * 4 + q / 2] = (x[2q'] - z_x, x[2q' + 1] - z_x).
  */
-static void fill_tap(const int8_t *input, int32_t h, int32_t w, int32_t c_n, int32_t zx, const int32_t *bq,
-                     const int32_t *iy0, const int32_t *ix0, int32_t np, int32_t i, int32_t j, int32_t c_lo,
-                     int32_t cn, int32_t *xb)
+MT_INLINE void fill_tap(const int8_t *input, int32_t h, int32_t w, int32_t c_n, int32_t zx, const int32_t *bq,
+                        const int32_t *iy0, const int32_t *ix0, int32_t np, int32_t i, int32_t j, int32_t c_lo,
+                        int32_t cn, int32_t *xb)
 {
     const int32_t nz = (int32_t)(((uint32_t)(-zx) & 0xFFFFu) * 0x10001u);
     const int32_t zx4 = (int32_t)(((uint32_t)zx & 0xFFu) * 0x01010101u);
@@ -178,14 +182,17 @@ static void fill_tap(const int8_t *input, int32_t h, int32_t w, int32_t c_n, int
     }
 }
 
-static void bwd_w_dsp(const mt_conv_params *params,
-                      const mt_dims *input_dims,
-                      const int8_t *input,
-                      const mt_dims *output_dims,
-                      const int8_t *e,
-                      const mt_dims *filter_dims,
-                      int32_t *grad,
-                      int32_t *grad_bias)
+/* The DSP loop over the filters keep[0..n) (keep NULL: 0..n), errors e[position, O]. */
+MT_INLINE void bwd_w_dsp(const mt_conv_params *params,
+                         const int32_t *keep,
+                         int32_t n_keep,
+                         const mt_dims *input_dims,
+                         const int8_t *input,
+                         const mt_dims *output_dims,
+                         const int8_t *e,
+                         const mt_dims *filter_dims,
+                         int32_t *grad,
+                         int32_t *grad_bias)
 {
     const int32_t h = input_dims->h, w = input_dims->w, c_n = input_dims->c;
     const int32_t o_n = filter_dims->n, kh = filter_dims->h, kw = filter_dims->w;
@@ -209,11 +216,12 @@ static void bwd_w_dsp(const mt_conv_params *params,
             iy0[q] = p / wo % ho * params->stride_h - params->pad_top;
             ix0[q] = p % wo * params->stride_w - params->pad_left;
         }
-        for (oc0 = 0; oc0 < o_n; oc0 += MT_BWD_W_OC) {
-            const int32_t ocn = o_n - oc0 < MT_BWD_W_OC ? o_n - oc0 : MT_BWD_W_OC;
+        for (oc0 = 0; oc0 < n_keep; oc0 += MT_BWD_W_OC) {
+            const int32_t ocn = n_keep - oc0 < MT_BWD_W_OC ? n_keep - oc0 : MT_BWD_W_OC;
             int32_t o, t0, any = 0;
             o = 0;
-            if ((o_n & 3) == 0) { /* four channels per word: PKH + SXTB16 give their pair words, SXTAB16 the bias */
+            /* every channel, four per word: PKH + SXTB16 give their pair words, SXTAB16 the bias */
+            if (!keep && (o_n & 3) == 0) {
                 for (; o + 4 <= ocn; o += 4) {
                     int32_t s02 = 0, s13 = 0;
                     for (q = 0; q < 4; ++q) {
@@ -237,10 +245,10 @@ static void bwd_w_dsp(const mt_conv_params *params,
             for (; o < ocn; ++o) { /* error pairs of the block; the bias gradient on the way */
                 int32_t ev[8], s = 0;
                 for (q = 0; q < 8; ++q) {
-                    ev[q] = q < np ? e[(p0 + q) * o_n + oc0 + o] : 0;
+                    ev[q] = q < np ? e[(p0 + q) * o_n + (keep ? keep[oc0 + o] : oc0 + o)] : 0;
                     s += ev[q];
                 }
-                grad_bias[oc0 + o] += s;
+                grad_bias[keep ? keep[oc0 + o] : oc0 + o] += s;
                 for (q = 0; q < 4; ++q) {
                     eb[o * 4 + q] = (int32_t)(((uint32_t)ev[2 * q] & 0xFFFFu) | ((uint32_t)ev[2 * q + 1] << 16));
                 }
@@ -283,7 +291,7 @@ static void bwd_w_dsp(const mt_conv_params *params,
                     }
                     for (o = 0; o < ocn; ++o) {
                         const int32_t *ep = eb + o * 4;
-                        int32_t *g = grad + (oc0 + o) * kk + k0;
+                        int32_t *g = grad + (keep ? keep[oc0 + o] : oc0 + o) * kk + k0;
                         const int32_t q0 = nzq[o] & 3, q1 = (nzq[o] >> 2) & 3;
                         switch (nzq[o] >> 4) { /* nonzero pair words of the channel: 0, 1, 2 or more */
                         case 0:
@@ -306,35 +314,29 @@ static void bwd_w_dsp(const mt_conv_params *params,
 }
 #endif /* MT_DSP */
 
-mt_status mt_conv2d_bwd_w_s8_s8(const mt_conv_params *params,
-                                const mt_dims *input_dims,
-                                const int8_t *input,
-                                const mt_dims *output_dims,
-                                const int8_t *e,
-                                const mt_dims *filter_dims,
-                                int32_t *grad,
-                                int32_t *grad_bias)
+/* The reference loop over the filters keep[0..n) (keep NULL: 0..n), errors e[position, O]. */
+MT_INLINE void bwd_w_ref(const mt_conv_params *params,
+                         const int32_t *keep,
+                         int32_t n,
+                         const mt_dims *input_dims,
+                         const int8_t *input,
+                         const mt_dims *output_dims,
+                         const int8_t *e,
+                         const mt_dims *filter_dims,
+                         int32_t *grad,
+                         int32_t *grad_bias)
 {
     const int32_t h = input_dims->h, w = input_dims->w, c_n = input_dims->c;
     const int32_t o_n = filter_dims->n, kh = filter_dims->h, kw = filter_dims->w;
     const int32_t ho = output_dims->h, wo = output_dims->w;
-    const int32_t zx = params ? params->input_zero_point : 0;
-    int32_t b, y, x, o;
-    if (!params || !input || !e || !grad || !grad_bias || params->groups != 1 || filter_dims->c != c_n) {
-        return MT_ERR_ARG;
-    }
-#if MT_DSP
-    if (mt_conv_c1_bwd_w(params, input_dims, input, output_dims, e, filter_dims, grad, grad_bias)) {
-        return MT_OK; /* one input channel, 3x3: the nine sums in registers (mt_conv_c1.h) */
-    }
-    bwd_w_dsp(params, input_dims, input, output_dims, e, filter_dims, grad, grad_bias);
-    return MT_OK;
-#endif /* MT_DSP */
+    const int32_t zx = params->input_zero_point;
+    int32_t b, y, x, t;
     for (b = 0; b < input_dims->n; ++b) {
         for (y = 0; y < ho; ++y) {
             for (x = 0; x < wo; ++x) {
                 const int8_t *pe = e + ((b * ho + y) * wo + x) * o_n;
-                for (o = 0; o < o_n; ++o) {
+                for (t = 0; t < n; ++t) {
+                    const int32_t o = keep ? keep[t] : t;
                     const int32_t eo = pe[o];
                     int32_t *g = grad + o * kh * kw * c_n;
                     int32_t i, j, c;
@@ -365,5 +367,59 @@ mt_status mt_conv2d_bwd_w_s8_s8(const mt_conv_params *params,
             }
         }
     }
+}
+
+mt_status mt_conv2d_bwd_w_s8_s8(const mt_conv_params *params,
+                                const mt_dims *input_dims,
+                                const int8_t *input,
+                                const mt_dims *output_dims,
+                                const int8_t *e,
+                                const mt_dims *filter_dims,
+                                int32_t *grad,
+                                int32_t *grad_bias)
+{
+    if (!params || !input || !e || !grad || !grad_bias || params->groups != 1 || filter_dims->c != input_dims->c) {
+        return MT_ERR_ARG;
+    }
+#if MT_DSP
+    if (mt_conv_c1_bwd_w(params, input_dims, input, output_dims, e, filter_dims, grad, grad_bias)) {
+        return MT_OK; /* one input channel, 3x3: the nine sums in registers (mt_conv_c1.h) */
+    }
+    bwd_w_dsp(params, NULL, filter_dims->n, input_dims, input, output_dims, e, filter_dims, grad, grad_bias);
+#else
+    bwd_w_ref(params, NULL, filter_dims->n, input_dims, input, output_dims, e, filter_dims, grad, grad_bias);
+#endif /* MT_DSP */
+    return MT_OK;
+}
+
+mt_status mt_conv2d_bwd_w_s8_s8_keep(const mt_conv_params *params,
+                                     const int32_t *keep,
+                                     int32_t n_keep,
+                                     const mt_dims *input_dims,
+                                     const int8_t *input,
+                                     const mt_dims *output_dims,
+                                     const int8_t *e,
+                                     const mt_dims *filter_dims,
+                                     int32_t *grad,
+                                     int32_t *grad_bias)
+{
+    const int32_t kk = filter_dims->h * filter_dims->w * input_dims->c;
+    int32_t t, k;
+    if (!params || !keep || !input || !e || !grad || !grad_bias || params->groups != 1 ||
+        filter_dims->c != input_dims->c || n_keep < 0 || n_keep > filter_dims->n) {
+        return MT_ERR_ARG;
+    }
+    for (t = 0; t < n_keep; ++t) { /* overwrite: the kept rows start from 0 */
+        int32_t *g = grad + keep[t] * kk;
+        for (k = 0; k < kk; ++k) {
+            g[k] = 0;
+        }
+        grad_bias[keep[t]] = 0;
+    }
+#if MT_DSP
+    bwd_w_dsp(params, keep, n_keep, input_dims, input, output_dims, e, filter_dims, grad, grad_bias);
+#else
+    bwd_w_ref(params, keep, n_keep, input_dims, input, output_dims, e, filter_dims, grad, grad_bias);
+#endif /* MT_DSP */
     return MT_OK;
 }
