@@ -2,9 +2,12 @@
  * Linear error propagation of prescaled int16 errors (Python twin: fqt_kernels.linear_bwd_in_acc
  * in mode "int" and fqt.FQT._to_err). NOTE: |acc| <= 32512 * 127 * O < 2^31 for O <= 520 (checked
  * by the exporter).
+ * mt_linear_bwd_in_s8_s16_keep (partial updates) runs the same loops over the kept rows: its errors
+ * come compacted from mt_fqt_prescale_s16_keep (e16[t] is row keep[t]'s); the pruned terms are 0.
  */
 #include "mt_fixedpoint.h"
 #include "mt_fqt.h"
+#include "mt_fqt_keep.h"
 #include "mt_train_dsp.h"
 
 #if MT_DSP
@@ -52,9 +55,13 @@ MT_INLINE int8_t lbi_requant(int32_t acc, int32_t multiplier, int32_t shift, int
     return (int8_t)(y < -127 ? -127 : y);
 }
 
-/* The dense DSP path of one sample over inputs [0, in_features & ~3); returns that count. */
-static int32_t bwd_in_list(const int16_t *e, int32_t out_features, const int8_t *weight, int32_t in_features,
-                           int32_t multiplier, int32_t shift, int8_t *e_x, int32_t *acc_min, int32_t *acc_max)
+/*
+ * The DSP path of one sample over inputs [0, in_features & ~3), errors e[t] of rows keep[t] for t < n
+ * (keep NULL: row t); returns that count (0 when n exceeds the list).
+ */
+static int32_t bwd_in_list(const int16_t *e, const int32_t *keep, int32_t n_rows, const int8_t *weight,
+                           int32_t in_features, int32_t multiplier, int32_t shift, int8_t *e_x, int32_t *acc_min,
+                           int32_t *acc_max)
 {
     int32_t ew[LBI_OMAX / 2 + 1];
     int32_t off[LBI_OMAX + 2];
@@ -62,12 +69,12 @@ static int32_t bwd_in_list(const int16_t *e, int32_t out_features, const int8_t 
     const int32_t sh = -1 - shift;
     const int32_t c1 = fast ? mt_requant_c1(sh, 0) : 0;
     int32_t n = 0, o, i, lo = *acc_min, hi = *acc_max;
-    if (out_features > LBI_OMAX) {
+    if (n_rows > LBI_OMAX) {
         return 0;
     }
-    for (o = 0; o < out_features; ++o) {
+    for (o = 0; o < n_rows; ++o) {
         if (e[o] != 0) {
-            off[n] = o * in_features;
+            off[n] = (keep ? keep[o] : o) * in_features;
             if (n & 1) {
                 ew[n >> 1] = (int32_t)(((uint32_t)ew[n >> 1] & 0xFFFFu) | ((uint32_t)e[o] << 16));
             } else {
@@ -96,6 +103,29 @@ static int32_t bwd_in_list(const int16_t *e, int32_t out_features, const int8_t 
 }
 #endif /* MT_DSP */
 
+/*
+ * The reference loop over inputs [i0, in_features) of one sample: the sum over t < n of
+ * e[cols[t]] * weight[rows[t], i] (cols NULL: t; rows NULL: the column).
+ */
+MT_INLINE void bwd_in_ref(const int32_t *rows, const int32_t *cols, int32_t n, const int16_t *e,
+                          const int8_t *weight, int32_t i0, int32_t in_features, int32_t multiplier, int32_t shift,
+                          int8_t *e_x, int32_t *acc_min, int32_t *acc_max)
+{
+    int32_t i, t;
+    for (i = i0; i < in_features; ++i) {
+        int32_t acc = 0;
+        for (t = 0; t < n; ++t) {
+            const int32_t col = cols ? cols[t] : t;
+            acc += (int32_t)e[col] * weight[(rows ? rows[t] : col) * in_features + i];
+        }
+        *acc_min = acc < *acc_min ? acc : *acc_min;
+        *acc_max = acc > *acc_max ? acc : *acc_max;
+        if (e_x) {
+            e_x[i] = mt_requantize(acc, multiplier, shift, 0, -127, 127);
+        }
+    }
+}
+
 mt_status mt_linear_bwd_in_s8_s16(int32_t batch,
                                   const int32_t *channels,
                                   int32_t n_channels,
@@ -109,38 +139,45 @@ mt_status mt_linear_bwd_in_s8_s16(int32_t batch,
                                   int32_t *acc_min,
                                   int32_t *acc_max)
 {
-    int32_t b, i, o;
+    int32_t b, i;
     if (!e16 || !weight || !acc_min || !acc_max || batch < 1) {
         return MT_ERR_ARG;
     }
     for (b = 0; b < batch; ++b) {
         const int16_t *e = e16 + b * out_features;
+        int8_t *ex = e_x ? e_x + b * in_features : NULL;
         i = 0;
+        if (channels) {
+            bwd_in_ref(channels, channels, n_channels, e, weight, 0, in_features, multiplier, shift, ex, acc_min,
+                       acc_max);
+            continue;
+        }
 #if MT_DSP
-        if (!channels) {
-            i = bwd_in_list(e, out_features, weight, in_features, multiplier, shift, e_x ? e_x + b * in_features : NULL,
-                            acc_min, acc_max);
-        }
+        i = bwd_in_list(e, NULL, out_features, weight, in_features, multiplier, shift, ex, acc_min, acc_max);
 #endif /* MT_DSP */
-        for (; i < in_features; ++i) {
-            int32_t acc = 0;
-            if (channels) {
-                int32_t t;
-                for (t = 0; t < n_channels; ++t) {
-                    o = channels[t];
-                    acc += (int32_t)e[o] * weight[o * in_features + i];
-                }
-            } else {
-                for (o = 0; o < out_features; ++o) {
-                    acc += (int32_t)e[o] * weight[o * in_features + i];
-                }
-            }
-            *acc_min = acc < *acc_min ? acc : *acc_min;
-            *acc_max = acc > *acc_max ? acc : *acc_max;
-            if (e_x) {
-                e_x[b * in_features + i] = mt_requantize(acc, multiplier, shift, 0, -127, 127);
-            }
-        }
+        bwd_in_ref(NULL, NULL, out_features, e, weight, i, in_features, multiplier, shift, ex, acc_min, acc_max);
     }
+    return MT_OK;
+}
+
+mt_status mt_linear_bwd_in_s8_s16_keep(const int32_t *keep,
+                                       int32_t n_keep,
+                                       const int16_t *e16,
+                                       const int8_t *weight,
+                                       int32_t in_features,
+                                       int32_t multiplier,
+                                       int32_t shift,
+                                       int8_t *e_x,
+                                       int32_t *acc_min,
+                                       int32_t *acc_max)
+{
+    int32_t i = 0;
+    if (!keep || !e16 || !weight || !acc_min || !acc_max || n_keep < 0) {
+        return MT_ERR_ARG;
+    }
+#if MT_DSP
+    i = bwd_in_list(e16, keep, n_keep, weight, in_features, multiplier, shift, e_x, acc_min, acc_max);
+#endif /* MT_DSP */
+    bwd_in_ref(keep, NULL, n_keep, e16, weight, i, in_features, multiplier, shift, e_x, acc_min, acc_max);
     return MT_OK;
 }

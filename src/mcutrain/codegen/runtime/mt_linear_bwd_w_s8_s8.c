@@ -8,8 +8,11 @@
  * (the instruction picks the row's error half and the input's half) and STM: 15 instructions per
  * 8 MACs with the loop, against about 6 per MAC before. An odd last row is paired with a row whose
  * error is zero (its gradients get + 0).
+ * mt_linear_bwd_w_s8_s8_keep (partial updates, one sample) zeroes the kept rows, then runs the same
+ * loops over them only; the pruned rows (zero errors) are not touched.
  */
 #include "mt_fqt.h"
+#include "mt_fqt_keep.h"
 #include "mt_train_dsp.h"
 
 #if MT_DSP
@@ -63,18 +66,22 @@ static void mt_lbw_rows2(int32_t *ga, int32_t *gb, const int32_t *xs, int32_t n4
 }
 #endif /* MT_DSP_NATIVE */
 
-/* The DSP path of one sample; returns 0 (nothing done) when the outputs exceed the row list. */
-static int bwd_w_rows(int32_t zx, const int8_t *x, int32_t in_features, const int8_t *e, int32_t out_features,
-                      int32_t *grad, int32_t *grad_bias)
+/*
+ * The DSP path of one sample over rows keep[0..n) (keep NULL: 0..n), errors e[row]; returns 0 (nothing
+ * done) when n exceeds the row list.
+ */
+MT_INLINE int bwd_w_rows(int32_t zx, const int8_t *x, int32_t in_features, const int8_t *e, const int32_t *keep,
+                         int32_t n_rows, int32_t *grad, int32_t *grad_bias)
 {
     const int32_t nz = (int32_t)(((uint32_t)(-zx) & 0xFFFFu) * 0x10001u); /* (-z, -z) */
     int16_t rows[LBW_OMAX + 1];
     int32_t xs[LBW_CHUNK / 2];
     int32_t n = 0, zero = -1, o, i0, k;
-    if (out_features > LBW_OMAX) {
+    if (n_rows > LBW_OMAX) {
         return 0;
     }
-    for (o = 0; o < out_features; ++o) {
+    for (k = 0; k < n_rows; ++k) {
+        o = keep ? keep[k] : k;
         if (e[o] != 0) {
             rows[n++] = (int16_t)o;
             grad_bias[o] += e[o];
@@ -126,6 +133,25 @@ static int bwd_w_rows(int32_t zx, const int8_t *x, int32_t in_features, const in
 }
 #endif /* MT_DSP */
 
+/* The reference loop of one sample over rows keep[0..n) (keep NULL: 0..n), errors e[row]. */
+MT_INLINE void bwd_w_ref(int32_t zx, const int8_t *x, int32_t in_features, const int8_t *e, const int32_t *keep,
+                         int32_t n, int32_t *grad, int32_t *grad_bias)
+{
+    int32_t t, i;
+    for (t = 0; t < n; ++t) {
+        const int32_t o = keep ? keep[t] : t;
+        const int32_t eo = e[o];
+        int32_t *g = grad + o * in_features;
+        if (eo == 0) {
+            continue; /* exact: a zero error adds nothing */
+        }
+        grad_bias[o] += eo;
+        for (i = 0; i < in_features; ++i) {
+            g[i] += eo * ((int32_t)x[i] - zx);
+        }
+    }
+}
+
 mt_status mt_linear_bwd_w_s8_s8(int32_t input_zero_point,
                                 int32_t batch,
                                 const int8_t *input,
@@ -135,28 +161,47 @@ mt_status mt_linear_bwd_w_s8_s8(int32_t input_zero_point,
                                 int32_t *grad,
                                 int32_t *grad_bias)
 {
-    int32_t b, o, i;
+    int32_t b;
     if (!input || !e || !grad || !grad_bias || batch < 1) {
         return MT_ERR_ARG;
     }
     for (b = 0; b < batch; ++b) {
         const int8_t *x = input + b * in_features;
 #if MT_DSP
-        if (bwd_w_rows(input_zero_point, x, in_features, e + b * out_features, out_features, grad, grad_bias)) {
+        if (bwd_w_rows(input_zero_point, x, in_features, e + b * out_features, NULL, out_features, grad, grad_bias)) {
             continue;
         }
 #endif /* MT_DSP */
-        for (o = 0; o < out_features; ++o) {
-            const int32_t eo = e[b * out_features + o];
-            int32_t *g = grad + o * in_features;
-            if (eo == 0) {
-                continue; /* exact: a zero error adds nothing */
-            }
-            grad_bias[o] += eo;
-            for (i = 0; i < in_features; ++i) {
-                g[i] += eo * ((int32_t)x[i] - input_zero_point);
-            }
-        }
+        bwd_w_ref(input_zero_point, x, in_features, e + b * out_features, NULL, out_features, grad, grad_bias);
     }
+    return MT_OK;
+}
+
+mt_status mt_linear_bwd_w_s8_s8_keep(int32_t input_zero_point,
+                                     const int32_t *keep,
+                                     int32_t n_keep,
+                                     const int8_t *input,
+                                     int32_t in_features,
+                                     const int8_t *e,
+                                     int32_t *grad,
+                                     int32_t *grad_bias)
+{
+    int32_t t, i;
+    if (!keep || !input || !e || !grad || !grad_bias || n_keep < 0 || in_features < 1) {
+        return MT_ERR_ARG;
+    }
+    for (t = 0; t < n_keep; ++t) { /* overwrite: the kept rows start from 0 */
+        int32_t *g = grad + keep[t] * in_features;
+        for (i = 0; i < in_features; ++i) {
+            g[i] = 0;
+        }
+        grad_bias[keep[t]] = 0;
+    }
+#if MT_DSP
+    if (bwd_w_rows(input_zero_point, input, in_features, e, keep, n_keep, grad, grad_bias)) {
+        return MT_OK;
+    }
+#endif /* MT_DSP */
+    bwd_w_ref(input_zero_point, input, in_features, e, keep, n_keep, grad, grad_bias);
     return MT_OK;
 }
