@@ -412,6 +412,16 @@ def adapt_head(doc: dict[str, Any]) -> str:
         diff = [f"{c} {acc[(c, 'zo-mix')] - acc[(c, 'bp-qas')]:+.1f}" for c in corrs
                 if (c, "zo-mix") in acc and (c, "bp-qas") in acc]
         text += f" zo-mix minus bp-qas per corruption (points): {', '.join(diff)}."
+        low = {m: sum(1 for r in rows if r["method"] == m and r.get("lr") is not None
+                      and np.isclose(r["lr"], min(b["lr_factors"]) * b["lr"][m]))
+               for m in ("zo-mix", "bp-qas") if m in b.get("tuned", ())}
+        if low:
+            text += (" Chosen at the low end of the grid (a lower rate might do better there): "
+                     + ", ".join(f"{m} on {n} of {len(corrs)}" for m, n in low.items()) + " corruptions.")
+        spread = max((r for r in rows if r["method"] == "zo-mix"), key=lambda r: r["accuracy_after_std"])
+        if len(spread["seeds"]) > 1:
+            text += (f" Largest seed spread of zo-mix: {spread['corruption']} (std "
+                     f"{100 * spread['accuracy_after_std']:.1f} points).")
     return text
 
 
