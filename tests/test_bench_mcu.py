@@ -83,3 +83,24 @@ def test_forward_proxy_scales_the_measured_forward_pass(arm_tools):
     assert r["macs_per_step"] > r["forward_macs"]
     assert r["est_instructions_per_sample"] == pytest.approx(
         r["forward_instructions_per_mac"] * r["macs_per_step"] / r["batch"])
+
+
+def _fqt_row(batch: int, per_mac: float, **extra) -> dict:
+    setting = "fqt int8, all 4 layers" + (f", batch {batch}" if batch > 1 else "")
+    return {"model": "small-cnn", "setting": setting,
+            "options": "--method fqt --precision int8 --trainable all", "core": "cortex-m4", "kernels": "dsp",
+            "batch": batch, "macs_per_step": 1000 * batch, "instructions_per_mac": per_mac, "bit_exact": True,
+            "ram_diff_pct": 1.0, **extra}
+
+
+def test_instruction_target_is_checked_per_batch_and_met_at_the_largest():
+    rows = [_fqt_row(1, 2.7, top_functions={"mt_fqt_upd_s8": 1500.0}), _fqt_row(8, 1.3), _fqt_row(32, 1.1),
+            {**_fqt_row(1, 0.9), "setting": "fqt int8, all 4 layers, partial 0.1",
+             "options": "--method fqt --precision int8 --trainable all --partial 0.1"}]
+    c = bench_mcu.checks(rows)
+    # the partial row is left out
+    assert c["m4_dsp_fqt_int8_instr_per_mac_by_batch"] == {"1": 2.7, "8": 1.3, "32": 1.1}
+    assert c["m4_dsp_fqt_int8_instr_per_mac"] == 2.7
+    assert c["m4_dsp_fqt_int8_target_met"] is True and c["m4_dsp_fqt_int8_target_met_at_batch"] == [8, 32]
+    assert c["m4_dsp_fqt_int8_update_per_mac"] == 1.5
+    assert bench_mcu.checks(rows[:1])["m4_dsp_fqt_int8_target_met"] is False
