@@ -102,7 +102,10 @@ int main(int argc, char **argv)
 }
 """
 
-HOST_SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
+HOST_SANITIZE = ["-fsanitize=address,undefined,float-cast-overflow", "-fno-sanitize-recover=all",
+                 "-fno-omit-frame-pointer"]
+"""Host sanitizers: ASan, UBSan and float-cast-overflow (a float-to-int cast out of range, e.g. of
+inf or NaN, is undefined behaviour that plain -fsanitize=undefined does not check)."""
 
 
 class HostBuildError(RuntimeError):
