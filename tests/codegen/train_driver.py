@@ -21,7 +21,8 @@ from mcutrain.qmodel import QuantModel
 DRIVERS = Path(__file__).parent / "drivers"
 RUNTIME = Path(__file__).parents[2] / "src" / "mcutrain" / "codegen" / "runtime"
 HOST_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-ffp-contract=off", "-O1", "-g",
-              "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
+              "-fsanitize=address,undefined,float-cast-overflow",
+              "-fno-sanitize-recover=undefined,float-cast-overflow"]
 MAGIC = 0x4D545453
 OPS = {Op.CONV2D: 1, Op.LINEAR: 2, Op.MAXPOOL: 3, Op.AVGPOOL: 4, Op.GLOBAL_AVGPOOL: 5, Op.FLATTEN: 6,
        Op.RELU: 7, Op.RELU6: 7}

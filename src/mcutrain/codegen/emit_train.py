@@ -772,6 +772,7 @@ _HEADER = """\
  * Usage:
  *     if (model_init() != MT_OK) ...;                       (once: checks the arena against the kernels)
  *     model_train_step(inputs, labels, lr, losses, NULL);   (per batch of MODEL_TRAIN_BATCH samples)
+ *         returns MT_ERR_ARG, changing nothing, for NULL pointers or an lr that is not finite and > 0
  *     model_predict(input, logits);                         (any time, with the current weights)
  *     model_save_state(blob, MODEL_STATE_BYTES);            (weights, biases, RNG, step counter)
  * Input: int8 [{h}, {w}, {c}] NHWC, {in_q}.
@@ -936,6 +937,9 @@ mt_status model_train_step(const int8_t *inputs, const int32_t *labels, float lr
 {{
     mt_status st = MT_OK;
 {qdecl}    if (!inputs || !labels || !losses) {{
+        return MT_ERR_ARG;
+    }}
+    if (!MT_LR_VALID(lr)) {{ /* NaN, +-inf, 0 or negative: refused before any state changes */
         return MT_ERR_ARG;
     }}
     if (inputs != {train_in}) {{

@@ -102,7 +102,10 @@ int main(int argc, char **argv)
 }
 """
 
-HOST_SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
+HOST_SANITIZE = ["-fsanitize=address,undefined,float-cast-overflow", "-fno-sanitize-recover=all",
+                 "-fno-omit-frame-pointer"]
+"""Host sanitizers: ASan, UBSan and float-cast-overflow (a float-to-int cast out of range, e.g. of
+inf or NaN, is undefined behaviour that plain -fsanitize=undefined does not check)."""
 
 
 class HostBuildError(RuntimeError):
@@ -182,18 +185,39 @@ def run_host(exe: str | Path, x_q: np.ndarray, num_classes: int, layer_sizes: li
     `layer_sizes` (bytes per layer, in layer order) turns on the per-layer dump; the result is
     one (N, size) array per layer.
     """
+    from mcutrain.contain import private_dir
+
     x_q = np.ascontiguousarray(x_q, dtype=np.int8)
     n = len(x_q)
-    with tempfile.TemporaryDirectory(prefix="mt-host-") as d:
-        fin, fout, flay = Path(d, "in.bin"), Path(d, "out.bin"), Path(d, "layers.bin")
+    with private_dir("mt-host-") as d:
+        fin, fout, flay = d / "in.bin", d / "out.bin", d / "layers.bin"
         fin.write_bytes(x_q.tobytes())
-        cmd = [str(exe), str(fin), str(fout)] + ([str(flay)] if layer_sizes else [])
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        if r.returncode != 0:
-            raise HostBuildError(f"harness exited with {r.returncode}:\n{r.stdout}\n{r.stderr}")
+        args = ["in.bin", "out.bin"] + (["layers.bin"] if layer_sizes else [])
+        _run_harness(exe, args, d, timeout)
         logits = np.frombuffer(fout.read_bytes(), np.int8).reshape(n, num_classes)
         if not layer_sizes:
             return logits, None
         raw = np.frombuffer(flay.read_bytes(), np.int8).reshape(n, sum(layer_sizes))
         splits = np.cumsum(layer_sizes)[:-1]
         return logits, [a.copy() for a in np.split(raw, splits, axis=1)]
+
+
+def _run_harness(exe: str | Path, args: list[str], run_dir: Path,
+                 timeout: float) -> subprocess.CompletedProcess:
+    """Run a host harness contained (mcutrain.contain.run_program); its failures as HostBuildError.
+
+    Shared by the inference and training harnesses, so both get the same private directory,
+    scrubbed environment, network namespace, unprivileged user and clean-up on timeout.
+    """
+    from mcutrain.contain import run_program
+
+    name = Path(exe).name
+    try:
+        r = run_program(exe, args, run_dir, timeout)
+    except subprocess.TimeoutExpired:
+        raise HostBuildError(f"{name} did not exit within {timeout:g} s; raise the timeout or look for an "
+                             "endless loop in the generated code") from None
+    if r.returncode != 0:
+        out, err = r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
+        raise HostBuildError(f"{name} exited with {r.returncode}:\n{out}\n{err}")
+    return r

@@ -22,7 +22,6 @@ Example:
 from __future__ import annotations
 
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -183,12 +182,10 @@ def build_host_train(lib_dir: str | Path, exe: str | Path, sanitize: bool = True
 def run_host_train(exe: str | Path, batches: list[tuple[np.ndarray, np.ndarray]], lr: float, src,
                    num_classes: int, timeout: float = 300.0) -> list[TrainStepResult]:
     """Run the host harness on int8 batches; the per-step results."""
-    from mcutrain.codegen.harness import HostBuildError
+    from mcutrain.codegen.harness import _run_harness
+    from mcutrain.contain import private_dir
 
-    with tempfile.TemporaryDirectory(prefix="mt-train-") as d:
-        data, res = Path(d, "data.bin"), Path(d, "results.bin")
-        write_train_data(data, batches, lr)
-        r = subprocess.run([str(exe), str(data), str(res)], capture_output=True, text=True, timeout=timeout)
-        if r.returncode != 0:
-            raise HostBuildError(f"training harness exited with {r.returncode}:\n{r.stdout}\n{r.stderr}")
-        return read_train_results(res, src, len(batches), num_classes)
+    with private_dir("mt-train-") as d:
+        write_train_data(d / "data.bin", batches, lr)
+        _run_harness(exe, ["data.bin", "results.bin"], d, timeout)
+        return read_train_results(d / "results.bin", src, len(batches), num_classes)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -214,8 +213,10 @@ def report(args: argparse.Namespace) -> int:
         _save_npz(work / "sim.npz", **r["dump_sim"])
         _save_npz(work / "mcu.npz", **r["dump_mcu"])
     else:
-        with tempfile.TemporaryDirectory(prefix="mcutrain-run-") as tmp:
-            r = run_on_mcu(args, Path(tmp))
+        from mcutrain.contain import private_dir  # removed on Ctrl-C and SIGTERM too
+
+        with private_dir("mcutrain-run-") as tmp:
+            r = run_on_mcu(args, tmp)
     if args.json:
         print_json(json_result(r, args))
     else:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -197,8 +196,10 @@ def run(args: argparse.Namespace) -> int:
         _save_npz(work / "sim.npz", logits=r["logits_sim"])
         _save_npz(work / "mcu.npz", logits=r["logits_mcu"])
     else:
-        with tempfile.TemporaryDirectory(prefix="mcutrain-run-") as tmp:
-            r = run_on_mcu(args, Path(tmp))
+        from mcutrain.contain import private_dir  # removed on Ctrl-C and SIGTERM too
+
+        with private_dir("mcutrain-run-") as tmp:
+            r = run_on_mcu(args, tmp)
     if args.json:
         print_json({k: r[k] for k in JSON_KEYS})
     else:

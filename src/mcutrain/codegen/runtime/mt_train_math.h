@@ -52,10 +52,11 @@ MT_INLINE float mt_s64_to_f32(int64_t v)
     return v < 0 ? -f : f;
 }
 
-/* trunc(x) for a finite float32: |x| >= 2^23 is already integral. */
+/* trunc(x) for a float32: |x| >= 2^23 is already integral. NaN and +-inf come back unchanged
+ * instead of reaching the int cast, which is undefined behaviour for them (float-cast-overflow). */
 MT_INLINE float mt_trunc_f32(float x)
 {
-    if (x >= 8388608.0f || x <= -8388608.0f) {
+    if (!(x > -8388608.0f && x < 8388608.0f)) {
         return x;
     }
     return (float)(int32_t)x;

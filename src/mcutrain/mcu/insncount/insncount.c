@@ -17,6 +17,9 @@
  * counters. That costs O(executed addresses) per marker call, which is microseconds, and keeps
  * the per-instruction cost a single inline add.
  *
+ * The output's directory is opened at install, so the file is written through that descriptor:
+ * QEMU's -chroot (applied after plugins load) confines the guest, not this plugin's output.
+ *
  * Output (text, written at exit):
  *   insncount 1
  *   total N
@@ -27,6 +30,8 @@
  * The handful of plugin API declarations below follow QEMU's include/qemu/qemu-plugin.h, which
  * Debian does not package; they are the stable version-1 API.
  */
+#define _POSIX_C_SOURCE 200809L /* openat, renameat */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -34,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- plugin API (version 1) -------------------------------------------------------------- */
 #define MT_EXPORT __attribute__((visibility("default")))
@@ -107,6 +113,8 @@ static bool in_region;
 static uint64_t n_regions;
 static uint64_t n_unmatched;
 static const char *out_path;
+static char *out_name;  /* out_path's last component, written inside out_dir */
+static int out_dir = -1; /* out_path's directory, opened before QEMU chroots */
 
 static slot_t *slot_at(size_t i)
 {
@@ -230,13 +238,14 @@ static void on_exit(qemu_plugin_id_t id, void *userdata)
     (void)id;
     (void)userdata;
     /* Write to a temporary name and rename, so a reader never sees a half-written file. */
-    size_t len = strlen(out_path) + 8;
+    size_t len = strlen(out_name) + 8;
     char *tmp = malloc(len);
     if (tmp == NULL) {
         die("out of memory");
     }
-    snprintf(tmp, len, "%s.part", out_path);
-    FILE *f = fopen(tmp, "w");
+    snprintf(tmp, len, "%s.part", out_name);
+    int fd = openat(out_dir, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
     if (f == NULL) {
         die("cannot open the output file");
     }
@@ -252,10 +261,33 @@ static void on_exit(qemu_plugin_id_t id, void *userdata)
             fprintf(f, "%" PRIx64 " %" PRIu64 " %" PRIu64 "\n", s->vaddr, s->count, s->region);
         }
     }
-    if (fclose(f) != 0 || rename(tmp, out_path) != 0) {
+    if (fclose(f) != 0 || renameat(out_dir, tmp, out_dir, out_name) != 0) {
         die("cannot write the output file");
     }
+    close(out_dir);
     free(tmp);
+}
+
+/* Splits out_path into a directory descriptor and a name; false if the directory is unusable. */
+static bool open_out_dir(void)
+{
+    const char *slash = strrchr(out_path, '/');
+    char *dir;
+    if (slash == NULL) {
+        dir = strdup(".");
+        out_name = strdup(out_path);
+    } else {
+        size_t n = (size_t)(slash - out_path);
+        dir = n == 0 ? strdup("/") : strndup(out_path, n);
+        out_name = strdup(slash + 1);
+    }
+    if (dir == NULL || out_name == NULL || out_name[0] == '\0') {
+        free(dir);
+        return false;
+    }
+    out_dir = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    free(dir);
+    return out_dir >= 0;
 }
 
 static bool parse_addr(const char *text, uint64_t *out)
@@ -293,6 +325,10 @@ MT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, 
     }
     if (out_path == NULL) {
         qemu_plugin_outs("insncount: missing out=FILE\n");
+        return -1;
+    }
+    if (!open_out_dir()) {
+        qemu_plugin_outs("insncount: cannot open the directory of out=FILE\n");
         return -1;
     }
     qemu_plugin_register_vcpu_tb_trans_cb(id, on_tb_trans);
