@@ -388,6 +388,9 @@ mt_status model_train_step(const int8_t *inputs, const int32_t *labels, float lr
     if (!inputs || !labels || !losses) {
         return MT_ERR_ARG;
     }
+    if (!MT_LR_VALID(lr)) { /* NaN, +-inf, 0 or negative: refused before any state changes */
+        return MT_ERR_ARG;
+    }
     if ((const void *)inputs != (const void *)A_input) {
         memcpy(A_input, inputs, 64);
     }

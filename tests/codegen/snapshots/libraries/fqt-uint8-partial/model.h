@@ -7,6 +7,7 @@
  * Usage:
  *     if (model_init() != MT_OK) ...;                       (once: checks the arena against the kernels)
  *     model_train_step(inputs, labels, lr, losses, NULL);   (per batch of MODEL_TRAIN_BATCH samples)
+ *         returns MT_ERR_ARG, changing nothing, for NULL pointers or an lr that is not finite and > 0
  *     model_predict(input, logits);                         (any time, with the current weights)
  *     model_save_state(blob, MODEL_STATE_BYTES);            (weights, biases, RNG, step counter)
  * Input: int8 [8, 8, 1] NHWC, scale 0.003910627216100693, zero point 0.
