@@ -303,7 +303,7 @@ def _validate_names(graph_name: object, nodes: list[Node]) -> None:
         why = name_problem(node.name)
         if why:
             raise GraphError(f"node {_shown(node.name)}: name {why}; names use {NAME_RULE} "
-                             "(imports rename foreign names automatically)")
+                             "(mcutrain import renames foreign names: re-import the model)")
 
 
 # ---------------------------------------------------------------- the graph
