@@ -118,3 +118,36 @@ def test_fuse_activations_only_when_sole_consumer():
     assert f.node("b").act == "none"  # b also feeds the add, so r6 stays
     assert [n.name for n in f.nodes] == ["a", "b", "r6", "s"]
     assert f.node("b").inputs == ["a"]
+
+
+HOSTILE_NAMES = ["a*/b", "conv\nint x;", "*/ int x; /*", "n" * 65, "conv\u00e9", "", "1conv",
+                 "a b", "a/b", "a\\b", "a??/b", "a\x00b"]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_hostile_node_names_are_refused_naming_the_node(name):
+    with pytest.raises(GraphError) as e:
+        Graph((4,), [G.linear(name, "input", 2, in_features=4)])
+    msg = str(e.value)
+    assert repr(name)[:40] in msg and "letters, digits" in msg
+    assert "\n" not in msg                                  # shown escaped, one line
+
+
+@pytest.mark.parametrize("name", ["a*/b", "", "9model", "m\nx"])
+def test_hostile_graph_names_are_refused(name):
+    with pytest.raises(GraphError, match="graph name"):
+        Graph((4,), [G.linear("fc", "input", 2, in_features=4)], name=name)
+
+
+def test_names_within_the_rule_build():
+    names = ["blocks.0.pw1", "_x", "a-b", "A" * 64, "features.0.Conv"]
+    g = Graph((4,), [G.linear(n, "input" if i == 0 else names[i - 1], 4, in_features=4)
+                     for i, n in enumerate(names)], name="mcunet-5fps")
+    assert [n.name for n in g.nodes] == names
+    assert G.name_problem("blocks.0.pw1") is None and G.name_problem(3) == "must be a string, got int"
+
+
+def test_a_huge_name_is_cut_short_in_the_message():
+    with pytest.raises(GraphError) as e:
+        Graph((4,), [G.linear("*/" * 10_000, "input", 2, in_features=4)])
+    assert len(str(e.value)) < 400

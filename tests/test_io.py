@@ -84,3 +84,18 @@ def test_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
 def test_npz_is_a_zip_with_the_meta_entry(tmp_path):
     path = io.save(tmp_path / "m.npz", zoo.build("digits-cnn"))
     assert "__meta__.npy" in zipfile.ZipFile(path).namelist()
+
+
+@pytest.mark.parametrize("bad", ["fc*/\nint x; /*", "fc\u2028", "9fc"])
+def test_a_file_edited_to_carry_a_hostile_node_name_is_refused(tmp_path, bad):
+    """The JSON meta is written by hand as `io.save` writes it, with one node renamed."""
+    g = zoo.build("digits-cnn")
+    doc = {"format": io.FORMAT, "version": io.VERSION, "graph": g.to_dict(), "extra_arrays": []}
+    old = doc["graph"]["nodes"][-1]["name"]
+    doc["graph"]["nodes"][-1]["name"] = bad
+    arrays = {k.replace(f"{old}.", f"{bad}.", 1) if k.startswith(f"{old}.") else k: v
+              for k, v in g.arrays().items()}
+    path = tmp_path / "hostile.npz"
+    np.savez(path, **arrays, **{io.META_KEY: np.frombuffer(json.dumps(doc).encode(), np.uint8)})
+    with pytest.raises(ModelFileError, match=r"invalid graph: node .*letters, digits"):
+        io.load(path)

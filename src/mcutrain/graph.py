@@ -19,12 +19,20 @@ Example:
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 INPUT = "input"
+
+NAME_MAX = 64
+"""Longest node or graph name, in characters."""
+NAME_RULE = (f"a letter or '_' first, then letters, digits, '_', '.' or '-' (ASCII), "
+             f"at most {NAME_MAX} characters")
+"""The naming rule in words, for error messages and docs."""
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 
 
 class Op(str, enum.Enum):
@@ -257,14 +265,55 @@ def _infer(node: Node, ins: list[tuple[int, ...]]) -> tuple[int, ...]:
     raise GraphError(f"{where}: unknown op")  # pragma: no cover - Op is closed
 
 
+# ---------------------------------------------------------------- names
+
+
+def name_problem(name: object) -> str | None:
+    """What is wrong with `name` as a node or graph name, or None when it follows `NAME_RULE`.
+
+    Why a closed set: names reach generated C (identifiers, comments, string literals) and
+    reports; a name that can only hold these characters cannot end a comment, start a
+    preprocessor line or smuggle code into a generated file.
+    """
+    if not isinstance(name, str):
+        return f"must be a string, got {type(name).__name__}"
+    if not name:
+        return "is empty"
+    if len(name) > NAME_MAX:
+        return f"has {len(name)} characters, more than {NAME_MAX}"
+    if not _NAME.fullmatch(name):
+        if not _NAME.match(name[0]):
+            return "does not start with a letter or '_'"
+        return "holds characters outside the allowed set"
+    return None
+
+
+def _shown(name: object) -> str:
+    """`name` quoted with escapes (a newline shows as \\n), cut short: a huge name cannot flood a message."""
+    text = repr(name)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _validate_names(graph_name: object, nodes: list[Node]) -> None:
+    """Refuse a graph or node name outside `NAME_RULE`; the message names the node."""
+    why = name_problem(graph_name)
+    if why:
+        raise GraphError(f"graph name {_shown(graph_name)} {why}; names use {NAME_RULE}")
+    for node in nodes:
+        why = name_problem(node.name)
+        if why:
+            raise GraphError(f"node {_shown(node.name)}: name {why}; names use {NAME_RULE} "
+                             "(mcutrain import renames foreign names: re-import the model)")
+
+
 # ---------------------------------------------------------------- the graph
 
 
 class Graph:
     """Nodes in topological order over one input tensor named 'input'.
 
-    Construction validates everything (names, references, shapes, parameter
-    shapes) and infers every tensor's per-sample shape; a bad graph raises a
+    Construction validates everything (names against `NAME_RULE`, references, shapes,
+    parameter shapes) and infers every tensor's per-sample shape; a bad graph raises a
     GraphError that names the node.
     """
 
@@ -280,6 +329,7 @@ class Graph:
             raise GraphError("graph has no nodes")
         if not self.input_shape or min(self.input_shape) < 1:
             raise GraphError(f"input shape {self.input_shape} must be non-empty and positive")
+        _validate_names(self.name, self.nodes)
         shapes = {INPUT: self.input_shape}
         for node in self.nodes:
             if not isinstance(node.op, Op):

@@ -2,6 +2,7 @@
 
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -51,3 +52,23 @@ def test_bad_input(argv, needle, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert cli.main(argv) == 1
     assert needle in capsys.readouterr().err
+
+
+def test_renamed_layers_keep_their_original_names_for_plan_and_train(tmp_path, capsys):
+    """A float import (no --calibrate) keeps the mapping in its provenance; plan and train
+    resolve `--trainable layers:` given the original (hostile, unicode) name."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "interop"))
+    from hostile_onnx import FC_NAME, hostile_onnx
+
+    (tmp_path / "h.onnx").write_bytes(hostile_onnx(side=8, classes=10).SerializeToString())
+    assert cli.main(["import", str(tmp_path / "h.onnx"), "-o", str(tmp_path / "h.npz")]) == 0
+    assert "renamed 3 layer(s)" in capsys.readouterr().out
+    names = io.load(tmp_path / "h.npz").meta["provenance"]["source_names"]
+    fc = next(k for k, v in names.items() if v == FC_NAME)
+    assert cli.main(["plan", str(tmp_path / "h.npz"), "--method", "bp-qas", "--trainable",
+                     f"layers:{FC_NAME}", "--target", "cortex-m4", "--json"]) == 0
+    assert fc in capsys.readouterr().out
+    assert cli.main(["train", str(tmp_path / "h.npz"), "--dataset", "digits", "--method", "bp-qas",
+                     "--trainable", f"layers:{FC_NAME}", "--epochs", "1", "--train-samples", "64",
+                     "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["trainable"] == f"layers:{fc}"

@@ -213,3 +213,30 @@ def test_missing_onnx_says_pip_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "onnx", None)
     with pytest.raises(ImportError, match="pip install onnx"):
         from_onnx(b"")
+
+
+def test_hostile_names_are_renamed_deterministically_and_the_originals_kept():
+    """Node, tensor, initializer and graph names holding '*/', newlines, code, spaces, unicode."""
+    from hostile_onnx import CONV_NAME, FC_NAME, FLAT_OUTPUT, PAYLOAD, hostile_onnx
+
+    from mcutrain.graph import name_problem
+    from mcutrain.interop import from_onnx_mapped
+
+    mp = hostile_onnx()
+    g, names = from_onnx_mapped(mp)
+    assert [n.op for n in g.nodes] == [Op.CONV2D, Op.FLATTEN, Op.LINEAR]   # the relu fused into the conv
+    assert all(name_problem(n) is None for n in [g.name, *(n.name for n in g.nodes)])
+    assert sorted(names.values()) == sorted([CONV_NAME, FLAT_OUTPUT, FC_NAME])
+    assert set(names) == {n.name for n in g.nodes}
+    assert names[g.nodes[0].name] == PAYLOAD and "*/" not in g.nodes[0].name and len(g.nodes[2].name) <= 64
+    assert from_onnx_mapped(hostile_onnx())[0].to_dict() == g.to_dict()        # deterministic
+    x = batch((4, 4, 1))
+    assert rel_err(fe.forward(g, x), ort_run(mp, x)) < TOL                    # and still the same model
+
+
+def test_framework_names_become_dotted_paths():
+    from mcutrain.interop.builder import ir_name
+
+    assert ir_name("/features/0/Conv") == "features.0.Conv"
+    assert ir_name("0") == "n_0" and ir_name("") == "node" and ir_name(" a  b ") == "a_b"
+    assert ir_name("a*/b\nc") == "a_.b_c" and len(ir_name("x" * 300)) == 64

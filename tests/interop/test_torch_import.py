@@ -154,7 +154,7 @@ def test_mlp_on_flat_input():
 def test_ceil_mode_is_accepted_only_where_it_changes_nothing():
     ok = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.MaxPool2d(2, ceil_mode=True), nn.Flatten(),
                        nn.Linear(2 * 4 * 4, 3))
-    assert from_torch(ok, (8, 8, 1)).node("1").op == Op.MAXPOOL
+    assert from_torch(ok, (8, 8, 1)).node("n_1").op == Op.MAXPOOL   # Sequential "1" renamed
     with pytest.raises(InteropError, match=r"module '1' \(MaxPool2d\): ceil_mode=True .* 7x7"):
         from_torch(ok, (7, 7, 1))
 
@@ -237,3 +237,22 @@ def test_missing_torch_says_pip_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(ImportError, match="pip install torch"):
         from_torch(object(), (8, 8, 1))
+
+
+def test_module_names_outside_the_rule_are_renamed_and_the_originals_kept():
+    """torch refuses '.' and '' in module names but takes '*/', spaces, unicode and any length
+    (a newline breaks torch.fx's own code generation before mcutrain sees the name)."""
+    from mcutrain.graph import name_problem
+    from mcutrain.interop import from_torch_mapped
+
+    originals = ["c */ int y; /*", "0", "\u00fcber", "fc" * 40]
+    m = nn.Sequential()
+    for name, layer in zip(originals, [nn.Conv2d(1, 2, 3, padding=1), nn.ReLU(), nn.Flatten(),
+                                       nn.Linear(32, 3)]):
+        m.add_module(name, layer)
+    g, names = from_torch_mapped(m, (4, 4, 1))
+    assert all(name_problem(n.name) is None for n in g.nodes)
+    assert "*/" not in "".join(n.name for n in g.nodes)
+    assert names == dict(zip([n.name for n in g.nodes], [originals[0], originals[2], originals[3]]))
+    x = batch((4, 4, 1))
+    assert rel_err(fe.forward(g, x), torch_logits(m, x)) < 1e-5

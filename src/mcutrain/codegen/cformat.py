@@ -1,4 +1,12 @@
-"""C source formatting: identifiers and constant arrays, deterministic to the byte.
+"""C source formatting: identifiers, comments, strings and constant arrays, to the byte.
+
+This module is the one gate for text that reaches generated C: every node or tensor name,
+graph name, provenance line or anything else that comes from a model file goes through
+`c_ident` (identifiers), `c_comment` (text inside a `/* */` comment) or `c_string` (a string
+literal) before an emitter splices it in. Names are already restricted by the graph
+(`graph.NAME_RULE`); these functions hold even for text that is not, so a model file can
+never end a comment, start a preprocessor line or add code. No model data reaches the
+Makefile or CMakeLists.txt (their only variable part is the kernel choice, a fixed word).
 
 Generated files are snapshot-tested, so every number is printed the same way on every
 machine (plain decimal integers; no floats are ever emitted into code).
@@ -32,6 +40,38 @@ def c_ident(name: str) -> str:
     return s
 
 
+_COMMENT_SAFE = re.compile(r"[^ -~]|[\\]")
+"""Characters never left in a comment: anything but printable ASCII, and the backslash
+(a line splice, which could pull the next line into a `//` comment)."""
+
+
+def c_comment(text: str) -> str:
+    """`text` made safe inside a one-line `/* ... */` comment; safe text is returned unchanged.
+
+    Why each rule: `*/` would end the comment and `/*` nests (a -Wcomment error); a newline
+    or CR would let the text run onto lines outside the comment's intent; other control and
+    non-ASCII characters make the file depend on the reader's encoding; a backslash splices
+    lines; `??` starts a trigraph (`??/` is a backslash under -trigraphs). Offending
+    characters are replaced visibly with '_' (`*/` becomes `*_`, `/*` becomes `/_`).
+    """
+    s = _COMMENT_SAFE.sub("_", str(text))
+    while "*/" in s or "/*" in s or "??" in s:
+        s = s.replace("*/", "*_").replace("/*", "/_").replace("??", "?_")
+    return s
+
+
+def c_comment_lines(text: str) -> str:
+    """Multi-line `text` (a graph summary) for the inside of a block comment: each line
+    through `c_comment`, joined by newlines."""
+    return "\n".join(c_comment(line) for line in str(text).splitlines())
+
+
+def c_string(text: str) -> str:
+    """A C string literal holding `text` (quotes included): printable ASCII kept, except `"`,
+    `\\` and `?`, which with everything else become '_' (no escapes, no trigraphs)."""
+    return '"' + re.sub(r'[^ -~]|["\\?]', "_", str(text)) + '"'
+
+
 def unique_idents(names: list[str]) -> dict[str, str]:
     """Map names to distinct C identifiers (a numeric suffix resolves collisions)."""
     out: dict[str, str] = {}
@@ -54,13 +94,19 @@ def _literal(v: int, ctype: str) -> str:
     return str(int(v))
 
 
-def c_array(ctype: str, name: str, values: np.ndarray, per_line: int = 16, comment: str = "") -> str:
-    """`static const <ctype> name[N] = {...};` with `per_line` values per line."""
+def c_array(ctype: str, name: str, values: np.ndarray, per_line: int = 16, comment: str = "",
+            const: bool = True) -> str:
+    """`static const <ctype> name[N] = {...};` with `per_line` values per line.
+
+    `const=False` drops the qualifier (a RAM array the step writes), so no caller ever has to
+    rewrite the emitted text. `comment` goes through `c_comment`.
+    """
     flat = np.asarray(values).reshape(-1)
     lines = []
     if comment:
-        lines.append(f"/* {comment} */")
-    lines.append(f"static const {ctype} {name}[{max(len(flat), 1)}] = {{")
+        lines.append(f"/* {c_comment(comment)} */")
+    qual = "const " if const else ""
+    lines.append(f"static {qual}{ctype} {name}[{max(len(flat), 1)}] = {{")
     items = [_literal(v, ctype) for v in flat.tolist()] or ["0"]
     for i in range(0, len(items), per_line):
         lines.append("    " + ", ".join(items[i:i + per_line]) + ",")

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mcutrain.codegen.cformat import c_array, unique_idents
+from mcutrain.codegen.cformat import c_array, c_comment, c_comment_lines, c_string, unique_idents
 from mcutrain.engines.int_engine import check_accumulator
 from mcutrain.graph import INPUT, Node, Op
 from mcutrain.plan import ArenaPlan, plan_inference_arena
@@ -160,7 +160,7 @@ class _Emitter:
         arr = np.asarray(values)
         self.const_bytes += 2 * arr.size
         body = c_array("int16_t", "v", arr, per_line=16).split("\n")[1:-1]
-        self.consts.append("\n".join([f"/* {comment} */", "static const union {",
+        self.consts.append("\n".join([f"/* {c_comment(comment)} */", "static const union {",
                                        f"    int16_t v[{arr.size}];",
                                        "    int32_t align; /* 4-byte alignment for LDRD */",
                                        f"}} {name} = {{{{", *body, "}};"]))
@@ -171,7 +171,7 @@ class _Emitter:
         arr = np.asarray(values)
         self.const_bytes += arr.size
         body = c_array("int8_t", "v", arr, per_line=16).split("\n")[1:-1]
-        self.consts.append("\n".join([f"/* {comment} */", "static const union {",
+        self.consts.append("\n".join([f"/* {c_comment(comment)} */", "static const union {",
                                        f"    int8_t v[{arr.size}];",
                                        "    int32_t align; /* 4-byte alignment for LDM */",
                                        f"}} {name} = {{{{", *body, "}};"]))
@@ -287,15 +287,15 @@ def emit_model(qm: QuantModel, kernels: str = "dsp", planner: str = "greedy",
     for i, n in enumerate(g.nodes):
         body = em.node(i, n)
         op_desc = f"{n.op.value}" + (f", act {n.act}" if n.attrs.get("act", "none") != "none" else "")
-        lines = [f"    {{ /* [{i}] {n.name}: {op_desc} -> {list(g.shape(n.name))} at arena offset "
-                 f"{plan.offsets[n.name]} */"]
+        lines = [f"    {{ /* [{i}] {c_comment(n.name)}: {op_desc} -> {list(g.shape(n.name))} at arena "
+                 f"offset {plan.offsets[n.name]} */"]
         lines += [f"        {s}" for s in body]
         if n.op != Op.FLATTEN:
             lines.append("        if (st != MT_OK) {")
             lines.append("            return st;")
             lines.append("        }")
         lines.append("        if (model_layer_hook_fn) {")
-        lines.append(f"            model_layer_hook_fn({i}, \"{n.name}\", {em.tensor(n.name)}, "
+        lines.append(f"            model_layer_hook_fn({i}, {c_string(n.name)}, {em.tensor(n.name)}, "
                      f"{em.size(n.name)});")
         lines.append("        }")
         lines.append("    }")
@@ -319,23 +319,23 @@ def emit_model(qm: QuantModel, kernels: str = "dsp", planner: str = "greedy",
                             f"&out_{nid})")
                 else:
                     call = f"mt_conv2d_fwd_s8_get_buffer_size(&f_{nid})"
-            scratch_checks.append(f"    if ({call} > {size}) {{ /* {n.name} */")
+            scratch_checks.append(f"    if ({call} > {size}) {{ /* {c_comment(n.name)} */")
             scratch_checks.append("        return MT_ERR_BUFFER;")
             scratch_checks.append("    }")
     in_size, out_size = em.size(INPUT), em.size(g.output)
     ishape = g.input_shape if len(g.input_shape) == 3 else (1, 1, *g.input_shape)
     header = _HEADER.format(
-        provenance=provenance or "(not recorded)", kernels=kernels, planner=plan.planner,
+        provenance=c_comment(provenance or "(not recorded)"), kernels=kernels, planner=plan.planner,
         h=ishape[0], w=ishape[1], c=ishape[2], in_size=in_size, out_size=out_size,
-        in_zp=qm.zero_point(INPUT), in_q=_qparams_comment(qm, INPUT),
-        out_zp=qm.zero_point(g.output), out_q=_qparams_comment(qm, g.output),
+        in_zp=qm.zero_point(INPUT), in_q=c_comment(_qparams_comment(qm, INPUT)),
+        out_zp=qm.zero_point(g.output), out_q=c_comment(_qparams_comment(qm, g.output)),
         arena=plan.arena_bytes, layers=len(g.nodes), out_off=plan.offsets[g.output])
     source = _SOURCE.format(
         kernels=kernels, planner=plan.planner, arena=plan.arena_bytes,
         consts="\n\n".join(em.consts),
         in_ptr=em.tensor(INPUT), out_ptr=em.tensor(g.output),
         checks="\n".join(scratch_checks) or "    /* no kernel needs scratch memory */",
-        blocks="\n".join(blocks), graph=g.summary().replace("*/", "* /"))
+        blocks="\n".join(blocks), graph=c_comment_lines(g.summary()))
     return ModelSource(header, source, plan, em.const_bytes, [n.name for n in g.nodes])
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mcutrain.codegen.cformat import c_comment, c_comment_lines
 from mcutrain.codegen.emit import ExportError
 from mcutrain.codegen.emit_fqt_float import emitters, logit_range_function
 from mcutrain.codegen.emit_fqt_graph import GRAPH_EMITTERS, check_graph
@@ -129,7 +130,8 @@ def check_fqt(method, batch: int) -> None:
 
 
 def _block(body: list[str], k: Kernel, ind: str) -> list[str]:
-    return [f"{ind}{{ /* {k.name} ({k.phase}) */", *(f"{ind}    {x}" if x else "" for x in body), f"{ind}}}"]
+    note = c_comment(f"{k.name} ({k.phase})")
+    return [f"{ind}{{ /* {note} */", *(f"{ind}    {x}" if x else "" for x in body), f"{ind}}}"]
 
 
 def _step(e: _FqtEmitter, s: Schedule, in_size: int) -> list[str]:
@@ -147,7 +149,7 @@ def _step(e: _FqtEmitter, s: Schedule, in_size: int) -> list[str]:
         ind = "        " if open_loop else "    "
         if k.phase == "forward":
             if not fwd_done:
-                lines += _try([f"st = fqt_forward(1); /* {k.name} ... */"]) if not open_loop else \
+                lines += _try([f"st = fqt_forward(1); /* {c_comment(k.name)} ... */"]) if not open_loop else \
                     [f"{ind}{x}" for x in _try(["st = fqt_forward(1);"])]
                 fwd_done = True
             continue
@@ -243,8 +245,9 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
     macros = []
     for t in sorted(plan.offsets, key=lambda t: (plan.offsets[t], t)):
         tt = s.tensors[t]
+        note = c_comment(f"{t}: {tt.dtype} {list(tt.shape)}, {tt.role.value}")
         macros.append(f"#define A_{e.tids[t]} (({CTYPE[tt.dtype]} *)(void *)(model_arena.bytes + "
-                      f"{plan.offsets[t]})) /* {t}: {tt.dtype} {list(tt.shape)}, {tt.role.value} */")
+                      f"{plan.offsets[t]})) /* {note} */")
     max_o = max(n.params["weight"].shape[0] for n in g.parametric())
     prepare = []
     for n in g.parametric():
@@ -269,23 +272,23 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
     opts = {"method": "fqt", "precision": c.precision, "alpha_a": c.alpha_a, "alpha_e": c.alpha_e,
             "alpha_w": c.alpha_w, "alpha_norm": c.alpha_norm, "trainable": list(e.trained)}
     header = _HEADER.format(
-        provenance=provenance or "(not recorded)", method="fqt", kernels=kernels, batch=batch,
+        provenance=c_comment(provenance or "(not recorded)"), method="fqt", kernels=kernels, batch=batch,
         options=f"precision {c.precision}, alpha_a {c.alpha_a}, alpha_e {c.alpha_e}, alpha_w {c.alpha_w}, "
                 f"alpha_norm {c.alpha_norm}",
+        input_kind="float32 values (MODEL_INPUT_SIZE bytes)" if p.acts == "f32" else "int8",
         h=ishape[0], w=ishape[1], c=ishape[2], in_size=in_size, out_size=g.num_classes,
         in_zp=int(qin.zero_point) if qin else 0,
-        in_q=f"scale {float(qin.scale)!r}, zero point {int(qin.zero_point)}" if qin else "float32 values",
+        in_q=c_comment(f"scale {float(qin.scale)!r}, zero point {int(qin.zero_point)}") if qin
+        else "float32 values",
         out_zp=int(qout.zero_point) if qout else 0,
         out_q="qparams dynamic (the EMA range moves every step; the zero point macro is the initial one)"
               if qout else "the float32 logits quantized with their own range (as the loss sees them)",
         arena=plan.arena_bytes, train_arena=plan.arena_bytes, infer_arena=plan.arena_bytes,
         state_bytes=state_bytes, layers=len(g.nodes))
-    if p.acts == "f32":
-        header = header.replace(" * Input: int8 [", " * Input: float32 values (MODEL_INPUT_SIZE bytes) [")
     save = "\n".join(f"    {sv}\n    off += {x.nbytes};" for (sv, _), x in zip(io, entries))
     load = "\n".join(f"    {ld}\n    off += {x.nbytes};" for (_, ld), x in zip(io, entries))
     source = (_SOURCE + STATE_IO_SOURCE).format(
-        arena=plan.arena_bytes, graph=g.summary().replace("*/", "* /"), state="\n\n".join(defs),
+        arena=plan.arena_bytes, graph=c_comment_lines(g.summary()), state="\n\n".join(defs),
         jumps="\n\n".join(jumps) or "/* no stochastic draws */", macros="\n".join(macros),
         rng0=int(method.rng.state), steps0=int(method.steps), magic=STATE_MAGIC, fp=fp, max_o=max_o,
         k=g.num_classes, prepare="\n".join(f"    {x}" for x in prepare), fwd="\n".join(fwd_lines),

@@ -46,11 +46,12 @@ def _f(ptr: str) -> str:
     return f"(float *)(void *){ptr}"
 
 
-def _head_f32(e: _FqtEmitter, n: Node) -> list[str]:
-    """Conv parameters and dims without activation qparams (float32 tensors have none)."""
+def _head_f32(e: _FqtEmitter, n: Node, input_zp: str = "0") -> list[str]:
+    """Conv parameters and dims without activation qparams (float32 tensors have none);
+    `input_zp`: the C expression of the input's zero point where the kernel reads one."""
     a = n.attrs
     (sh, sw), (pt, _, pl, _) = a["stride"], a["padding"]
-    return [f"const mt_conv_params p = {{0, 0, {sh}, {sw}, {pt}, {pl}, {a['groups']}, -128, 127}};",
+    return [f"const mt_conv_params p = {{{input_zp}, 0, {sh}, {sw}, {pt}, {pl}, {a['groups']}, -128, 127}};",
             f"static const mt_dims in_d = {e.dims(e.g.shape(n.inputs[0]))};",
             f"static const mt_dims f_d = {{{', '.join(map(str, n.params['weight'].shape))}}};",
             f"static const mt_dims out_d = {e.dims(e.g.shape(n.name))};"]
@@ -211,9 +212,7 @@ def _bwd_w_f(e: _FqtEmitter, k: Kernel) -> list[str]:
         args = [x, str(w.shape[1]), ein, str(w.shape[0]), gw, gb]
         return [*zero, *(_call("mt_linear_bwd_w_f32", args) if f32 else
                          _call("mt_linear_bwd_w_u8_f32", [f"{e.act(n.inputs[0])}_zp", *args]))]
-    head = _head_f32(e, n)
-    if not f32:       # the input's zero point
-        head[0] = head[0].replace("{0, 0,", f"{{{e.act(n.inputs[0])}_zp, 0,")
+    head = _head_f32(e, n, "0" if f32 else f"{e.act(n.inputs[0])}_zp")   # uint8: the input's zero point
     return [*head, *zero, *_call("mt_conv2d_bwd_w_f32" if f32 else "mt_conv2d_bwd_w_u8_f32",
                                  ["&p", "&in_d", x, "&out_d", ein, "&f_d", gw, gb])]
 

@@ -119,11 +119,10 @@ def _graph_fwd(e: _FqtEmitter, k: Kernel) -> list[str]:
                 *_call("mt_relu_fwd_s8", ["lo", "hi", str(e.s.tensors[k.writes[0]].elements), x, y])]
     if n.op == Op.ADD:
         return _add_fwd(e, k, n)
-    lines = _fwd(e, k)
     if n.params["weight"].shape[0] != n.attrs["groups"]:      # a channel multiplier: the grouped loops
-        return lines
+        return _fwd(e, k)
     # depthwise: the same call and arithmetic, channels as the inner loop
-    return [x.replace("mt_conv2d_fwd_s8_range(", "mt_depthwise_conv2d_fwd_s8_range(") for x in lines]
+    return _fwd(e, k, conv_fn="mt_depthwise_conv2d_fwd_s8_range")
 
 
 def _add_fwd(e: _FqtEmitter, k: Kernel, n: Node) -> list[str]:

@@ -100,7 +100,8 @@ def _call(fn: str, args: list[str]) -> list[str]:
 # ---------------------------------------------------------------- forward
 
 
-def _fwd(e: _FqtEmitter, k: Kernel) -> list[str]:
+def _fwd(e: _FqtEmitter, k: Kernel, conv_fn: str = "mt_conv2d_fwd_s8_range") -> list[str]:
+    """A forward kernel; `conv_fn` names the int8 conv call (depthwise convs pass their own)."""
     n = e.g.node(k.node)
     x, y = e.t(k.reads[0]), e.t(k.writes[0])
     if n.op == Op.FLATTEN:
@@ -137,8 +138,8 @@ def _fwd(e: _FqtEmitter, k: Kernel) -> list[str]:
         sc = [w for w in k.writes if w.endswith(".scratch")]
         ctx = f"{{(void *){e.t(sc[0])}, {e.s.tensors[sc[0]].nbytes}}}" if sc else "{NULL, 0}"
         lines.append(f"const mt_context ctx = {ctx};")
-        call = _call("mt_conv2d_fwd_s8_range", ["&ctx", "&p", "&q", "&in_d", x, "&f_d", f"{lid}_weight",
-                                                f"{lid}_bias", "&out_d", y, "fqt_amin", "fqt_amax"])
+        call = _call(conv_fn, ["&ctx", "&p", "&q", "&in_d", x, "&f_d", f"{lid}_weight",
+                               f"{lid}_bias", "&out_d", y, "fqt_amin", "fqt_amax"])
     lines += [f"mt_fqt_act_range_s8({ya}_scale, {ya}_zp, {act}, &p.act_min, &p.act_max);",
               f"fqt_reset_extremes({o});", *call]
     if e.m.dynamic[n.name]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mcutrain.codegen.cformat import c_array
+from mcutrain.codegen.cformat import c_array, c_comment
 from mcutrain.codegen.emit_fqt_ops import _FqtEmitter
 from mcutrain.codegen.emit_train import StateEntry, c_float
 from mcutrain.engines.fqt_kernels import f32_multiplier
@@ -89,10 +89,9 @@ def _state(e: _FqtEmitter) -> tuple[list[str], list[StateEntry], list[tuple[str,
         if ctype == "float":
             items = ", ".join(c_float(x) for x in _f32(v).tolist())
             qual = "const " if const else ""
-            defs.append(f"/* {comment} */\nstatic {qual}float {name}[{v.size}] = {{{items}}};")
+            defs.append(f"/* {c_comment(comment)} */\nstatic {qual}float {name}[{v.size}] = {{{items}}};")
         else:
-            text = c_array(ctype, name, v, per_line=16, comment=comment)
-            defs.append(text if const else text.replace("static const ", "static ", 1))
+            defs.append(c_array(ctype, name, v, per_line=16, comment=comment, const=const))
         if entry is not None:
             entries.append(StateEntry(entry, dtype, tuple(v.shape)))
             nb = entries[-1].nbytes
@@ -101,8 +100,8 @@ def _state(e: _FqtEmitter) -> tuple[list[str], list[StateEntry], list[tuple[str,
     def rng_struct(name: str, ema, entry: str, comment: str) -> None:
         init = ema is not None and ema.initialized
         lo, hi = (float(ema.lo), float(ema.hi)) if init else (0.0, 0.0)
-        defs.append(f"/* {comment} */\nstatic mt_fqt_range {name} = {{{c_float(lo)}, {c_float(hi)}, "
-                    f"0.0f, 0.0f, {int(init)}, 0, 0}};")
+        defs.append(f"/* {c_comment(comment)} */\nstatic mt_fqt_range {name} = "
+                    f"{{{c_float(lo)}, {c_float(hi)}, 0.0f, 0.0f, {int(init)}, 0, 0}};")
         entries.append(StateEntry(entry, "f32", (2,)))
         io.append((f"memcpy(blob + off, &{name}.lo, 4);\n    memcpy(blob + off + 4, &{name}.hi, 4);",
                    f"memcpy(&{name}.lo, blob + off, 4);\n    memcpy(&{name}.hi, blob + off + 4, 4);"))
@@ -198,7 +197,7 @@ def _jump_array(name: str, n: int, comment: str) -> str:
     cols = [f"0x{int(v):08X}u" for v in jump_columns(n)]
     rows = [", ".join(cols[i:i + 6]) for i in range(0, 32, 6)]
     body = ",\n".join(f"    {r}" for r in rows)
-    return f"/* {comment} */\nstatic const uint32_t {name}[32] = {{\n{body}\n}};"
+    return f"/* {c_comment(comment)} */\nstatic const uint32_t {name}[32] = {{\n{body}\n}};"
 
 
 def _partial_decl(e: _FqtEmitter) -> list[str]:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mcutrain.codegen.cformat import c_ident, unique_idents
+from mcutrain.codegen.cformat import c_array, c_comment, c_comment_lines, c_ident, c_string, unique_idents
 from mcutrain.codegen.emit import ExportError, _call, _dims, _Emitter, _qparams_comment
 from mcutrain.graph import INPUT, Node, Op
 from mcutrain.plan import plan_inference_arena
@@ -54,10 +54,12 @@ def c_float(v: float) -> str:
     return f"{f.hex()}f" if f != 0 else ("-0.0f" if np.signbit(f) else "0.0f")
 
 
-def c_float_array(name: str, values: np.ndarray, comment: str = "") -> str:
+def c_float_array(name: str, values: np.ndarray, comment: str = "", const: bool = True) -> str:
+    """`static const float name[N]` of exact float literals; `const=False` for a RAM array.
+    `comment` goes through `c_comment`."""
     flat = np.asarray(values, np.float32).reshape(-1)
-    lines = [f"/* {comment} */"] if comment else []
-    lines.append(f"static const float {name}[{max(len(flat), 1)}] = {{")
+    lines = [f"/* {c_comment(comment)} */"] if comment else []
+    lines.append(f"static {'const ' if const else ''}float {name}[{max(len(flat), 1)}] = {{")
     items = [c_float(v) for v in flat.tolist()] or ["0.0f"]
     for i in range(0, len(items), 6):
         lines.append("    " + ", ".join(items[i:i + 6]) + ",")
@@ -66,9 +68,8 @@ def c_float_array(name: str, values: np.ndarray, comment: str = "") -> str:
 
 
 def _ram_array(ctype: str, name: str, values: np.ndarray, per_line: int, comment: str) -> str:
-    from mcutrain.codegen.cformat import c_array
-    text = c_array(ctype, name, values, per_line=per_line, comment=comment)
-    return text.replace("static const ", "static ", 1)
+    """A writable (non-const) initialised array: a trainable tensor in RAM."""
+    return c_array(ctype, name, values, per_line=per_line, comment=comment, const=False)
 
 
 @dataclass
@@ -632,12 +633,12 @@ def emit_training(method, batch: int = 1, kernels: str = "dsp", provenance: str 
     blocks = []
     for i, n in enumerate(g.nodes):
         body = pe.node(i, n)
-        lines = [f"    {{ /* [{i}] {n.name}: {n.op.value} -> {list(g.shape(n.name))} */"]
+        lines = [f"    {{ /* [{i}] {c_comment(n.name)}: {n.op.value} -> {list(g.shape(n.name))} */"]
         lines += [f"        {x}" for x in body]
         if n.op != Op.FLATTEN:
             lines += ["        if (st != MT_OK) {", "            return st;", "        }"]
         lines += ["        if (model_layer_hook_fn) {",
-                  f"            model_layer_hook_fn({i}, \"{n.name}\", {pe.tensor(n.name)}, "
+                  f"            model_layer_hook_fn({i}, {c_string(n.name)}, {pe.tensor(n.name)}, "
                   f"{pe.size(n.name)});",
                   "        }", "    }"]
         blocks.append("\n".join(lines))
@@ -662,7 +663,7 @@ def emit_training(method, batch: int = 1, kernels: str = "dsp", provenance: str 
     for name, t in s.tensors.items():
         if name.startswith("state:") and name.endswith(".velocity"):
             layer = name[6:-9]
-            ram_arrays.append(f"/* {layer}: SGD momentum velocity (weight then bias), float32 */\n"
+            ram_arrays.append(f"/* {c_comment(layer)}: SGD momentum velocity (weight then bias), float32 */\n"
                               f"static float {ids[layer]}_velocity[{t.elements}];")
             entries.append(StateEntry(name[6:], "f32", (t.elements,)))
     fp = _fingerprint(entries, method.name, batch)
@@ -676,14 +677,15 @@ def emit_training(method, batch: int = 1, kernels: str = "dsp", provenance: str 
             if open_loop is not None:
                 step_lines.append("    }")
             if k.loop is not None:
-                step_lines += [f"    for (query = 0; query < {k.repeat}; ++query) {{ /* {k.loop} */"]
+                loop_note = c_comment(k.loop)
+                step_lines += [f"    for (query = 0; query < {k.repeat}; ++query) {{ /* {loop_note} */"]
             open_loop = k.loop
         ind = "        " if open_loop else "    "
         fn = _method_op(method.name, k.op)
         if fn is None:
             raise ExportError(f"kernel '{k.name}' (op {k.op}) has no C code in the generated step yet")
         body = fn(se, k)
-        step_lines.append(f"{ind}{{ /* {k.name} ({k.phase}) */")
+        step_lines.append(f"{ind}{{ /* {c_comment(f'{k.name} ({k.phase})')} */")
         step_lines += [f"{ind}    {x}" if x else "" for x in body]
         step_lines.append(f"{ind}}}")
     if open_loop is not None:
@@ -693,8 +695,9 @@ def emit_training(method, batch: int = 1, kernels: str = "dsp", provenance: str 
     macros = []
     for t in sorted(plan.offsets, key=lambda t: (plan.offsets[t], t)):
         tt = s.tensors[t]
+        note = c_comment(f"{t}: {tt.dtype} {list(tt.shape)}, {tt.role.value}")
         macros.append(f"#define A_{se.tids[t]} (({CTYPE[tt.dtype]} *)(void *)(model_arena.bytes + "
-                      f"{plan.offsets[t]})) /* {t}: {tt.dtype} {list(tt.shape)}, {tt.role.value} */")
+                      f"{plan.offsets[t]})) /* {note} */")
     in_name = INPUT
     rng0 = int(method.rng.state) if hasattr(method, "rng") else 0
     steps0 = int(getattr(method, "steps", 0))
@@ -716,16 +719,18 @@ def emit_training(method, batch: int = 1, kernels: str = "dsp", provenance: str 
         save_lines.append(f"    memcpy(blob + off, {arr}, {e.nbytes});\n    off += {e.nbytes};")
         load_lines.append(f"    memcpy({arr}, blob + off, {e.nbytes});\n    off += {e.nbytes};")
     header = _HEADER.format(
-        provenance=provenance or "(not recorded)", method=method.name, kernels=kernels, batch=batch,
-        options=", ".join(f"{k} {v}" for k, v in opts.items() if k != "method"),
-        h=ishape[0], w=ishape[1], c=ishape[2], in_size=in_size, out_size=g.num_classes,
-        in_zp=qm.zero_point(INPUT), in_q=_qparams_comment(qm, INPUT), out_zp=qm.zero_point(g.output),
-        out_q=_qparams_comment(qm, g.output), arena=arena, train_arena=plan.arena_bytes,
+        provenance=c_comment(provenance or "(not recorded)"), method=method.name, kernels=kernels,
+        batch=batch,
+        options=c_comment(", ".join(f"{k} {v}" for k, v in opts.items() if k != "method")),
+        input_kind="int8", h=ishape[0], w=ishape[1], c=ishape[2], in_size=in_size, out_size=g.num_classes,
+        in_zp=qm.zero_point(INPUT), in_q=c_comment(_qparams_comment(qm, INPUT)),
+        out_zp=qm.zero_point(g.output),
+        out_q=c_comment(_qparams_comment(qm, g.output)), arena=arena, train_arena=plan.arena_bytes,
         infer_arena=inf.arena_bytes, state_bytes=state_bytes, layers=len(g.nodes))
     source = (_SOURCE + STATE_IO_SOURCE).format(
         method=method.name, kernels=kernels, arena=arena, train_arena=plan.arena_bytes,
         infer_arena=inf.arena_bytes,
-        graph=g.summary().replace("*/", "* /"), consts="\n\n".join(pe.consts),
+        graph=c_comment_lines(g.summary()), consts="\n\n".join(pe.consts),
         ram="\n\n".join(ram_arrays) or "/* nothing trainable */",
         fconsts="\n\n".join(se.extra_consts.values()) or "/* no float constants */",
         macros="\n".join(macros), rng0=rng0, steps0=steps0, magic=STATE_MAGIC, fp=fp,
@@ -748,16 +753,16 @@ def _scratch_checks(s: Schedule, plan: TrainingPlan, qm, se: _StepEmitter) -> st
                 continue
             seen.add(k.node)
             n = qm.graph.node(k.node)
-            size = s.tensors[w].nbytes
+            size, note = s.tensors[w].nbytes, c_comment(n.name)
             if n.op == Op.LINEAR:
                 call = f"mt_linear_fwd_s8_get_buffer_size({qm.weights[n.name].shape[1]})"
-                out += [f"    if ({call} > {size}) {{ /* {n.name} */", "        return MT_ERR_BUFFER;",
+                out += [f"    if ({call} > {size}) {{ /* {note} */", "        return MT_ERR_BUFFER;",
                         "    }"]
             else:
                 fid = f"f_{c_ident(n.name)}"
                 shape = ", ".join(map(str, qm.weights[n.name].shape))
                 out += [f"    static const mt_dims {fid} = {{{shape}}};",
-                        f"    if (mt_conv2d_fwd_s8_get_buffer_size(&{fid}) > {size}) {{ /* {n.name} */",
+                        f"    if (mt_conv2d_fwd_s8_get_buffer_size(&{fid}) > {size}) {{ /* {note} */",
                         "        return MT_ERR_BUFFER;", "    }"]
     return "\n".join(out) or "    /* no kernel needs scratch memory */"
 
@@ -775,7 +780,7 @@ _HEADER = """\
  *         returns MT_ERR_ARG, changing nothing, for NULL pointers or an lr that is not finite and > 0
  *     model_predict(input, logits);                         (any time, with the current weights)
  *     model_save_state(blob, MODEL_STATE_BYTES);            (weights, biases, RNG, step counter)
- * Input: int8 [{h}, {w}, {c}] NHWC, {in_q}.
+ * Input: {input_kind} [{h}, {w}, {c}] NHWC, {in_q}.
  * Output: int8 logits [{out_size}], {out_q}.
  * No malloc; all working memory is the static arena of MODEL_ARENA_BYTES (training step
  * {train_arena} bytes as planned, inference {infer_arena}); the trainable tensors are RAM arrays.

@@ -20,6 +20,7 @@ import numpy as np
 from mcutrain import io, zoo
 from mcutrain.engines import ptq
 from mcutrain.graph import GraphError
+from mcutrain.methods.trainable import source_names_of
 from mcutrain.qmodel import QuantModel
 
 RANDOM_CALIB_SAMPLES = 64
@@ -73,6 +74,9 @@ def resolve_model(model: str | Path | None = None, arch: str | None = None, init
         raise ModelSourceError(f"'{model}' holds a float model; pass --dataset so it can be quantized "
                                "(PTQ on training samples), or quantize it first")
     qm = ptq.quantize_model(mf.graph, np.asarray(calib_x[:FLOAT_CALIB_SAMPLES], np.float32))
+    names = source_names_of(mf.meta.get("provenance"))
+    if names:       # an imported model's original layer names, for --trainable layers:
+        qm.provenance["source_names"] = names
     return qm, (f"float model file {Path(model).name}" + _prov_suffix(mf.meta.get("provenance", {}))
                 + f", PTQ on {min(len(calib_x), FLOAT_CALIB_SAMPLES)} training samples")
 

@@ -75,6 +75,11 @@ def build_method(args: argparse.Namespace, qm, calib=None, c_twin: bool = False)
     """
     if args.method == "none":
         return None
+    from mcutrain.methods.trainable import internal_spec, source_names_of
+    try:     # an imported model's original layer names -> its IR names (idempotent)
+        args.trainable = internal_spec(qm.graph, args.trainable, source_names_of(qm.provenance))
+    except ValueError as e:
+        raise UserError(str(e)) from None
     if args.method == "fqt":
         return _build_fqt(args, qm, calib, c_twin)
     if args.precision != "int8":

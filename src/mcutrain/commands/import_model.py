@@ -9,6 +9,12 @@ Examples:
 `--torch MODULE:FUNCTION` calls a Python function that returns an `nn.Module`
 (no `.pt` files: they are pickles, which mcutrain never loads). Input shapes
 are per sample in NHWC order (H,W,C), or F for a flat input.
+
+Layer names outside mcutrain's naming rule (a letter or '_' first, then letters, digits,
+'_', '.', '-'; at most 64 characters) are renamed: '/features/0/Conv' becomes
+'features.0.Conv', nn.Sequential's '0' becomes 'n_0'. The file's provenance keeps
+{new name: original name} as "source_names", so `--trainable layers:` takes either name;
+reports and generated code show the new names.
 """
 
 from __future__ import annotations
@@ -62,7 +68,7 @@ def _torch_module(spec: str):
 
 def run(args: argparse.Namespace) -> int:
     from mcutrain import io
-    from mcutrain.interop import InteropError, from_onnx, from_torch
+    from mcutrain.interop import InteropError, from_onnx_mapped, from_torch_mapped
 
     if (args.onnx is None) == (args.torch is None):
         raise UserError("give exactly one source: an ONNX file, or --torch MODULE:FUNCTION")
@@ -71,18 +77,19 @@ def run(args: argparse.Namespace) -> int:
         if args.onnx:
             if not Path(args.onnx).exists():
                 raise UserError(f"ONNX file '{args.onnx}' does not exist")
-            graph = from_onnx(args.onnx, input_shape=shape, name=args.name)
+            graph, renamed = from_onnx_mapped(args.onnx, input_shape=shape, name=args.name)
             source = {"onnx": Path(args.onnx).name}
         else:
             if shape is None:
                 raise UserError("--torch needs --input-shape H,W,C (per sample, NHWC)")
-            graph = from_torch(_torch_module(args.torch), shape, name=args.name)
+            graph, renamed = from_torch_mapped(_torch_module(args.torch), shape, name=args.name)
             source = {"torch": args.torch}
     except InteropError as e:
         raise UserError(str(e)) from None
-    provenance = {"imported_from": source}
+    provenance = {"imported_from": source, **({"source_names": renamed} if renamed else {})}
     result = {"path": args.output, "params": graph.num_params(), "macs": graph.total_macs(),
-              "input_shape": list(graph.input_shape), "classes": graph.num_classes, "quantized": False}
+              "input_shape": list(graph.input_shape), "classes": graph.num_classes, "quantized": False,
+              "source_names": renamed}
     if args.calibrate:
         from mcutrain.data import DatasetError, SpecError, load_dataset
         from mcutrain.engines import ptq
@@ -102,5 +109,8 @@ def run(args: argparse.Namespace) -> int:
         print_json(result)
     else:
         print(graph.summary())
+        if renamed:   # the originals are not printed: they may hold control characters
+            print(f"renamed {len(renamed)} layer(s) into mcutrain's naming rule; the file keeps the "
+                  "original names (--trainable layers: takes either)")
         print(f"wrote {args.output}" + (" (float + int8)" if result["quantized"] else " (float)"))
     return 0

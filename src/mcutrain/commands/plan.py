@@ -72,9 +72,15 @@ def load_graph(args: argparse.Namespace):
         except ValueError as e:
             raise UserError(str(e)) from None
     try:
-        return io.load(args.model).graph
+        mf = io.load(args.model)
     except (io.ModelFileError, OSError) as e:
         raise UserError(str(e)) from None
+    from mcutrain.methods.trainable import internal_spec, source_names_of
+    try:     # an imported model's original layer names -> its IR names
+        args.trainable = internal_spec(mf.graph, args.trainable, source_names_of(mf.meta.get("provenance")))
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    return mf.graph
 
 
 def _sparse(args: argparse.Namespace, graph) -> tuple[str, str]:

@@ -157,8 +157,14 @@ def load_graph(args: argparse.Namespace, num_classes: int, input_shape: tuple[in
         except ValueError as e:
             raise UserError(str(e)) from None
     try:
-        graph = io.load(args.model).graph
+        mf = io.load(args.model)
     except io.ModelFileError as e:
+        raise UserError(str(e)) from None
+    graph = mf.graph
+    from mcutrain.methods.trainable import internal_spec, source_names_of
+    try:     # an imported model's original layer names -> its IR names
+        args.trainable = internal_spec(graph, args.trainable, source_names_of(mf.meta.get("provenance")))
+    except ValueError as e:
         raise UserError(str(e)) from None
     if graph.input_shape != tuple(input_shape):
         raise UserError(f"model input {graph.input_shape} does not match dataset samples {input_shape}")

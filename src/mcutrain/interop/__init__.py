@@ -2,6 +2,8 @@
 
 - `from_torch(module, input_shape)`: an `nn.Module` -> float IR graph (torch.fx).
 - `from_onnx(model, input_shape=None)`: a float ONNX model -> float IR graph.
+- `from_onnx_mapped` / `from_torch_mapped`: the same, plus `{IR name: original name}` of the
+  nodes renamed into the IR's naming rule.
 - `to_onnx(model)` / `save_onnx(model, path)`: a float graph as float ONNX, or an
   int8 `QuantModel` as ONNX QDQ (QuantizeLinear/DequantizeLinear around float ops).
 
@@ -11,7 +13,8 @@ when called and says which package to install when it is missing.
 
 from mcutrain.interop.builder import InteropError
 from mcutrain.interop.onnx_export import save_onnx, to_onnx
-from mcutrain.interop.onnx_import import from_onnx
-from mcutrain.interop.torch_import import from_torch
+from mcutrain.interop.onnx_import import from_onnx, from_onnx_mapped
+from mcutrain.interop.torch_import import from_torch, from_torch_mapped
 
-__all__ = ["InteropError", "from_onnx", "from_torch", "save_onnx", "to_onnx"]
+__all__ = ["InteropError", "from_onnx", "from_onnx_mapped", "from_torch", "from_torch_mapped", "save_onnx",
+           "to_onnx"]

@@ -13,6 +13,12 @@ applied once, to the weights of the linear layer that consumes it.
 BatchNorm is emitted as the IR's import-only op and folded at `finish`, which
 also fuses relu/relu6 into their producers, so an imported graph has the same
 shape as a `zoo` graph.
+
+Names: framework names ('/features/0/Conv', names with spaces, unicode, '*/' or
+newlines, very long ones) are renamed deterministically into the IR's naming
+rule (`graph.NAME_RULE`, `ir_name`), and the builder keeps `{new: original}` for
+every renamed node that survives (`source_names`); `mcutrain import` stores it in
+the model file's provenance so `--trainable layers:` accepts the original names.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mcutrain import graph as G
-from mcutrain.graph import INPUT, Graph, GraphError, Node, Op
+from mcutrain.graph import INPUT, NAME_MAX, Graph, GraphError, Node, Op
 
 
 class InteropError(ValueError):
@@ -76,6 +82,22 @@ def pool_output_ok(size: int, k: int, s: int) -> bool:
     return size >= k and (size - k) % s == 0
 
 
+def ir_name(name: str) -> str:
+    """A framework name made to follow `graph.NAME_RULE`, deterministically.
+
+    Leading '/' and surrounding spaces go, '/' separators become '.' (so
+    '/features/0/Conv' -> 'features.0.Conv' and globs like 'features.*.Conv'
+    work), runs of whitespace and every other character outside the rule become
+    '_', a name that does not start with a letter or '_' gets 'n_' in front, and
+    the result is cut to `NAME_MAX` characters.
+    """
+    s = re.sub(r"\s+", "_", str(name).strip().lstrip("/")).replace("/", ".")
+    s = re.sub(r"[^A-Za-z0-9_.\-]", "_", s) or "node"
+    if not re.match(r"[A-Za-z_]", s):
+        s = "n_" + s
+    return s[:NAME_MAX]
+
+
 class GraphBuilder:
     """Collects IR nodes for one imported model; each method takes and returns `Value`s.
 
@@ -88,9 +110,12 @@ class GraphBuilder:
             raise InteropError(f"input shape {input_shape} must be (H, W, C) for images or (F,) for "
                                "vectors, all sizes positive")
         self.input_shape = tuple(int(d) for d in input_shape)
-        self.name = name
+        self.name = ir_name(name)
         self.nodes: list[Node] = []
         self._names = {INPUT}
+        self._original: dict[str, str] = {}
+        self.source_names: dict[str, str] = {}
+        """{IR name: the framework's name} of the renamed nodes of the finished graph."""
         self._shapes: dict[str, tuple[int, ...]] = {INPUT: self.input_shape}
 
     # -- bookkeeping
@@ -98,12 +123,16 @@ class GraphBuilder:
         return Value(INPUT, spatial=len(self.input_shape) == 3)
 
     def unique(self, name: str) -> str:
-        """A node name not used yet; framework names like '/features/0/Conv' lose the leading '/'."""
-        base = re.sub(r"\s+", "_", name.strip().lstrip("/")) or "node"
+        """A valid node name not used yet (`ir_name`, then '_1', '_2', ... within `NAME_MAX`);
+        a name that changed is remembered with its original for `source_names`."""
+        base = ir_name(name)
         out, i = base, 1
         while out in self._names:
-            out, i = f"{base}_{i}", i + 1
+            suffix = f"_{i}"
+            out, i = base[:NAME_MAX - len(suffix)] + suffix, i + 1
         self._names.add(out)
+        if out != name:
+            self._original[out] = str(name)
         return out
 
     def shape(self, v: Value) -> tuple[int, ...]:
@@ -258,6 +287,8 @@ class GraphBuilder:
                                    "global average pool")
             if any(n.op == Op.BATCHNORM for n in g.nodes):
                 g = G.fold_batchnorm(g)
-            return G.fuse_activations(g)
+            g = G.fuse_activations(g)
+            self.source_names = {n.name: self._original[n.name] for n in g.nodes if n.name in self._original}
+            return g
         except GraphError as e:
             raise InteropError(f"the converted graph is invalid: {e}") from None

@@ -292,7 +292,15 @@ def from_onnx(model, input_shape: tuple[int, ...] | None = None, name: str | Non
     `input_shape` (NHWC per sample) is needed only when the model's input
     declares symbolic sizes beyond the batch. An op the IR cannot express
     raises InteropError naming the node and listing the supported ops.
+    Node names outside the IR's rule are renamed (`builder.ir_name`); see
+    `from_onnx_mapped` for the mapping back to the ONNX names.
     """
+    return from_onnx_mapped(model, input_shape, name)[0]
+
+
+def from_onnx_mapped(model, input_shape: tuple[int, ...] | None = None, name: str | None = None
+                     ) -> tuple[Graph, dict[str, str]]:
+    """`from_onnx`, plus `{IR node name: ONNX node name}` of every node that was renamed."""
     onnx = _onnx()
     mp = _load(onnx, model)
     consts = {t.name for t in mp.graph.initializer}
@@ -326,7 +334,8 @@ def from_onnx(model, input_shape: tuple[int, ...] | None = None, name: str | Non
     out = mp.graph.output[0].name
     if out not in c.env:
         raise InteropError(f"the output '{out}' is not computed from the input")
-    return b.finish(c.env[out])
+    g = b.finish(c.env[out])
+    return g, dict(b.source_names)
 
 
 def _constant(c: _Ctx, node) -> np.ndarray:

@@ -293,7 +293,15 @@ def from_torch(module, input_shape, name: str | None = None) -> Graph:
     >>> g = from_torch(nn.Sequential(nn.Flatten(), nn.Linear(64, 10)), (8, 8, 1), name="mlp")
     >>> g.name, g.shape(g.output)
     ('mlp', (10,))
+
+    Module paths outside the IR's naming rule are renamed (`builder.ir_name`); see
+    `from_torch_mapped` for the mapping back to the module paths.
     """
+    return from_torch_mapped(module, input_shape, name)[0]
+
+
+def from_torch_mapped(module, input_shape, name: str | None = None) -> tuple[Graph, dict[str, str]]:
+    """`from_torch`, plus `{IR node name: module path or fx node name}` of every renamed node."""
     torch = _torch()
     if not isinstance(module, torch.nn.Module):
         raise InteropError(f"from_torch needs a torch.nn.Module, got {type(module).__name__}")
@@ -328,4 +336,5 @@ def from_torch(module, input_shape, name: str | None = None) -> Graph:
             out = t.val(res, "the model's output")
     if out is None:  # pragma: no cover - fx always has an output node
         raise InteropError("the traced model has no output")
-    return b.finish(out)
+    g = b.finish(out)
+    return g, dict(b.source_names)

@@ -3,12 +3,17 @@
 Specs: `all`, `last:N` (the last N layers with weights), `layers:a,b` with
 names, shell-style globs (`blocks.*.pw1`) or numeric ranges
 (`blocks.4-7.pw1` = blocks 4, 5, 6 and 7). The planner adds `auto:<bytes>`.
+
+An imported model's layers may have been renamed into the IR's naming rule; its file's
+provenance keeps `source_names` ({IR name: original name}), and with it `layers:` patterns
+match either name. Results, reports and generated code always use the IR names.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
+from typing import Any
 
 from mcutrain.graph import Graph
 
@@ -26,13 +31,37 @@ def _expand_ranges(pattern: str) -> list[str]:
     return [p for i in range(lo, hi + 1) for p in _expand_ranges(f"{head}{i}{tail}")]
 
 
-def resolve_trainable(graph: Graph, spec: str) -> list[str]:
+def source_names_of(provenance: Any) -> dict[str, str]:
+    """`{IR name: original name}` from a model file's provenance (`mcutrain import` writes it);
+    empty when absent or not a mapping of strings, so a malformed entry only disables the aliases."""
+    names = provenance.get("source_names") if isinstance(provenance, dict) else None
+    if not isinstance(names, dict):
+        return {}
+    return {k: v for k, v in names.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def _matches(pattern: str, layers: list[str], source_names: dict[str, str]) -> set[str]:
+    """Layers whose IR name or original name matches `pattern` (a name, glob or range)."""
+    if pattern in layers:     # an exact name first: 'conv1-2' is a name, not the range 1-2
+        return {pattern}
+    hits: set[str] = set()
+    for p in _expand_ranges(pattern):
+        hits |= set(fnmatch.filter(layers, p))
+        hits |= {n for n in layers if n in source_names and fnmatch.fnmatchcase(source_names[n], p)}
+    return hits
+
+
+def resolve_trainable(graph: Graph, spec: str, source_names: dict[str, str] | None = None) -> list[str]:
     """Names of the trainable layers for `spec`, in graph order.
+
+    `source_names` ({IR name: original name}, `source_names_of`) lets `layers:` name an
+    imported model's layers by their original names too; the result holds IR names.
 
     >>> from mcutrain import zoo
     >>> resolve_trainable(zoo.build("small-cnn"), "last:2")
     ['fc1', 'fc2']
     """
+    aliases = source_names or {}
     layers = [n.name for n in graph.parametric()]
     spec = spec.strip()
     if spec == "all":
@@ -48,7 +77,7 @@ def resolve_trainable(graph: Graph, spec: str) -> list[str]:
     if spec.startswith("layers:"):
         chosen: set[str] = set()
         for pattern in filter(None, (p.strip() for p in spec[7:].split(","))):
-            hits = {name for p in _expand_ranges(pattern) for name in fnmatch.filter(layers, p)}
+            hits = _matches(pattern, layers, aliases)
             if not hits:
                 raise ValueError(f"trainable spec: no layer matches '{pattern}'; layers with weights: "
                                  f"{', '.join(layers)}")
@@ -58,3 +87,15 @@ def resolve_trainable(graph: Graph, spec: str) -> list[str]:
         return [name for name in layers if name in chosen]
     raise ValueError(f"unknown trainable spec '{spec}'; use all, last:N or layers:a,b "
                      "(globs and ranges like blocks.4-7.pw1 allowed)")
+
+
+def internal_spec(graph: Graph, spec: str, source_names: dict[str, str] | None) -> str:
+    """`spec` with a `layers:` list of original names rewritten as the IR names it selects.
+
+    Why: the methods and the planner resolve `cfg.trainable` on the graph alone; a command
+    that loaded a model file translates the user's spec once, here, and passes the result on.
+    Other specs (and any spec without `source_names`) are returned unchanged.
+    """
+    if not source_names or not spec.strip().startswith("layers:"):
+        return spec
+    return "layers:" + ",".join(resolve_trainable(graph, spec, source_names))
