@@ -20,10 +20,17 @@
 #ifndef MT_TRAIN_H
 #define MT_TRAIN_H
 
+#include <float.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "mt_types.h"
+
+/* Training only (the inference runtime has no float). The learning rates model_train_step accepts: finite and > 0. False for NaN (every comparison
+ * with NaN is false), +-inf, 0, -0 and negative rates; such an lr would rewrite every weight
+ * (and a float-to-int cast of inf or NaN is undefined behaviour), so the step refuses it. */
+#define MT_LR_VALID(lr) ((lr) > 0.0f && (lr) <= FLT_MAX)
+
 
 #ifdef __cplusplus
 extern "C" {

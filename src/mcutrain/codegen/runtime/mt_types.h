@@ -8,21 +8,15 @@
 #ifndef MT_TYPES_H
 #define MT_TYPES_H
 
-#include <float.h>
 #include <stdint.h>
 
 /* Return codes of every kernel. */
 typedef enum {
     MT_OK = 0,           /* success */
     MT_ERR_ARG = -1,     /* a NULL pointer, a non-positive size, shapes that do not match, or a
-                            learning rate that is not finite and > 0 (MT_LR_VALID) */
+                            learning rate that is not finite and > 0 (MT_LR_VALID, mt_train.h) */
     MT_ERR_BUFFER = -2   /* the scratch buffer in the mt_context is smaller than the kernel needs */
 } mt_status;
-
-/* The learning rates model_train_step accepts: finite and > 0. False for NaN (every comparison
- * with NaN is false), +-inf, 0, -0 and negative rates; such an lr would rewrite every weight
- * (and a float-to-int cast of inf or NaN is undefined behaviour), so the step refuses it. */
-#define MT_LR_VALID(lr) ((lr) > 0.0f && (lr) <= FLT_MAX)
 
 /* A 4-d shape. Activations: (n, h, w, c) = NHWC. Filters: (n, h, w, c) = (O, kh, kw, C/groups). */
 typedef struct {
