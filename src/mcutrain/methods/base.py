@@ -109,6 +109,10 @@ def verify_state(doc: dict[str, Any], arrays: dict[str, np.ndarray], method: Tra
 def check_method_settings(doc: dict[str, Any], method: TrainingMethod, path: str | Path) -> None:
     """Refuse a document saved by other method settings, naming each differing setting."""
     from mcutrain.methods.resume import config_differences
+    saved, current = doc["method"].get("method"), method.config().get("method")  # doc["method"]: a dict
+    if saved != current:
+        raise StateFileError(f"'{path}' is a state of method {str(saved)[:40]!r}, not {current!r}: resume "
+                             "with the same method settings")
     diff = config_differences(doc["method"], method.config())
     if diff:
         raise StateFileError(f"'{path}' was saved by other method settings ({'; '.join(diff)}): "

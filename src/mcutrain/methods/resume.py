@@ -63,6 +63,8 @@ IMPLIES = {"dataset": ("train-data", "test-data", "val-data"), "train-samples": 
 DERIVED = ("steps-per-epoch", "total-steps")
 """Stored for checks of the loop position; they follow from epochs, batch and the data."""
 MAX_EPOCHS = 10**7
+MAX_FORWARD_PER_STEP = 2**24
+"""Bound of the forward passes one step may run (zeroth-order methods run queries x layers)."""
 MAX_TOTAL_STEPS = 2**40
 
 
@@ -150,7 +152,7 @@ def compare_runs(saved: Mapping[str, Any], current: Mapping[str, Any], allowed: 
             hint.append(" and ".join(f"{SETTINGS[k].label} cannot change ({SETTINGS[k].effect})"
                                      for k in fixed))
         raise StateFileError(f"'{path}' was saved by another run configuration: {'; '.join(parts)}. "
-                             + "; ".join(hint))
+                             + _sentence("; ".join(hint)))
     return tuple(f"{SETTINGS[k].label} changed from {_show(k, saved.get(k))} to {_show(k, current.get(k))}: "
                  f"{SETTINGS[k].effect}" for k in differ)
 
@@ -183,8 +185,9 @@ def check_loop(loop: Any, run: Mapping[str, Any], path: str | Path) -> None:
         raise_problems([f"loop has keys {sorted(loop)[:10] if isinstance(loop, dict) else _kind(loop)}, "
                         f"expected {sorted(keys)}"], path, "checkpoint")
     problems = int_in(loop["step"], 0, run["total-steps"], "loop.step")
-    problems += int_in(loop["samples"], 0, MAX_TOTAL_STEPS * 2**31, "loop.samples")
-    problems += int_in(loop["forward_passes"], 0, 2**63 - 1, "loop.forward_passes")
+    steps = loop["step"] if not problems else 0
+    problems += int_in(loop["samples"], 0, steps * run["batch"], "loop.samples")
+    problems += int_in(loop["forward_passes"], 0, steps * MAX_FORWARD_PER_STEP, "loop.forward_passes")
     if not _number(loop["seconds"]) or not 0 <= loop["seconds"] < 1e12:
         problems.append("loop.seconds is not a finite number of seconds")
     if not (loop["accuracy_before"] is None or _accuracy(loop["accuracy_before"])):
@@ -231,3 +234,7 @@ def config_differences(saved: Any, current: Mapping[str, Any]) -> list[str]:
 
 
 _ABSENT = object()
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]

@@ -28,6 +28,19 @@ def _specs(live: dict[str, np.ndarray], rules: dict[str, dict[str, Any]]) -> dic
     return {k: ArraySpec.like(a, **rules.get(k.split("/", 1)[0], {})) for k, a in live.items()}
 
 
+def _specs_int8(live: dict[str, np.ndarray], lo: int = -127, hi: int = 127) -> dict[str, ArraySpec]:
+    """Int8-graph methods: weights in [lo, hi], widened to what the model itself holds.
+
+    Models quantized here are symmetric (-127..127) and updates clip to that
+    range; an imported model may hold -128, which then stays acceptable.
+    """
+    specs = _specs(live, {})
+    for k, a in live.items():
+        if k.startswith("w/") and a.dtype == np.int8 and a.size:
+            specs[k] = ArraySpec.like(a, lo=min(lo, int(a.min())), hi=max(hi, int(a.max())))
+    return specs
+
+
 def fqt(m: Any, meta: Any, arrays: dict[str, np.ndarray], max_steps: int) -> list[str]:
     """FQT: weights, biases, scales and gradient statistics; counters, RNG, EMA ranges, qparams."""
     live_meta, live = m.state()
@@ -70,7 +83,7 @@ def fqt(m: Any, meta: Any, arrays: dict[str, np.ndarray], max_steps: int) -> lis
 def zo(m: Any, meta: Any, arrays: dict[str, np.ndarray], max_steps: int) -> list[str]:
     """ZO: int8 weights and int32 biases of the trained layers; the RNG and the step counter."""
     live_meta, live = m.state()
-    problems = check_arrays(arrays, _specs(live, {})) + conform(meta, live_meta, "state")
+    problems = check_arrays(arrays, _specs_int8(live)) + conform(meta, live_meta, "state")
     if problems:
         return problems
     return int_in(meta["rng"], 1, RNG_MAX, "state.rng") + int_in(meta["steps"], 0, max_steps, "state.steps")
@@ -80,7 +93,7 @@ def bp_qas(m: Any, meta: Any, arrays: dict[str, np.ndarray], max_steps: int) -> 
     """BP-QAS: int8 weights in the QAS range, int32 biases; momentum buffers after the first step."""
     from mcutrain.methods import qas
     live_meta, live = m.state()
-    specs = _specs(live, {"w": {"lo": qas.W_MIN, "hi": qas.W_MAX}})
+    specs = _specs_int8(live, qas.W_MIN, qas.W_MAX)
     if m.cfg.momentum:
         params = {f"{n}.weight": m.qm.weights[n] for n in m.weight_layers}
         params |= {f"{n}.bias": m.qm.biases[n] for n in m.bias_layers}

@@ -154,7 +154,16 @@ def _short(e: BaseException) -> str:
 
 
 def _read_members(p: Path) -> dict[str, np.ndarray]:
-    """Every `.npy` member, refusing pickles and headers whose shape the member's bytes cannot hold."""
+    """Every `.npy` member, refusing pickles and headers whose shape the member's bytes cannot hold.
+
+    The archive must end with its end-of-directory record (what `np.savez` writes): zip readers
+    skip trailing bytes, and a state file with data after its end is not one we wrote.
+    """
+    with open(p, "rb") as f:
+        f.seek(max(p.stat().st_size - 22, 0))
+        if f.read(4) != b"PK\x05\x06":
+            raise StateFileError(f"'{p}' is not a complete training state (no zip end record at the end "
+                                 "of the file: truncated, extended or not a --checkpoint file)")
     with zipfile.ZipFile(p) as zf:
         infos = zf.infolist()
         if len(infos) > MAX_MEMBERS:
