@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from mcutrain.methods.base import StepStats, TrainingMethod, save_state
+from mcutrain.methods.base import StepStats, TrainingMethod, read_state, save_state
 from mcutrain.methods.loop import cosine_lr, evaluate, fit
 
 
@@ -73,10 +73,9 @@ def test_resume_mid_epoch_is_bit_identical(tmp_path):
     part = Softmax(4, 3)
     fit(part, x, y, x[:50], y[:50], epochs=2, batch=32, lr=0.3, progress=False,
         checkpoint=tmp_path / "c.npz", stop_after_steps=12)
-    # the checkpoint holds epoch 1's end; save the mid-epoch position explicitly too
-    save_state(tmp_path / "mid.npz", part, {
-        "step": 12, "history": [], "accuracy_before": 0.0, "seconds": 0.0, "samples": 0,
-        "macs": {}, "forward_passes": 0, "best": None})
+    # the checkpoint holds epoch 1's end; save the mid-epoch position (same run) explicitly too
+    doc, _ = read_state(tmp_path / "c.npz")
+    save_state(tmp_path / "mid.npz", part, {**doc["loop"], "step": 12}, run=doc["run"])
     resumed = Softmax(4, 3, seed=99)
     fit(resumed, x, y, x[:50], y[:50], epochs=2, batch=32, lr=0.3, progress=False,
         resume=tmp_path / "mid.npz")

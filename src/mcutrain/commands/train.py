@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,8 @@ from mcutrain.commands.pretrain import add_subset_args, load_subset
 from mcutrain.graph import Graph, Op
 from mcutrain.methods.base import TrainingMethod
 from mcutrain.methods.loop import fit
+from mcutrain.methods.resume import CHANGEABLE, check_allowed
+from mcutrain.methods.state_file import StateFileError, file_sha256
 
 CALIB_SAMPLES = 64
 """Training samples that initialize the activation ranges of quantized methods."""
@@ -132,7 +135,10 @@ def register(subparsers) -> None:
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--checkpoint", help="save the training state here after every epoch")
-    p.add_argument("--resume", help="continue from a training state saved with --checkpoint")
+    p.add_argument("--resume", help="continue from a training state saved with --checkpoint (same settings)")
+    p.add_argument("--resume-changed", type=_changed_options, default=(), metavar="OPTION[,OPTION]",
+                   help="with --resume: allow these settings to differ from the checkpoint's "
+                        f"({', '.join(CHANGEABLE)}); the run then equals no straight run")
     p.add_argument("-o", "--output", help="save the trained model (.npz) and its history beside it")
     add_subset_args(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -202,8 +208,16 @@ def train(args: argparse.Namespace, progress: bool | None = None) -> tuple[dict[
         method = entry.build(args, graph, calib)
     except ValueError as e:
         raise UserError(str(e)) from None
-    res = fit(method, x_tr, y_tr, ds.x_test, ds.y_test, epochs=args.epochs, batch=args.batch, lr=args.lr,
-              seed=args.seed, checkpoint=args.checkpoint, resume=args.resume, progress=progress)
+    if args.resume_changed and not args.resume:
+        raise UserError("--resume-changed needs --resume")
+    try:
+        res = fit(method, x_tr, y_tr, ds.x_test, ds.y_test, epochs=args.epochs, batch=args.batch, lr=args.lr,
+                  seed=args.seed, checkpoint=args.checkpoint, resume=args.resume, progress=progress,
+                  fingerprint=run_fingerprint(args), allow_changed=args.resume_changed)
+    except StateFileError as e:
+        raise UserError(str(e)) from None
+    for note in res.notes:
+        print(f"mcutrain train: note: {note}", file=sys.stderr)
     out = {"method": args.method, **entry.summary(args), "trainable": args.trainable,
            "train_samples": ds.n_train, "test_samples": ds.n_test,
            "accuracy_before": res.accuracy_before, "accuracy_after": res.accuracy_after,
@@ -221,6 +235,29 @@ def train(args: argparse.Namespace, progress: bool | None = None) -> tuple[dict[
     if args.output:
         save_trained(args.output, method, out, args)
     return out, method
+
+
+def _changed_options(text: str) -> tuple[str, ...]:
+    """`--resume-changed lr,epochs`: names checked against what may change on resume."""
+    try:
+        return check_allowed([n.strip() for n in text.split(",") if n.strip()])
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--resume-changed: ")) from None
+
+
+def run_fingerprint(args: argparse.Namespace) -> dict[str, Any]:
+    """What the command adds to a checkpoint's run configuration: data spec, subsets, model identity."""
+    if args.checkpoint is None and args.resume is None:
+        return {}
+    if args.model is not None:
+        try:
+            model = f"model file sha256 {file_sha256(args.model)}"
+        except OSError as e:
+            raise UserError(f"cannot read model file '{args.model}' ({e.strerror or e})") from None
+    else:
+        model = f"--arch {args.arch} --init {args.init}"
+    return {"dataset": args.dataset, "train-samples": args.train_samples, "test-samples": args.test_samples,
+            "model": model}
 
 
 def save_trained(path: str, method: TrainingMethod, result: dict[str, Any], args: argparse.Namespace) -> None:

@@ -4,13 +4,13 @@ A method owns its training state (weights, qparams, EMA ranges, RNG state,
 optimizer state). `step(x, y, lr)` trains on one batch in place and returns
 what happened; `state()` returns everything that changes during training as
 JSON-able metadata plus arrays, so a run can be saved and resumed bit-exactly.
+State files are untrusted input: `state_file` defines the format (version 2,
+integrity digest, bounds) and `check_state` what a method accepts from one.
 The training loop (`loop.py`) is shared by all methods.
 """
 
 from __future__ import annotations
 
-import io as _io
-import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,9 +19,11 @@ from typing import Any
 import numpy as np
 
 from mcutrain.io import atomic_write_bytes
+from mcutrain.methods import state_file
+from mcutrain.methods.state_file import STATE_FORMAT, STATE_VERSION, StateFileError
 
-STATE_FORMAT = "mcutrain-training-state"
-STATE_VERSION = 1
+__all__ = ["STATE_FORMAT", "STATE_VERSION", "StateFileError", "StepStats", "TrainingMethod",
+           "load_state", "read_state", "save_state", "verify_state"]
 
 
 @dataclass
@@ -64,38 +66,73 @@ class TrainingMethod(ABC):
         """The method's settings, for reports and provenance."""
         return {"method": self.name}
 
+    def check_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray], max_steps: int) -> list[str]:
+        """Problems of a saved state for this method, model and configuration (empty: usable).
 
-def save_state(path: str | Path, method: TrainingMethod, loop: dict[str, Any]) -> Path:
-    """Write the method's state and the loop's position to `path` (.npz, atomic, no pickle)."""
+        The default accepts exactly what `state()` returns now: the same array
+        keys, dtypes and shapes (floats finite) and the same JSON structure.
+        Methods override it to allow arrays created during training and to
+        bound values (int8 weights, scales > 0, RNG state != 0, step counters
+        <= `max_steps`), using the helpers of `state_file`.
+        """
+        live_meta, live = self.state()
+        specs = {k: state_file.ArraySpec.like(v) for k, v in live.items()}
+        return state_file.check_arrays(arrays, specs) + state_file.conform(meta, live_meta, "state")
+
+
+def save_state(path: str | Path, method: TrainingMethod, loop: dict[str, Any],
+               run: dict[str, Any] | None = None) -> Path:
+    """Write the method's state, the loop's position and the run's fingerprint (atomic, no pickle)."""
     meta, arrays = method.state()
     doc = {"format": STATE_FORMAT, "version": STATE_VERSION, "method": method.config(),
-           "state": meta, "loop": loop}
-    payload = {f"a/{k}": v for k, v in arrays.items()}
-    payload["__meta__"] = np.frombuffer(json.dumps(doc).encode(), np.uint8)
-    buf = _io.BytesIO()
-    np.savez(buf, **payload)
-    atomic_write_bytes(path, lambda f: f.write(buf.getvalue()))
+           "state": meta, "loop": loop, "run": run}
+    data = state_file.encode_state(doc, arrays)
+    atomic_write_bytes(path, lambda f: f.write(data))
     return Path(path)
 
 
 def read_state(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """The saved document and arrays of a training state file, without applying them."""
+    """The saved document and arrays after the container, version and digest checks, not applied.
+
+    Raises `StateFileError` (a ValueError) for anything unreadable.
+    """
+    return state_file.decode_state(path)
+
+
+def verify_state(doc: dict[str, Any], arrays: dict[str, np.ndarray], method: TrainingMethod,
+                 path: str | Path, max_steps: int = state_file.DEFAULT_MAX_STEPS) -> None:
+    """Refuse a document whose method settings or state do not fit `method` (StateFileError)."""
+    check_method_settings(doc, method, path)
+    state_file.raise_problems(method.check_state(doc["state"], arrays, max_steps), path)
+
+
+def check_method_settings(doc: dict[str, Any], method: TrainingMethod, path: str | Path) -> None:
+    """Refuse a document saved by other method settings, naming each differing setting."""
+    from mcutrain.methods.resume import config_differences
+    saved, current = doc["method"].get("method"), method.config().get("method")  # doc["method"]: a dict
+    if saved != current:
+        raise StateFileError(f"'{path}' is a state of method {str(saved)[:40]!r}, not {current!r}: resume "
+                             "with the same method settings")
+    diff = config_differences(doc["method"], method.config())
+    if diff:
+        raise StateFileError(f"'{path}' was saved by other method settings ({'; '.join(diff)}): "
+                             "resume with the same method settings")
+
+
+def apply_state(doc: dict[str, Any], arrays: dict[str, np.ndarray], method: TrainingMethod,
+                path: str | Path) -> None:
+    """`method.load_state` of a verified document; any refusal of the method becomes a StateFileError."""
     try:
-        with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-        doc = json.loads(data.pop("__meta__").tobytes())
-    except (OSError, ValueError, KeyError) as e:
-        raise ValueError(f"'{path}' is not a readable training state ({e})") from None
-    if not isinstance(doc, dict) or doc.get("format") != STATE_FORMAT or doc.get("version") != STATE_VERSION:
-        raise ValueError(f"'{path}' is not an mcutrain training state of version {STATE_VERSION}")
-    return doc, {k[2:]: v for k, v in data.items() if k.startswith("a/")}
+        method.load_state(doc["state"], arrays)
+    except (ValueError, KeyError, TypeError, IndexError) as e:
+        raise StateFileError(f"'{path}' could not be applied to the method ({type(e).__name__}: {e}); "
+                             "the method may be half-restored, start it anew") from None
 
 
-def load_state(path: str | Path, method: TrainingMethod) -> dict[str, Any]:
-    """Restore `method` from `path`; returns the loop position. Refuses a mismatched method."""
+def load_state(path: str | Path, method: TrainingMethod,
+               max_steps: int = state_file.DEFAULT_MAX_STEPS) -> dict[str, Any]:
+    """Restore `method` from `path`; returns the loop position. Refuses a mismatched or invalid state."""
     doc, arrays = read_state(path)
-    if doc["method"] != method.config():
-        raise ValueError(f"'{path}' was saved by {doc['method']}, not {method.config()}: "
-                         "resume with the same method settings")
-    method.load_state(doc["state"], arrays)
+    verify_state(doc, arrays, method, path, max_steps)
+    apply_state(doc, arrays, method, path)
     return doc["loop"]

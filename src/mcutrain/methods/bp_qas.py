@@ -211,6 +211,10 @@ class BPQASMethod(TrainingMethod):
         arrays.update({f"v/{k}": v.copy() for k, v in self.velocity.items()})
         return {}, arrays
 
+    def check_state(self, meta: Any, arrays: dict[str, np.ndarray], max_steps: int) -> list[str]:
+        from mcutrain.methods import state_checks
+        return state_checks.bp_qas(self, meta, arrays, max_steps)
+
     def load_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         for n in self.weight_layers:
             self.qm.weights[n] = arrays[f"w/{n}"].astype(np.int8).copy()

@@ -83,6 +83,10 @@ class FloatMethod(TrainingMethod):
         arrays |= {f"opt/{k}": v for k, v in opt_arrays.items()}
         return {"optimizer": meta}, arrays
 
+    def check_state(self, meta: Any, arrays: dict[str, np.ndarray], max_steps: int) -> list[str]:
+        from mcutrain.methods import state_checks
+        return state_checks.float_method(self, meta, arrays, max_steps)
+
     def load_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         for k, v in self.params.items():
             np.copyto(v, arrays[f"param/{k}"])  # in place: the graph holds these arrays

@@ -409,6 +409,10 @@ class FQT(FQTBackward, FQTUpdate, TrainingMethod):
             meta[key] = {t: e.to_dict() for t, e in table.items()}
         return meta, arrays
 
+    def check_state(self, meta: Any, arrays: dict[str, np.ndarray], max_steps: int) -> list[str]:
+        from mcutrain.methods import state_checks
+        return state_checks.fqt(self, meta, arrays, max_steps)
+
     def load_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         self.steps, self.loss_max = int(meta["steps"]), int(meta["loss_max"])
         self.rng.state = int(meta["rng"])

@@ -2,7 +2,10 @@
 
 The data order of epoch e is a permutation drawn from (seed, e) alone, so a
 run resumed from a saved state continues with exactly the batches an
-uninterrupted run would have seen.
+uninterrupted run would have seen. A checkpoint stores the run's
+configuration (`resume.run_config`); resuming under another one is refused by
+name unless allowed (`allow_changed`), because the schedule's total and the
+data order are part of every step.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +21,17 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from mcutrain.methods.base import StepStats, TrainingMethod, load_state, read_state, save_state
+from mcutrain.methods import resume as rs
+from mcutrain.methods.base import (
+    StepStats,
+    TrainingMethod,
+    apply_state,
+    check_method_settings,
+    read_state,
+    save_state,
+    verify_state,
+)
+from mcutrain.methods.state_file import StateFileError, data_sha256
 
 
 def cosine_lr(base_lr: float, step: int, total_steps: int, min_fraction: float = 0.0) -> float:
@@ -50,6 +64,8 @@ class FitResult:
     forward_passes: int
     history: list[dict[str, Any]] = field(default_factory=list)
     best_val_epoch: int | None = None
+    notes: list[str] = field(default_factory=list)
+    """What an allowed configuration change on resume did (for the user to read)."""
 
     @property
     def forward_macs(self) -> int:
@@ -65,7 +81,8 @@ def fit(method: TrainingMethod, x_train: np.ndarray, y_train: np.ndarray,
         seed: int = 0, schedule: str = "cosine", x_val: np.ndarray | None = None,
         y_val: np.ndarray | None = None, checkpoint: str | Path | None = None,
         resume: str | Path | None = None, stop_after_steps: int | None = None,
-        progress: bool | None = None) -> FitResult:
+        progress: bool | None = None, fingerprint: Mapping[str, Any] | None = None,
+        allow_changed: Collection[str] = ()) -> FitResult:
     """Train `method` for `epochs` over (x_train, y_train); evaluate after every epoch.
 
     With a validation set, the reported accuracy is the test accuracy at the
@@ -73,6 +90,10 @@ def fit(method: TrainingMethod, x_train: np.ndarray, y_train: np.ndarray,
     is left in that epoch's state. `checkpoint` saves the state after every
     epoch; `resume` continues from such a file. `stop_after_steps` ends early
     (mid-epoch) after that many steps in total, for tests of resumption.
+    `fingerprint` adds what the caller knows of the run (dataset spec, model
+    identity: keys of `resume.SETTINGS`) to the configuration a checkpoint
+    stores; `allow_changed` names the settings that may differ on resume.
+    Unusable or mismatched resume files raise `StateFileError` (a ValueError).
     """
     if epochs < 1 or batch < 1:
         raise ValueError("epochs and batch must be at least 1")
@@ -84,11 +105,15 @@ def fit(method: TrainingMethod, x_train: np.ndarray, y_train: np.ndarray,
     loop: dict[str, Any] = {"step": 0, "history": [], "accuracy_before": None, "seconds": 0.0,
                             "samples": 0, "macs": {}, "forward_passes": 0, "best": None}
     best_state = None
+    notes: tuple[str, ...] = ()
+    run = None
+    if checkpoint is not None or resume is not None:
+        run = rs.run_config(epochs=epochs, batch=batch, lr=lr, schedule=schedule, seed=seed,
+                            steps_per_epoch=steps_per_epoch, train_data=data_sha256(x_train, y_train),
+                            test_data=data_sha256(x_test, y_test), val_data=data_sha256(x_val, y_val),
+                            extra=fingerprint)
     if resume is not None:
-        loop = load_state(resume, method)
-        if loop["best"] is not None and _best_path(resume).exists():
-            doc, arrays = read_state(_best_path(resume))
-            best_state = (doc["state"], arrays)
+        loop, best_state, notes = _resume(resume, method, run, rs.check_allowed(allow_changed))
     if loop["accuracy_before"] is None:
         loop["accuracy_before"] = evaluate(method, x_test, y_test)
     show = sys.stderr.isatty() if progress is None else progress
@@ -123,9 +148,9 @@ def fit(method: TrainingMethod, x_train: np.ndarray, y_train: np.ndarray,
                 loop["best"] = [epoch, entry["val_accuracy"], entry["test_accuracy"]]
                 best_state = method.state()
                 if checkpoint is not None:
-                    save_state(_best_path(checkpoint), method, loop)
+                    save_state(_best_path(checkpoint), method, loop, run)
             if checkpoint is not None:
-                save_state(checkpoint, method, loop)
+                save_state(checkpoint, method, loop, run)
         if stop_after_steps is not None and loop["step"] >= stop_after_steps:
             break
     bar.close()
@@ -137,7 +162,40 @@ def fit(method: TrainingMethod, x_train: np.ndarray, y_train: np.ndarray,
         accuracy_before=loop["accuracy_before"], accuracy_after=after, epochs=epochs,
         steps=loop["step"], samples_per_s=loop["samples"] / max(loop["seconds"], 1e-9),
         macs=dict(loop["macs"]), forward_passes=loop["forward_passes"], history=loop["history"],
-        best_val_epoch=loop["best"][0] if loop["best"] else None)
+        best_val_epoch=loop["best"][0] if loop["best"] else None, notes=list(notes))
+
+
+def _resume(path: str | Path, method: TrainingMethod, run: dict[str, Any], allowed: tuple[str, ...]):
+    """(loop, best state or None, notes) from a checkpoint, after every check; StateFileError if unusable.
+
+    The run's configuration is compared first (it names the options to fix),
+    then the method's settings and state, then the loop's position; the
+    `.best.npz` companion must pass the same checks and belong to the same run.
+    """
+    doc, arrays = read_state(path)
+    check_method_settings(doc, method, path)
+    saved = doc["run"]
+    rs.check_run_types(saved, path)
+    notes = rs.compare_runs(saved, run, allowed, path)
+    verify_state(doc, arrays, method, path, max_steps=saved["total-steps"])
+    loop = doc["loop"]
+    rs.check_loop(loop, saved, path)
+    step = rs.resume_position(loop["step"], saved, run, path)
+    best_state = None
+    if loop["best"] is not None:
+        best = _best_path(path)
+        if not best.is_file():
+            raise StateFileError(f"'{best}' is missing: '{path}' keeps its best validation epoch's state "
+                                 "there; keep the two files of one run together")
+        bdoc, barrays = read_state(best)
+        same_best = isinstance(bdoc["loop"], dict) and bdoc["loop"].get("best") == loop["best"]
+        if bdoc["run"] != saved or not same_best:
+            raise StateFileError(f"'{best}' does not belong to '{path}' (another run or another best epoch); "
+                                 "keep the two files of one run together")
+        verify_state(bdoc, barrays, method, best, max_steps=saved["total-steps"])
+        best_state = (bdoc["state"], barrays)
+    apply_state(doc, arrays, method, path)
+    return {**loop, "step": step}, best_state, notes
 
 
 def _best_path(checkpoint: str | Path) -> Path:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from mcutrain.methods.loop import cosine_lr
+from mcutrain.methods.state_file import ArraySpec, conform, int_in
 
 __all__ = ["SGD", "Adam", "Optimizer", "cosine_lr", "make_optimizer"]
 # NOTE: the cosine schedule lives with the shared training loop; it is re-exported here
@@ -51,6 +52,14 @@ class Optimizer(ABC):
     @abstractmethod
     def config(self) -> dict[str, Any]:
         """Hyperparameters, for provenance and for refusing to resume with other settings."""
+
+    def state_specs(self, params: dict[str, np.ndarray]) -> dict[str, ArraySpec]:
+        """The arrays a saved state may hold for `params` (created at the first step: optional)."""
+        return {}
+
+    def check_state(self, meta: Any, arrays: dict[str, np.ndarray], max_steps: int) -> list[str]:
+        """Problems of a saved optimizer state (arrays already checked against `state_specs`)."""
+        return conform(meta, self.state()[0], "state.optimizer")
 
 
 def _check(params: dict[str, np.ndarray], grads: dict[str, np.ndarray]) -> None:
@@ -97,6 +106,12 @@ class SGD(Optimizer):
     def load_state(self, meta, arrays):
         self.buffers = {k.split("/", 1)[1]: v.copy() for k, v in arrays.items()
                         if k.startswith("momentum/")}
+
+    def state_specs(self, params):
+        if not self.momentum:
+            return {}
+        return {f"momentum/{k}": ArraySpec(p.dtype, p.shape, required=False, group="momentum")
+                for k, p in params.items()}
 
     def config(self):
         return {"optimizer": self.name, "momentum": self.momentum,
@@ -149,6 +164,21 @@ class Adam(Optimizer):
         self.t = int(meta["t"])
         self.m = {k[2:]: a.copy() for k, a in arrays.items() if k.startswith("m/")}
         self.v = {k[2:]: a.copy() for k, a in arrays.items() if k.startswith("v/")}
+
+    def state_specs(self, params):
+        specs = {f"m/{k}": ArraySpec(p.dtype, p.shape, required=False, group="moments")
+                 for k, p in params.items()}
+        return specs | {f"v/{k}": ArraySpec(p.dtype, p.shape, lo=0.0, required=False, group="moments")
+                        for k, p in params.items()}
+
+    def check_state(self, meta, arrays, max_steps):
+        problems = conform(meta, self.state()[0], "state.optimizer")
+        if problems:
+            return problems
+        problems = int_in(meta["t"], 0, max_steps, "state.optimizer.t")
+        if (meta["t"] > 0) != bool(arrays):
+            problems.append("state.optimizer.t and the presence of the Adam moments disagree")
+        return problems
 
     def config(self):
         return {"optimizer": self.name, "beta1": self.beta1, "beta2": self.beta2, "eps": self.eps,

@@ -258,6 +258,10 @@ class ZOMethod(TrainingMethod):
             arrays[f"b/{name}"] = self.qm.biases[name].copy()
         return {"rng": self.rng.state, "steps": self.steps}, arrays
 
+    def check_state(self, meta: Any, arrays: dict[str, np.ndarray], max_steps: int) -> list[str]:
+        from mcutrain.methods import state_checks
+        return state_checks.zo(self, meta, arrays, max_steps)
+
     def load_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         for name in self.layers:
             self.qm.weights[name] = arrays[f"w/{name}"].astype(np.int8).copy()
