@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from mcutrain.limits import MAX_DIM, MAX_MACS, MAX_PARAMS, MAX_TENSOR_ELEMENTS
+
 INPUT = "input"
 
 NAME_MAX = 64
@@ -195,13 +197,69 @@ def _out_len(size: int, k: int, s: int, pad: int) -> int:
     return (size + pad - k) // s + 1
 
 
+PARAM_NAMES = {Op.CONV2D: ("bias", "weight"), Op.LINEAR: ("bias", "weight"),
+               Op.BATCHNORM: ("beta", "gamma", "mean", "var")}
+"""The parameters each op has (sorted); every other op has none."""
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _attr_ints(where: str, a: dict[str, Any], key: str, n: int, lo: int) -> tuple[int, ...]:
+    """Attribute `key` as `n` whole numbers in [lo, MAX_DIM] (an int counts for all n)."""
+    v = a.get(key)
+    vals = (v,) * n if _is_int(v) else tuple(v) if isinstance(v, (tuple, list)) else None
+    if vals is None or len(vals) != n or not all(_is_int(x) and lo <= x <= MAX_DIM for x in vals):
+        what = "a whole number" if n == 1 else f"{n} whole numbers"
+        raise GraphError(f"{where}: {key} must be {what} in {lo}..{MAX_DIM}, got {v!r}")
+    return tuple(int(x) for x in vals)
+
+
+def _check_params(node: Node, where: str) -> None:
+    """The op's parameters exist, are float arrays of bounded size and hold finite values."""
+    want = PARAM_NAMES.get(node.op, ())
+    if tuple(sorted(node.params)) != want:
+        raise GraphError(f"{where}: parameters must be {list(want)}, got {sorted(node.params)}")
+    for k, p in node.params.items():
+        if not isinstance(p, np.ndarray) or p.dtype.kind != "f":
+            kind = p.dtype if isinstance(p, np.ndarray) else type(p).__name__
+            raise GraphError(f"{where}: parameter '{k}' must be a float array, got {kind}")
+        if p.size > MAX_PARAMS:
+            raise GraphError(f"{where}: parameter '{k}' has {p.size:,} values, more than the limit "
+                             f"{MAX_PARAMS:,}")
+        if not np.isfinite(p).all():
+            raise GraphError(f"{where}: parameter '{k}' holds {int(np.sum(~np.isfinite(p)))} NaN or "
+                             "infinite values; the model is broken: re-create or re-train it")
+
+
+def _check_size(where: str, what: str, shape: tuple[int, ...]) -> None:
+    n = int(np.prod(shape, dtype=np.float64))
+    if n > MAX_TENSOR_ELEMENTS:
+        raise GraphError(f"{where}: {what} {shape} has {n:,} elements per sample, more than the limit "
+                         f"{MAX_TENSOR_ELEMENTS:,} (mcutrain.limits); use a smaller input")
+
+
 def _infer(node: Node, ins: list[tuple[int, ...]]) -> tuple[int, ...]:
-    """Output shape of one node from its input shapes; GraphError on mismatch."""
+    """Output shape of one node from its input shapes; GraphError on mismatch.
+
+    Every attribute is checked (whole numbers, in range), every parameter is a finite float
+    array, and no tensor exceeds `limits.MAX_TENSOR_ELEMENTS`: a model file is outside input.
+    """
+    out = _infer_shape(node, ins)
+    _check_size(f"node '{node.name}' ({node.op.value})", "output", out)
+    return out
+
+
+def _infer_shape(node: Node, ins: list[tuple[int, ...]]) -> tuple[int, ...]:
     op, a = node.op, node.attrs
     where = f"node '{node.name}' ({op.value})"
     n_in = 2 if op == Op.ADD else 1
     if len(ins) != n_in:
         raise GraphError(f"{where}: takes {n_in} input(s), got {len(ins)}")
+    for s in ins:
+        _check_size(where, "input", s)
+    _check_params(node, where)
     x = ins[0]
     if op in FUSES_ACTIVATION and a.get("act", "none") not in ACT_NAMES:
         raise GraphError(f"{where}: act must be one of {ACT_NAMES}, got {a.get('act')!r}")
@@ -210,10 +268,10 @@ def _infer(node: Node, ins: list[tuple[int, ...]]) -> tuple[int, ...]:
         raise GraphError(f"{where}: needs an (H, W, C) input, got shape {x}")
     if op == Op.CONV2D:
         h, w, c = x
-        kh, kw = a["kernel"]
-        sh, sw = a["stride"]
-        pt, pb, pl, pr = a["padding"]
-        g, o = a["groups"], a["out_channels"]
+        kh, kw = _attr_ints(where, a, "kernel", 2, 1)
+        sh, sw = _attr_ints(where, a, "stride", 2, 1)
+        pt, pb, pl, pr = _attr_ints(where, a, "padding", 4, 0)
+        (g,), (o,) = _attr_ints(where, a, "groups", 1, 1), _attr_ints(where, a, "out_channels", 1, 1)
         wt = node.params["weight"]
         if c % g or o % g:
             raise GraphError(f"{where}: channels in {c} / out {o} not divisible by groups {g}")
@@ -227,11 +285,13 @@ def _infer(node: Node, ins: list[tuple[int, ...]]) -> tuple[int, ...]:
         ho, wo = _out_len(h, kh, sh, pt + pb), _out_len(w, kw, sw, pl + pr)
         if ho < 1 or wo < 1:
             raise GraphError(f"{where}: kernel {kh}x{kw} does not fit input {h}x{w} with padding")
+        if ho * wo * o * kh * kw * (c // g) > MAX_MACS:
+            raise GraphError(f"{where}: more than {MAX_MACS:,} multiply-accumulates per sample")
         return ho, wo, o
     if op == Op.LINEAR:
         if len(x) != 1:
             raise GraphError(f"{where}: needs a flat (F,) input, got shape {x}; insert a flatten")
-        o = a["out_features"]
+        (o,) = _attr_ints(where, a, "out_features", 1, 1)
         if node.params["weight"].shape != (o, x[0]):
             raise GraphError(f"{where}: weight shape {node.params['weight'].shape} != expected {(o, x[0])}")
         if node.params["bias"].shape != (o,):
@@ -239,7 +299,8 @@ def _infer(node: Node, ins: list[tuple[int, ...]]) -> tuple[int, ...]:
         return (o,)
     if op in (Op.MAXPOOL, Op.AVGPOOL):
         h, w, c = x
-        (kh, kw), (sh, sw) = a["kernel"], a["stride"]
+        kh, kw = _attr_ints(where, a, "kernel", 2, 1)
+        sh, sw = _attr_ints(where, a, "stride", 2, 1)
         ho, wo = _out_len(h, kh, sh, 0), _out_len(w, kw, sw, 0)
         if ho < 1 or wo < 1:
             raise GraphError(f"{where}: window {kh}x{kw} does not fit input {h}x{w}")
@@ -259,6 +320,14 @@ def _infer(node: Node, ins: list[tuple[int, ...]]) -> tuple[int, ...]:
         for k in ("gamma", "beta", "mean", "var"):
             if node.params[k].shape != (c,):
                 raise GraphError(f"{where}: {k} shape {node.params[k].shape} != ({c},)")
+        eps = a.get("eps", 0.0)
+        if not isinstance(eps, (float, int, np.floating, np.integer)) or isinstance(eps, bool) \
+                or not np.isfinite(eps) or eps < 0:
+            raise GraphError(f"{where}: eps must be a finite number >= 0, got {eps!r}")
+        var = node.params["var"].astype(np.float64)
+        if np.any(var < 0) or np.any(var + float(eps) <= 0):
+            raise GraphError(f"{where}: variance must be >= 0 with var + eps > 0 (got minimum "
+                             f"{var.min():g}, eps {eps:g}); the statistics are broken: re-export them")
         return x
     if op in LOSS:
         raise GraphError(f"{where}: a model graph ends at its logits; the loss is added by the method")
@@ -421,7 +490,12 @@ class Graph:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], arrays: dict[str, np.ndarray]) -> Graph:
-        """Rebuild from `to_dict` output and arrays keyed '<node>.<param>'."""
+        """Rebuild from `to_dict` output and arrays keyed '<node>.<param>'.
+
+        The description comes from a file, so every field's type is checked first (see
+        `check_description`); a wrong one is a GraphError naming the node and the field.
+        """
+        check_description(d)
         try:
             nodes = []
             for nd in d["nodes"]:
@@ -434,11 +508,56 @@ class Graph:
                     params[p] = arrays[key]
                 nodes.append(Node(nd["name"], nd["op"], list(nd["inputs"]), attrs, params))
             return cls(tuple(d["input_shape"]), nodes, d.get("name", "model"))
-        except (KeyError, TypeError) as e:
+        except (KeyError, TypeError, IndexError) as e:
             raise GraphError(f"graph description is malformed: missing or wrong field {e}") from None
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {f"{n.name}.{k}": v for n in self.nodes for k, v in n.params.items()}
+
+
+def check_description(d: Any) -> None:
+    """Refuse a graph description (`Graph.to_dict` output read from a file) with wrong field types.
+
+    Checked: the input shape (1 or 3 whole numbers in 1..MAX_DIM), the node list (at most
+    `limits.MAX_NODES`), each node's name and op (strings), inputs and params (lists of
+    strings), attrs (an object of numbers, strings or lists of numbers). Values are checked
+    by the shape rules (`_infer`) once the graph is built.
+    """
+    from mcutrain.limits import MAX_NAME_CHARS, MAX_NODES
+    if not isinstance(d, dict):
+        raise GraphError(f"graph description must be an object, got {type(d).__name__}")
+    shape = d.get("input_shape")
+    if not isinstance(shape, list) or len(shape) not in (1, 3) \
+            or not all(_is_int(v) and 1 <= v <= MAX_DIM for v in shape):
+        raise GraphError(f"input_shape must be 1 or 3 whole numbers in 1..{MAX_DIM}, got {shape!r}")
+    if not isinstance(d.get("name", "model"), str):
+        raise GraphError("the graph's name must be a string")
+    nodes = d.get("nodes")
+    if not isinstance(nodes, list) or not 1 <= len(nodes) <= MAX_NODES:
+        raise GraphError(f"nodes must be a list of 1..{MAX_NODES} nodes")
+    scalar = (int, float, str, bool, type(None))
+    for i, nd in enumerate(nodes):
+        if not isinstance(nd, dict):
+            raise GraphError(f"node {i} must be an object, got {type(nd).__name__}")
+        name = nd.get("name")
+        if not isinstance(name, str) or not 0 < len(name) <= MAX_NAME_CHARS:
+            raise GraphError(f"node {i}: name must be a string of 1..{MAX_NAME_CHARS} characters")
+        where = f"node '{name}'"
+        if not isinstance(nd.get("op"), str):
+            raise GraphError(f"{where}: op must be a string, got {nd.get('op')!r}")
+        for key in ("inputs", "params"):
+            v = nd.get(key)
+            if not isinstance(v, list) or len(v) > 8 or not all(isinstance(s, str) for s in v):
+                raise GraphError(f"{where}: {key} must be a short list of strings, got {v!r}")
+        attrs = nd.get("attrs")
+        if not isinstance(attrs, dict):
+            raise GraphError(f"{where}: attrs must be an object, got {type(attrs).__name__}")
+        for k, v in attrs.items():
+            ok = isinstance(v, scalar) or (isinstance(v, list) and len(v) <= 8
+                                           and all(isinstance(x, (int, float)) for x in v))
+            if not ok:
+                raise GraphError(f"{where}: attribute '{k}' must be a number, a string or a short "
+                                 f"list of numbers, got {v!r}")
 
 
 # ---------------------------------------------------------------- passes

@@ -2,32 +2,57 @@
 
 The JSON entry (`__meta__`, stored as UTF-8 bytes in a uint8 array so that
 no pickle is ever involved) carries the format tag and version, the graph
-structure, quantization parameters and provenance. Files are loaded with
-`allow_pickle=False` and written atomically (temp file, fsync, rename), so a
-crash never leaves a half-written model where a good one was.
+structure, quantization parameters and provenance. Files are written
+atomically (temp file, fsync, rename), so a crash never leaves a half-written
+model where a good one was.
+
+Loading treats the file as hostile input. It opens the zip itself and reads,
+in order: the description alone (at most `limits.MAX_META_BYTES`, nesting at
+most `limits.MAX_JSON_DEPTH`, field types checked); then only the `.npy`
+headers of the arrays the graph references (every other member is ignored,
+never decompressed); the graph is built on zero-memory placeholders of the
+declared shapes, which checks every shape and the size limits of
+`mcutrain.limits`; only then is each referenced array's data read, exactly the
+bytes its header declares. So a load reads at most `limits.load_bound_bytes`
+of the graph's parameter count, whatever the file claims.
 """
 
 from __future__ import annotations
 
+import io as _io
 import json
 import os
+import re
+import struct
 import tempfile
+import time
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
+from numpy.lib import format as npy_format
 
-from mcutrain.graph import Graph, GraphError
+from mcutrain import limits
+from mcutrain.graph import Graph, GraphError, check_description
 
 FORMAT = "mcutrain-model"
 VERSION = 1
 META_KEY = "__meta__"
+MAX_NPY_HEADER = 64 << 10
+"""Largest `.npy` header accepted (numpy's own default limit is 10,000 characters)."""
+STALE_TMP_SECONDS = 3600
+"""Temp files of an interrupted save older than this are removed by the next save."""
 
 
 class ModelFileError(ValueError):
     """A model file that cannot be read; the message says what is wrong and what to do."""
+
+
+class OutputPathError(ValueError):
+    """An output path a command could not write; found before the work starts."""
 
 
 @dataclass
@@ -39,12 +64,54 @@ class ModelFile:
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
 
 
+# ---------------------------------------------------------------- writing
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where /proc says it (else set and restore)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # NOTE: not thread-safe, hence only the fallback
+    os.umask(mask)
+    return mask
+
+
+def _remove_stale_tmp(path: Path) -> None:
+    """Remove `.NAME.*.tmp` leftovers of `path` (a save killed before its cleanup) older than an hour."""
+    cutoff = time.time() - STALE_TMP_SECONDS
+    try:
+        for p in path.parent.glob(f".{glob_escape(path.name)}.*.tmp"):
+            try:
+                if p.is_file() and not p.is_symlink() and p.stat().st_mtime < cutoff:
+                    p.unlink()
+            except OSError:
+                continue
+    except OSError:
+        pass
+
+
+def glob_escape(name: str) -> str:
+    return re.sub(r"([*?\[])", r"[\1]", name)
+
+
 def atomic_write_bytes(path: str | Path, write) -> None:
-    """Call `write(fileobj)` on a temp file beside `path`, then rename it over `path`."""
+    """Call `write(fileobj)` on a temp file beside `path`, then rename it over `path`.
+
+    The file gets the mode a plain `open` would give (0o666 minus the umask), not
+    mkstemp's 0o600; the temp file is removed on any failure, and stale temp files of
+    earlier interrupted saves of the same target are removed first.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_tmp(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
@@ -54,6 +121,35 @@ def atomic_write_bytes(path: str | Path, write) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def check_writable(path: str | Path, suffix: str | None = None, what: str = "output",
+                   directory: bool = False) -> Path:
+    """Refuse, before any work, an output the command could not write at the end.
+
+    `path` must not be an existing folder (with `directory`: must not be an existing
+    file), must end in `suffix` when given, and its nearest existing parent must be a
+    folder this process may write in (missing parents are created when saving). Raises
+    OutputPathError saying what to do; returns the path.
+    """
+    p = Path(path)
+    if not str(path).strip():
+        raise OutputPathError(f"{what}: the path is empty")
+    if suffix is not None and p.suffix.lower() != suffix:
+        raise OutputPathError(f"{what} '{p}' must end in {suffix}")
+    if directory:
+        if p.exists() and not p.is_dir():
+            raise OutputPathError(f"{what} '{p}' exists and is not a folder; pick another name")
+    elif p.is_dir():
+        raise OutputPathError(f"{what} '{p}' is a folder; give a file name inside it")
+    parent = p if directory else p.parent
+    while not parent.exists() and parent.parent != parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise OutputPathError(f"{what} '{p}': '{parent}' is not a folder, so '{p}' cannot be created")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputPathError(f"{what} '{p}': no permission to write in '{parent}'; pick a writable folder")
+    return p
 
 
 def save(path: str | Path, graph: Graph, meta: dict[str, Any] | None = None,
@@ -78,42 +174,261 @@ def save(path: str | Path, graph: Graph, meta: dict[str, Any] | None = None,
     return path
 
 
+# ---------------------------------------------------------------- reading
+
+
+class _Refuse(Exception):
+    """Internal: a reason to refuse the file (turned into a ModelFileError naming it)."""
+
+
+@dataclass(frozen=True)
+class _Header:
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    fortran: bool
+    offset: int   # bytes of magic + header
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.float64)) * self.dtype.itemsize
+
+
+def _read_exact(f: BinaryIO, n: int, what: str) -> bytes:
+    b = f.read(n)
+    if len(b) != n:
+        raise _Refuse(f"{what} is truncated")
+    return b
+
+
+def _read_header(f: BinaryIO, name: str) -> _Header:
+    """The `.npy` header of a member, read with a bounded length; refuses pickled (object) data."""
+    magic = _read_exact(f, 8, f"array '{name}'")
+    try:
+        major, minor = npy_format.read_magic(_io.BytesIO(magic))
+    except ValueError:
+        raise _Refuse(f"array '{name}' is not a .npy array (bad magic)") from None
+    if (major, minor) not in ((1, 0), (2, 0), (3, 0)):
+        raise _Refuse(f"array '{name}' has .npy format version {major}.{minor}")
+    size_fmt = "<H" if major == 1 else "<I"
+    raw = _read_exact(f, struct.calcsize(size_fmt), f"array '{name}' header")
+    hlen = struct.unpack(size_fmt, raw)[0]
+    if hlen > MAX_NPY_HEADER:
+        raise _Refuse(f"array '{name}' has a {hlen:,}-byte header (limit {MAX_NPY_HEADER:,})")
+    head = _read_exact(f, hlen, f"array '{name}' header")
+    reader = npy_format.read_array_header_1_0 if major == 1 else npy_format.read_array_header_2_0
+    try:
+        shape, fortran, dtype = reader(_io.BytesIO(raw + head))
+    except Exception as e:  # numpy's header parser raises ValueError, SyntaxError,
+        # tokenize.TokenError, RecursionError... on hostile headers; each is just a corrupt header
+        raise _Refuse(f"array '{name}' has a corrupt header ({str(e)[:120]})") from None
+    if dtype.hasobject:
+        raise _Refuse(f"array '{name}' holds Python objects that need pickle to load; "
+                      "mcutrain never loads pickled data")
+    if dtype.fields is not None or dtype.subdtype is not None or dtype.kind not in "iuf" \
+            or dtype.itemsize > 8:
+        raise _Refuse(f"array '{name}' has type {dtype}; model arrays are plain integers or floats")
+    if any(d < 0 for d in shape) or len(shape) > 8:
+        raise _Refuse(f"array '{name}' has an invalid shape {shape}")
+    n = int(np.prod(shape, dtype=np.float64))
+    if n > limits.MAX_PARAMS:
+        raise _Refuse(f"array '{name}' claims {n:,} elements, more than the limit {limits.MAX_PARAMS:,}")
+    return _Header(dtype, tuple(int(d) for d in shape), bool(fortran), 8 + len(raw) + hlen)
+
+
+def _read_data(f: BinaryIO, h: _Header, name: str) -> np.ndarray:
+    """Exactly the bytes the header declares, straight into the array (no second copy)."""
+    order = h.shape[::-1] if h.fortran else h.shape
+    arr = np.empty(order, h.dtype)
+    view = memoryview(arr.reshape(-1).view(np.uint8))
+    got = 0
+    while got < len(view):
+        k = f.readinto(view[got:])
+        if not k:
+            raise _Refuse(f"array '{name}' is truncated ({got:,} of {len(view):,} bytes)")
+        got += k
+    if h.fortran:
+        arr = np.ascontiguousarray(arr.T)
+    if not arr.dtype.isnative:
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    return arr
+
+
+def _json_depth(text: str) -> int:
+    """Deepest nesting of [ and { outside strings, computed without recursion."""
+    bare = re.sub(r'"(?:[^"\\]|\\.)*"', '""', text)
+    b = np.frombuffer(bare.encode("utf-8", "surrogatepass"), np.uint8)
+    step = np.isin(b, (ord("["), ord("{"))).astype(np.int64) - np.isin(b, (ord("]"), ord("}")))
+    return int(np.cumsum(step).max(initial=0))
+
+
+def _no_constant(s: str):
+    raise ValueError(f"'{s}' is not a JSON number")
+
+
+def _finite_float(s: str) -> float:
+    v = float(s)
+    if not np.isfinite(v):
+        raise ValueError(f"number {s[:20]} overflows")
+    return v
+
+
+def _parse_meta(blob: bytes) -> dict[str, Any]:
+    try:
+        text = blob.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _Refuse(f"model description is corrupt ({e})") from None
+    depth = _json_depth(text)
+    if depth > limits.MAX_JSON_DEPTH:
+        raise _Refuse(f"model description is nested {depth} levels deep (limit {limits.MAX_JSON_DEPTH})")
+    try:
+        doc = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+    except (json.JSONDecodeError, ValueError, RecursionError) as e:
+        raise _Refuse(f"model description is corrupt ({str(e)[:160]})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise _Refuse("not an mcutrain model file (format tag missing)")
+    if doc.get("version") != VERSION:
+        v = doc.get("version")
+        raise _Refuse(f"has model format version {str(v)[:20]}; this mcutrain reads version {VERSION}: "
+                      "re-export it with a matching mcutrain")
+    extra = doc.get("extra_arrays", [])
+    if not isinstance(extra, list) or not all(isinstance(k, str) and 0 < len(k) <= limits.MAX_NAME_CHARS
+                                              for k in extra) or len(extra) > 2 * limits.MAX_NODES:
+        raise _Refuse("'extra_arrays' must be a list of array names")
+    try:
+        check_description(doc.get("graph"))
+    except GraphError as e:
+        raise _Refuse(f"invalid graph: {e}") from None
+    return doc
+
+
+def _members(z: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
+    """Member name -> info; a duplicated name is refused (which copy counts would be ambiguous)."""
+    out: dict[str, zipfile.ZipInfo] = {}
+    dup = set()
+    for info in z.infolist():
+        if info.filename in out:
+            dup.add(info.filename)
+        out[info.filename] = info
+    if dup:
+        raise _Refuse(f"the archive holds duplicated entries {sorted(dup)[:5]}")
+    return out
+
+
+def _open_member(z: zipfile.ZipFile, info: zipfile.ZipInfo) -> BinaryIO:
+    if info.flag_bits & 0x1:
+        raise _Refuse(f"entry '{info.filename}' is encrypted")
+    return z.open(info)
+
+
+def _graph_keys(gdesc: dict[str, Any]) -> list[str]:
+    return [f"{nd['name']}.{p}" for nd in gdesc["nodes"] for p in nd["params"]]
+
+
+def _placeholder(h: _Header) -> np.ndarray:
+    """An array of the declared shape and dtype that takes no memory (for shape checking)."""
+    return np.broadcast_to(np.zeros((), h.dtype), h.shape)
+
+
+def _load(path: Path) -> ModelFile:
+    with open(path, "rb") as fh:
+        if fh.read(4) != b"PK\x03\x04":
+            raise _Refuse("is not a readable .npz model file (not a zip archive); "
+                          "re-create it with 'mcutrain pretrain'")
+    try:
+        z = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError) as e:
+        raise _Refuse(f"is not a readable .npz model file ({e}); it may be truncated or not a model "
+                      "file: re-create it with 'mcutrain pretrain'") from None
+    with z:
+        members = _members(z)
+        meta_info = members.get(META_KEY + ".npy")
+        if meta_info is None:
+            raise _Refuse(f"is an .npz file but not an mcutrain model (no '{META_KEY}' entry)")
+        if meta_info.file_size > limits.MAX_META_BYTES + MAX_NPY_HEADER:
+            raise _Refuse(f"has a {meta_info.file_size:,}-byte model description (limit "
+                          f"{limits.MAX_META_BYTES:,})")
+        with _open_member(z, meta_info) as f:
+            h = _read_header(f, META_KEY)
+            if h.dtype != np.uint8 or len(h.shape) != 1 or h.nbytes > limits.MAX_META_BYTES:
+                raise _Refuse(f"model description must be at most {limits.MAX_META_BYTES:,} bytes of "
+                              f"uint8, got {h.dtype} {h.shape}")
+            doc = _parse_meta(_read_exact(f, h.nbytes, "model description"))
+        gdesc = doc["graph"]
+        extra_keys = list(dict.fromkeys(doc.get("extra_arrays", [])))
+        param_keys = _graph_keys(gdesc)
+        if set(extra_keys) & (set(param_keys) | {META_KEY}):
+            raise _Refuse("extra array names collide with parameters")
+        headers: dict[str, _Header] = {}
+        for key in param_keys + extra_keys:
+            info = members.get(key + ".npy")
+            if info is None:
+                if key in extra_keys:
+                    missing = [k for k in extra_keys if k + ".npy" not in members]
+                    raise _Refuse(f"arrays listed but missing: {missing}")
+                raise _Refuse(f"invalid graph: parameter array '{key}' is missing")
+            with _open_member(z, info) as f:
+                headers[key] = _read_header(f, key)
+            if headers[key].offset + headers[key].nbytes != info.file_size:
+                raise _Refuse(f"array '{key}': the entry holds {info.file_size:,} bytes, its header "
+                              f"declares {headers[key].offset + headers[key].nbytes:,}")
+        for key in param_keys:
+            if headers[key].dtype.kind != "f":
+                raise _Refuse(f"parameter '{key}' has type {headers[key].dtype}; parameters are floats")
+        try:
+            skeleton = Graph.from_dict(gdesc, {k: _placeholder(headers[k]) for k in param_keys})
+        except GraphError as e:
+            raise _Refuse(f"invalid graph: {e}") from None
+        check_limits(skeleton)
+        extra_bytes = sum(headers[k].nbytes for k in extra_keys)
+        bound = 4 * skeleton.num_params() + limits.EXTRA_BYTES_SLACK
+        if extra_bytes > bound:
+            raise _Refuse(f"its extra arrays hold {extra_bytes:,} bytes, more than a model of "
+                          f"{skeleton.num_params():,} parameters needs (limit {bound:,})")
+        data: dict[str, np.ndarray] = {}
+        for key in param_keys + extra_keys:
+            with _open_member(z, members[key + ".npy"]) as f:
+                f.read(headers[key].offset)
+                data[key] = _read_data(f, headers[key], key)
+    try:
+        graph = Graph.from_dict(gdesc, data)
+    except GraphError as e:
+        raise _Refuse(f"invalid graph: {e}") from None
+    meta = {k: v for k, v in doc.items() if k not in ("format", "version", "graph", "extra_arrays")}
+    return ModelFile(graph, meta, {k: data[k] for k in extra_keys})
+
+
+def check_limits(graph: Graph) -> None:
+    """Refuse a graph larger than `mcutrain.limits` allows (total parameters, MACs per sample)."""
+    n = graph.num_params()
+    if n > limits.MAX_PARAMS:
+        raise ModelFileError(f"the model has {n:,} parameters, more than the limit {limits.MAX_PARAMS:,} "
+                             "(mcutrain.limits); it cannot be a microcontroller model")
+    m = graph.total_macs()
+    if m > limits.MAX_MACS:
+        raise ModelFileError(f"the model needs {m:,} multiply-accumulates per sample, more than the "
+                             f"limit {limits.MAX_MACS:,} (mcutrain.limits)")
+
+
 def load(path: str | Path) -> ModelFile:
-    """Read a model file written by `save`; refuse anything else with a clear message."""
+    """Read a model file written by `save`; refuse anything else with a clear message.
+
+    Reads only what the graph references, checks every header against the graph before
+    reading data, and never unpickles (see the module docstring for the bounds).
+    """
     path = Path(path)
     if not path.exists():
         raise ModelFileError(f"model file '{path}' does not exist")
-    with open(path, "rb") as f:
-        if f.read(4) != b"PK\x03\x04":
-            raise ModelFileError(f"'{path}' is not a readable .npz model file (not a zip archive); "
-                                 "re-create it with 'mcutrain pretrain'")
+    if not path.is_file():
+        raise ModelFileError(f"'{path}' is not a regular file; give a model file (.npz)")
     try:
-        with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-    except (zipfile.BadZipFile, EOFError, OSError) as e:
-        raise ModelFileError(f"'{path}' is not a readable .npz model file ({e}); it may be truncated "
-                             "or not a model file: re-create it with 'mcutrain pretrain'") from None
-    except ValueError as e:
-        raise ModelFileError(f"'{path}' holds data that needs pickle to load ({e}); "
-                             "mcutrain never loads pickled data") from None
-    if META_KEY not in data:
-        raise ModelFileError(f"'{path}' is an .npz file but not an mcutrain model (no '{META_KEY}' entry)")
-    try:
-        doc = json.loads(data.pop(META_KEY).tobytes().decode())
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ModelFileError(f"'{path}': model description is corrupt ({e})") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise ModelFileError(f"'{path}' is not an mcutrain model file (format tag missing)")
-    if doc.get("version") != VERSION:
-        raise ModelFileError(f"'{path}' has model format version {doc.get('version')}; this mcutrain "
-                             f"reads version {VERSION}: re-export it with a matching mcutrain")
-    try:
-        graph = Graph.from_dict(doc["graph"], data)
-    except (GraphError, KeyError) as e:
-        raise ModelFileError(f"'{path}': invalid graph: {e}") from None
-    missing = [k for k in doc.get("extra_arrays", []) if k not in data]
-    if missing:
-        raise ModelFileError(f"'{path}': arrays listed but missing: {missing}")
-    extra = {k: data[k] for k in doc.get("extra_arrays", [])}
-    meta = {k: v for k, v in doc.items() if k not in ("format", "version", "graph", "extra_arrays")}
-    return ModelFile(graph, meta, extra)
+        return _load(path)
+    except _Refuse as e:
+        msg = str(e)
+        sep = " " if msg.startswith(("is ", "has ", "not ")) else ": "
+        raise ModelFileError(f"'{path}'{sep}{msg}") from None
+    except ModelFileError as e:
+        raise ModelFileError(f"'{path}': {e}") from None
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError) as e:
+        # zlib/CRC errors while reading a member, an unsupported compression method
+        raise ModelFileError(f"'{path}' is not a readable .npz model file ({str(e)[:160]}); it may be "
+                             "truncated or corrupt: re-create it with 'mcutrain pretrain'") from None

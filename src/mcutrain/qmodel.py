@@ -173,7 +173,7 @@ class QuantModel:
         except KeyError as e:
             raise io.ModelFileError(f"quantized model is incomplete: {e} is missing; "
                                     "re-create the file") from None
-        except ValueError as e:
+        except (ValueError, TypeError, AttributeError) as e:
             raise io.ModelFileError(f"quantized model is inconsistent: {e}") from None
 
     @classmethod

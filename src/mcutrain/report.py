@@ -1,9 +1,10 @@
 """Reports of training runs: one summary table and the plots people look at.
 
-A run folder holds what `mcutrain train -o NAME.npz` writes (the adapted model and
-`NAME.history.json` beside it) and, optionally, `NAME.mcu.json`: the `--json` result of
-`mcutrain run` for that model (the demo writes it; by hand: `mcutrain run NAME.npz ... --json
-> NAME.mcu.json`). A `.mcu.json` without a history (an inference-only model) gets its own row.
+A run folder holds what `mcutrain train -o NAME.npz` writes (the adapted model, its training
+history inside it; runs of older versions have `NAME.history.json` beside it) and,
+optionally, `NAME.mcu.json`: the `--json` result of `mcutrain run` for that model (the demo
+writes it; by hand: `mcutrain run NAME.npz ... --json > NAME.mcu.json`). A `.mcu.json`
+without a history (an inference-only model) gets its own row.
 
 Each trained model is planned on a target with the settings it was trained with (read from
 the model file's provenance), so the table's RAM and Flash are what that very training step
@@ -127,16 +128,26 @@ def collect(run_dir: str | Path, target: str = DEFAULT_TARGET, batch: int | None
     if not d.is_dir():
         raise ReportError(f"'{d}' is not a folder; give the folder that 'mcutrain train -o' or "
                           "'mcutrain demo' wrote to")
-    histories = {_stem(p, ".history.json"): p for p in sorted(d.glob("*.history.json"))}
+    histories: dict[str, dict[str, Any] | Path] = {}
+    for p in sorted(d.glob("*.npz")):
+        try:
+            h = io.load(p).meta.get("history")
+        except io.ModelFileError:
+            continue                     # a broken model is reported by its row, if it has one
+        if isinstance(h, dict):
+            histories[p.stem] = h
+    for p in sorted(d.glob("*.history.json")):      # runs of mcutrain before the history moved inside
+        histories.setdefault(_stem(p, ".history.json"), p)
     mcus = {_stem(p, ".mcu.json"): p for p in sorted(d.glob("*.mcu.json"))}
     if not histories and not mcus:
-        raise ReportError(f"'{d}' holds no NAME.history.json (from 'mcutrain train -o NAME.npz') and no "
+        raise ReportError(f"'{d}' holds no trained model (NAME.npz from 'mcutrain train -o NAME.npz') and no "
                           "NAME.mcu.json (from 'mcutrain run NAME.npz --json > NAME.mcu.json')")
     runs = []
     for name in sorted(set(histories) | set(mcus), key=lambda n: (n not in histories, n)):
         r = MethodRun(name, mcu=_read_json(mcus[name]) if name in mcus else None)
         if name in histories:
-            r.history = _read_json(histories[name])
+            h = histories[name]
+            r.history = h if isinstance(h, dict) else _read_json(h)
             _plan(r, d / f"{name}.npz", target, int(r.history.get("batch") or batch or DEFAULT_BATCH))
         elif (d / f"{name}.npz").exists():
             try:

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from mcutrain import cli
+from mcutrain import io as model_io
 from mcutrain.demo import config
 from mcutrain.demo.config import FASHION, DemoConfig, choose
 from mcutrain.demo.jobs import JobError, start
@@ -38,7 +39,7 @@ def test_demo_adapts_with_fqt_and_zo(quick_demo):
         # stripes at severity 5 cost the pretrained model most of its accuracy; one epoch wins some back
         assert r["accuracy_before"] < 0.5
         assert r["accuracy_after"] > r["accuracy_before"] + 0.1
-        assert (out / f"{method}.npz").exists() and (out / f"{method}.history.json").exists()
+        assert "history" in model_io.load(out / f"{method}.npz").meta
     assert s["stages"]["fqt"]["precision"] == "int8"
 
 
@@ -133,8 +134,9 @@ def test_background_jobs_return_json_or_say_what_failed():
                    "--checkpoint", "/dev/null/x.npz", "--json"])
     with pytest.raises(JobError) as e:
         crash.json()
-    first = str(e.value).splitlines()[0]       # a traceback's exception line comes first
-    assert first.startswith("'mcutrain train --arch") and "Error" in first and "Traceback" not in first
+    first = str(e.value).splitlines()[0]       # the unwritable checkpoint is caught before training
+    assert first.startswith("'mcutrain train --arch") and "is not a folder" in first
+    assert "Traceback" not in str(e.value)
 
 
 def test_describe_mcu_without_toolchain():

@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from mcutrain import cli, io, zoo
 
 FQT = {"method": "fqt", "precision": "uint8", "trainable": "last:1", "lambda_min": 1.0}
@@ -38,8 +40,9 @@ def test_report_refusals(tmp_path, capsys):
     assert cli.main(["report", str(tmp_path / "nope")]) == 1
     assert "is not a folder" in capsys.readouterr().err
     assert cli.main(["report", str(tmp_path)]) == 1
-    assert "holds no NAME.history.json" in capsys.readouterr().err
+    assert "holds no trained model" in capsys.readouterr().err
     assert cli.main(["report", str(tmp_path), "--target", "pdp11"]) == 1
     assert "unknown target 'pdp11'" in capsys.readouterr().err
-    assert cli.main(["report", str(tmp_path), "--batch", "0"]) == 1
-    assert "--batch must be at least 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        cli.main(["report", str(tmp_path), "--batch", "0"])
+    assert e.value.code == 2 and "argument --batch: must be in 1.." in capsys.readouterr().err

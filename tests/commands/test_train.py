@@ -34,7 +34,8 @@ def test_train_json_and_output(capsys, tmp_path):
     mf = io.load(out)
     assert mf.graph.num_classes == 10
     assert mf.meta["provenance"]["trained"]["method"]["precision"] == "int8"
-    hist = json.loads(out.with_suffix(".history.json").read_text())
+    hist = mf.meta["history"]                                  # one atomic file: model and history
+    assert not out.with_suffix(".history.json").exists()
     assert hist["accuracy_after"] == res["accuracy_after"]
     assert (hist["train_samples"], hist["test_samples"]) == (1438, 359)
 
@@ -46,7 +47,7 @@ def test_train_samples_subset_sets_the_steps_and_is_recorded(capsys, tmp_path):
                "--test-samples", "50", "--json", "-o", str(out))
     assert (res["train_samples"], res["test_samples"], res["steps"]) == (100, 50, 4)
     assert res["accuracy_before"] * 50 == round(res["accuracy_before"] * 50)     # measured on 50 samples
-    hist = json.loads(out.with_suffix(".history.json").read_text())
+    hist = io.load(out).meta["history"]
     assert (hist["train_samples"], hist["test_samples"]) == (100, 50)
 
 

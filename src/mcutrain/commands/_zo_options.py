@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from mcutrain.cli import UserError
+from mcutrain.commands._numbers import momentum, non_negative_int, open_unit, positive_int
 from mcutrain.commands.train import MethodEntry, register_method
 from mcutrain.graph import Graph
 from mcutrain.methods.base import TrainingMethod
@@ -31,7 +32,8 @@ def _quantized(args: argparse.Namespace, graph: Graph, calib: np.ndarray):
 
 
 def _zo_args(g: argparse._ArgumentGroup) -> None:
-    g.add_argument("--queries", type=int, default=50, help="zo: queries per layer and step (default 50)")
+    g.add_argument("--queries", type=positive_int, default=50,
+                   help="zo: queries per layer and step (default 50)")
     g.add_argument("--perturb", default="mix",
                    help="zo: wp | np | mix | mix:LAYER | model-wp (default mix)")
     g.add_argument("--sparse", default="none", metavar="SPEC",
@@ -79,9 +81,10 @@ def _zo_summary(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _bp_args(g: argparse._ArgumentGroup) -> None:
-    g.add_argument("--momentum", type=float, default=0.0, help="bp-qas: SGD momentum (default 0)")
-    g.add_argument("--bias-last", type=int, default=0, help="bp-qas: also train biases of the last N layers")
-    g.add_argument("--channel-ratio", type=float, default=1.0,
+    g.add_argument("--momentum", type=momentum, default=0.0, help="bp-qas: SGD momentum (default 0)")
+    g.add_argument("--bias-last", type=non_negative_int, default=0,
+                   help="bp-qas: also train biases of the last N layers")
+    g.add_argument("--channel-ratio", type=open_unit, default=1.0,
                    help="bp-qas: fraction of input channels whose weights train (static sparse update)")
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 
 from mcutrain.cli import UserError, print_json
+from mcutrain.commands._numbers import seed_int
+from mcutrain.commands._outputs import check_output
 from mcutrain.data import CORRUPTIONS, DATASETS, DatasetError, SpecError, dataset_status
 from mcutrain.data.corruptions import REGISTRY, CorruptionError
 from mcutrain.data.registry import missing_message
@@ -26,7 +28,8 @@ def register(subparsers) -> None:
     p.add_argument("--show", metavar="SPEC",
                    help="draw samples per corruption and severity for a dataset spec (needs -o)")
     p.add_argument("-o", "--output", metavar="PNG", help="where --show writes its picture")
-    p.add_argument("--seed", type=int, default=0, help="seed of the corruption draws for --show (default 0)")
+    p.add_argument("--seed", type=seed_int, default=0,
+                   help="seed of the corruption draws for --show (default 0)")
     p.add_argument("--download", metavar="NAME",
                    help="download a dataset's official files into the cache, verified by pinned sha256")
     p.set_defaults(func=run)
@@ -75,6 +78,7 @@ def _show(args: argparse.Namespace) -> int:
         raise UserError("--show needs -o PNG, the file to write (e.g. -o grid.png)")
     if not args.output.lower().endswith(".png"):
         raise UserError(f"--show writes PNG; give an output name ending in .png, not '{args.output}'")
+    check_output(args.output, "-o/--output", ".png")
     if args.seed < 0:
         raise UserError(f"--seed must not be negative, got {args.seed}")
     from mcutrain.data.grid import save_grid

@@ -35,6 +35,7 @@ from typing import Any
 
 from mcutrain import io
 from mcutrain.cli import UserError, print_json
+from mcutrain.commands._numbers import seed_int
 
 
 def register(subparsers) -> None:
@@ -47,7 +48,7 @@ def register(subparsers) -> None:
     p.add_argument("--out", default="demo-run", metavar="DIR",
                    help="folder for the demo's files (default demo-run)")
     p.add_argument("--target", default="nrf52840", help="board to plan and emulate (default nrf52840)")
-    p.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
+    p.add_argument("--seed", type=seed_int, default=0, help="seed of every random choice (default 0)")
     p.add_argument("--data", choices=("auto", "fashion-mnist", "digits"), default="auto",
                    help="auto (default): Fashion-MNIST when it is installed, else the bundled digits")
     p.add_argument("--quick", action="store_true",

@@ -21,6 +21,15 @@ import argparse
 from typing import Any
 
 from mcutrain.cli import UserError, print_json
+from mcutrain.commands._numbers import (
+    learning_rate,
+    momentum,
+    non_negative_int,
+    positive_int,
+    seed_int,
+    unit_interval,
+)
+from mcutrain.commands._outputs import check_output
 
 METHODS_IN_C = ("none", "zo", "bp-qas", "fqt")
 """Training methods the C code generator supports so far (none = inference only)."""
@@ -32,7 +41,8 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arch", help="zoo architecture instead of a model file (with --init random)")
     p.add_argument("--init", choices=["random"], help="initialization of --arch: random (He) + PTQ on "
                    "random inputs, for trying the toolchain without a trained model")
-    p.add_argument("--seed", type=int, default=0, help="seed of --init random and of data draws (default 0)")
+    p.add_argument("--seed", type=seed_int, default=0,
+                   help="seed of --init random and of data draws (default 0)")
     p.add_argument("--method", default="none", help="training method compiled in: none (inference only, "
                    "default), zo, bp-qas or fqt")
     p.add_argument("--target", required=True, help="MCU target, e.g. cortex-m0plus, cortex-m4, cortex-m7")
@@ -45,23 +55,24 @@ def add_training_args(p: argparse.ArgumentParser, queries: int = 50) -> None:
     g = p.add_argument_group("training (--method zo | bp-qas | fqt)")
     g.add_argument("--trainable", default="all", help="trainable layers: all, last:N, layers:a,b "
                    "(default all)")
-    g.add_argument("--batch", type=int, default=1, help="samples per training step (default 1)")
+    g.add_argument("--batch", type=positive_int, default=1, help="samples per training step (default 1)")
     g.add_argument("--precision", default="int8", help="number format: int8 (the only one of zo and bp-qas); "
                    "fqt: int8, uint8, mixed or float32")
-    g.add_argument("--queries", type=int, default=queries,
+    g.add_argument("--queries", type=positive_int, default=queries,
                    help=f"zo: queries per layer and step (default {queries})")
     g.add_argument("--perturb", default="mix", help="zo: wp | np | mix | mix:LAYER (default mix)")
     g.add_argument("--no-gns", action="store_true", help="zo: no GNS shrink (ablation)")
     g.add_argument("--no-qas", action="store_true", help="zo / bp-qas: no QAS scaling (ablation)")
-    g.add_argument("--momentum", type=float, default=0.0, help="bp-qas: SGD momentum (default 0)")
-    g.add_argument("--bias-last", type=int, default=0, help="bp-qas: also train biases of the last N layers")
-    g.add_argument("--partial", type=float, default=1.0, metavar="LAMBDA_MIN",
+    g.add_argument("--momentum", type=momentum, default=0.0, help="bp-qas: SGD momentum (default 0)")
+    g.add_argument("--bias-last", type=non_negative_int, default=0,
+                   help="bp-qas: also train biases of the last N layers")
+    g.add_argument("--partial", type=unit_interval, default=1.0, metavar="LAMBDA_MIN",
                    help="fqt dynamic partial updates: lambda_min in [0, 1] "
                    "(1 = off; the C step runs it at --batch 1)")
-    g.add_argument("--alpha-a", type=float, default=0.1, help="fqt EMA rate of activation ranges")
-    g.add_argument("--alpha-e", type=float, default=0.1, help="fqt EMA rate of error ranges")
-    g.add_argument("--alpha-w", type=float, default=0.001, help="fqt EMA rate of weight ranges")
-    g.add_argument("--alpha-norm", type=float, default=0.1,
+    g.add_argument("--alpha-a", type=unit_interval, default=0.1, help="fqt EMA rate of activation ranges")
+    g.add_argument("--alpha-e", type=unit_interval, default=0.1, help="fqt EMA rate of error ranges")
+    g.add_argument("--alpha-w", type=unit_interval, default=0.001, help="fqt EMA rate of weight ranges")
+    g.add_argument("--alpha-norm", type=unit_interval, default=0.1,
                    help="fqt EMA rate of the gradient standardization statistics")
 
 
@@ -119,6 +130,16 @@ def _build_fqt(args: argparse.Namespace, qm, calib, c_twin: bool = False):
         raise UserError(str(e)) from None
 
 
+def check_method_lr(args: argparse.Namespace, command: str) -> None:
+    """The per-method bound of `--lr` (`_numbers.check_lr`) when a training method is compiled in."""
+    from mcutrain.commands._numbers import check_lr
+    if args.method != "none":
+        try:
+            check_lr(args.method, args.lr, command)
+        except ValueError as e:
+            raise UserError(str(e)) from None
+
+
 def resolve_target_and_kernels(args: argparse.Namespace):
     """(Target, kernels) from --target/--kernels; refuses methods the C side lacks."""
     from mcutrain.mcu import TargetError, get_target
@@ -143,7 +164,8 @@ def register(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_args(p)
     add_training_args(p)
-    p.add_argument("--lr", type=float, default=0.01, help="learning rate suggested in the README (the C API "
+    p.add_argument("--lr", type=learning_rate, default=0.01,
+                   help="learning rate suggested in the README (the C API "
                    "takes it per step; default 0.01)")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="directory to write the library to")
     p.add_argument("--planner", choices=["greedy", "linear"], default="greedy",
@@ -158,6 +180,8 @@ def export(args: argparse.Namespace) -> dict[str, Any]:
     from mcutrain.codegen.library import export_library, export_training_library
     from mcutrain.codegen.model_source import ModelSourceError, resolve_model
 
+    check_output(args.output, "-o/--output", directory=True)
+    check_method_lr(args, "export")
     target, kernels = resolve_target_and_kernels(args)
     calib = None
     if args.dataset:

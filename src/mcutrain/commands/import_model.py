@@ -24,6 +24,7 @@ import importlib
 from pathlib import Path
 
 from mcutrain.cli import UserError, print_json
+from mcutrain.commands._outputs import check_output
 
 CALIBRATION_SAMPLES = 512
 
@@ -50,8 +51,9 @@ def _shape(text: str | None) -> tuple[int, ...] | None:
     except ValueError:
         raise UserError(f"--input-shape takes whole numbers separated by commas (e.g. 28,28,1), "
                         f"got '{text}'") from None
-    if len(shape) not in (1, 3) or min(shape) < 1:
-        raise UserError(f"--input-shape is H,W,C or F with positive sizes, got '{text}'")
+    from mcutrain.limits import MAX_DIM
+    if len(shape) not in (1, 3) or min(shape) < 1 or max(shape) > MAX_DIM:
+        raise UserError(f"--input-shape is H,W,C or F with sizes in 1..{MAX_DIM}, got '{text}'")
     return shape
 
 
@@ -63,7 +65,12 @@ def _torch_module(spec: str):
         fn = getattr(importlib.import_module(mod_name), fn_name)
     except (ImportError, AttributeError) as e:
         raise UserError(f"cannot load '{spec}': {e}") from None
-    return fn()
+    except Exception as e:      # the user's module failed while importing: say so, no traceback
+        raise UserError(f"importing '{mod_name}' failed: {type(e).__name__}: {e}") from None
+    try:
+        return fn()
+    except Exception as e:
+        raise UserError(f"calling '{spec}' failed: {type(e).__name__}: {e}") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
     if (args.onnx is None) == (args.torch is None):
         raise UserError("give exactly one source: an ONNX file, or --torch MODULE:FUNCTION")
     shape = _shape(args.input_shape)
+    check_output(args.output, "-o/--output", ".npz")
     try:
         if args.onnx:
             if not Path(args.onnx).exists():
@@ -84,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
                 raise UserError("--torch needs --input-shape H,W,C (per sample, NHWC)")
             graph, renamed = from_torch_mapped(_torch_module(args.torch), shape, name=args.name)
             source = {"torch": args.torch}
-    except InteropError as e:
+    except (InteropError, ImportError) as e:     # ImportError: onnx or torch is not installed
         raise UserError(str(e)) from None
     provenance = {"imported_from": source, **({"source_names": renamed} if renamed else {})}
     result = {"path": args.output, "params": graph.num_params(), "macs": graph.total_macs(),
@@ -100,11 +108,19 @@ def run(args: argparse.Namespace) -> int:
         if ds.x_train.shape[1:] != graph.input_shape:
             raise UserError(f"dataset '{args.calibrate}' has samples of shape {ds.x_train.shape[1:]}, "
                             f"the model takes {graph.input_shape}")
-        qm = ptq.quantize_model(graph, ds.x_train[:CALIBRATION_SAMPLES])
-        qm.save(args.output, {**provenance, "calibration": args.calibrate})
+        try:
+            qm = ptq.quantize_model(graph, ds.x_train[:CALIBRATION_SAMPLES])
+            qm.save(args.output, {**provenance, "calibration": args.calibrate})
+        except ValueError as e:
+            raise UserError(f"cannot quantize the imported model: {e}") from None
+        except OSError as e:
+            raise UserError(f"cannot write '{args.output}': {e}") from None
         result["quantized"] = True
     else:
-        io.save(args.output, graph, {"provenance": provenance})
+        try:
+            io.save(args.output, graph, {"provenance": provenance})
+        except (io.ModelFileError, OSError) as e:
+            raise UserError(f"cannot write '{args.output}': {e}") from None
     if args.json:
         print_json(result)
     else:

@@ -21,6 +21,8 @@ from __future__ import annotations
 import argparse
 
 from mcutrain.cli import UserError, print_json
+from mcutrain.commands._numbers import non_negative_int, positive_int, unit_interval
+from mcutrain.commands._outputs import check_output
 
 METHODS = ("fqt", "zo", "bp-qas", "float", "none")
 
@@ -32,23 +34,26 @@ def register(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", nargs="?", help="model file (.npz); or use --arch")
     p.add_argument("--arch", help="a zoo architecture instead of a model file")
-    p.add_argument("--classes", type=int, default=10, help="with --arch: number of classes (default 10)")
-    p.add_argument("--input-size", type=int, metavar="S",
+    p.add_argument("--classes", type=positive_int, default=10,
+                   help="with --arch: number of classes (default 10)")
+    p.add_argument("--input-size", type=positive_int, metavar="S",
                    help="with --arch: input height and width S (channels as the architecture's default)")
     p.add_argument("--method", required=True, choices=METHODS, help="training method ('none': inference)")
     p.add_argument("--precision", default="uint8", help="fqt: uint8 | mixed | float32 | int8 (default uint8)")
     p.add_argument("--trainable", default="all",
                    help="all | last:N | layers:a,b | auto | auto:BYTES (default all)")
     p.add_argument("--target", required=True, help="board or core (see the error for the list)")
-    p.add_argument("--batch", type=int, default=1, help="samples per training step (default 1)")
-    p.add_argument("--partial", type=float, default=1.0, metavar="LAMBDA_MIN",
+    p.add_argument("--batch", type=positive_int, default=1, help="samples per training step (default 1)")
+    p.add_argument("--partial", type=unit_interval, default=1.0, metavar="LAMBDA_MIN",
                    help="fqt: dynamic partial updates (planned at their worst case: every structure)")
     p.add_argument("--perturb", default="mix", help="zo: wp | np | mix | mix:LAYER | model-wp (default mix)")
     p.add_argument("--sparse", default="none", metavar="SPEC",
                    help="zo: none | score:K | test:K (K of the trainable layers; planned for the K "
                         "largest) | topk:R | randk:R")
-    p.add_argument("--queries", type=int, default=50, help="zo: queries per layer and step (default 50)")
-    p.add_argument("--bias-last", type=int, default=0, help="bp-qas: also train biases of the last N layers")
+    p.add_argument("--queries", type=positive_int, default=50,
+                   help="zo: queries per layer and step (default 50)")
+    p.add_argument("--bias-last", type=non_negative_int, default=0,
+                   help="bp-qas: also train biases of the last N layers")
     p.add_argument("--picture", metavar="PNG", help="write the memory-lifetime picture here")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run)
@@ -109,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
     from mcutrain.plan.memory import account, format_report
     from mcutrain.plan.suggest import PlanRequest, pick_trainable, suggest
 
+    check_output(args.picture, "--picture", ".png")
     graph = load_graph(args)
     try:
         target = get_target(args.target)

@@ -23,6 +23,8 @@ import numpy as np
 
 from mcutrain import __version__, io, zoo
 from mcutrain.cli import UserError, print_json
+from mcutrain.commands._numbers import check_lr, learning_rate, positive_int, seed_int
+from mcutrain.commands._outputs import check_output
 from mcutrain.graph import GraphError
 
 DEFAULT_LR = 3e-3
@@ -41,18 +43,20 @@ def register(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--arch", required=True, help=f"architecture: {', '.join(zoo.ARCHS)}")
     p.add_argument("--dataset", required=True, help="dataset spec, e.g. digits, fashion-mnist, mnist1d")
-    p.add_argument("--epochs", type=int, default=10, help="passes over the training set (default 10)")
-    p.add_argument("--seed", type=int, default=0, help="weights, data order and corruptions (default 0)")
+    p.add_argument("--epochs", type=positive_int, default=10,
+                   help="passes over the training set (default 10)")
+    p.add_argument("--seed", type=seed_int, default=0, help="weights, data order and corruptions (default 0)")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="model file to write (.npz)")
-    p.add_argument("--batch", type=int, default=DEFAULT_BATCH, help=f"batch size (default {DEFAULT_BATCH})")
-    p.add_argument("--lr", type=float, default=DEFAULT_LR,
+    p.add_argument("--batch", type=positive_int, default=DEFAULT_BATCH,
+                   help=f"batch size (default {DEFAULT_BATCH})")
+    p.add_argument("--lr", type=learning_rate, default=DEFAULT_LR,
                    help=f"Adam learning rate at the start of the cosine schedule (default {DEFAULT_LR})")
-    p.add_argument("--threads", type=int, default=1,
+    p.add_argument("--threads", type=positive_int, default=1,
                    help="BLAS threads (default 1: the engine's matrices are small, and on a busy "
                         "machine extra BLAS threads spin and slow training several fold)")
     p.add_argument("--calibration", choices=("minmax", "percentile"), default="minmax",
                    help="how post-training quantization sets activation ranges (default minmax)")
-    p.add_argument("--calibration-samples", type=int, default=CALIBRATION_SAMPLES,
+    p.add_argument("--calibration-samples", type=positive_int, default=CALIBRATION_SAMPLES,
                    help=f"training samples the int8 ranges are calibrated on (default {CALIBRATION_SAMPLES})")
     add_subset_args(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
@@ -61,10 +65,10 @@ def register(subparsers) -> None:
 
 def add_subset_args(p: argparse.ArgumentParser) -> None:
     """`--train-samples` / `--test-samples`: shared with `mcutrain train`."""
-    p.add_argument("--train-samples", type=int, default=None, metavar="N",
+    p.add_argument("--train-samples", type=positive_int, default=None, metavar="N",
                    help="train on N samples of the training split, a class-balanced subset drawn with "
                         "--seed (default: all of it); the result says how many were used")
-    p.add_argument("--test-samples", type=int, default=None, metavar="N",
+    p.add_argument("--test-samples", type=positive_int, default=None, metavar="N",
                    help="measure accuracy on N samples of the test split, class-balanced, drawn with "
                         "--seed (default: all of it)")
 
@@ -89,10 +93,11 @@ def load_subset(args: argparse.Namespace):
 def _check(args: argparse.Namespace) -> None:
     if args.epochs < 1 or args.batch < 1 or args.threads < 1 or args.calibration_samples < 1:
         raise UserError("--epochs, --batch, --threads and --calibration-samples must be at least 1")
-    if not args.lr > 0:
-        raise UserError(f"--lr must be positive, got {args.lr}")
-    if not str(args.output).endswith(".npz"):
-        raise UserError(f"-o/--output: model files end in .npz, got '{args.output}'")
+    try:
+        check_lr("pretrain", args.lr, "pretrain")
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    check_output(args.output, "-o/--output", ".npz")
     if args.arch not in zoo.ARCHS:
         raise UserError(f"unknown architecture '{args.arch}'; available: {', '.join(zoo.ARCHS)}")
 

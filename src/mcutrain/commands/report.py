@@ -1,6 +1,7 @@
 """`mcutrain report`: the summary table and plots of a folder of training runs.
 
-Reads every NAME.history.json that `mcutrain train -o NAME.npz` wrote (and NAME.mcu.json, the
+Reads every NAME.npz that `mcutrain train -o NAME.npz` wrote, with its training history inside
+(older runs: NAME.history.json beside it), and NAME.mcu.json (the
 saved `mcutrain run --json` result, when there is one), plans each trained model on --target
 with the settings it was trained with, and writes summary.md, summary.json, curves.png,
 memory.png and one lifetime-NAME.png per method into RUN_DIR/report (or --out).
@@ -18,6 +19,8 @@ from __future__ import annotations
 import argparse
 
 from mcutrain.cli import UserError, print_json
+from mcutrain.commands._numbers import positive_int
+from mcutrain.commands._outputs import check_output
 
 
 def register(subparsers) -> None:
@@ -26,9 +29,10 @@ def register(subparsers) -> None:
         description=__doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n")[1],
         epilog="examples:\n" + __doc__.split("Examples:\n")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("run_dir", metavar="RUN_DIR", help="folder holding NAME.npz + NAME.history.json files")
+    p.add_argument("run_dir", metavar="RUN_DIR",
+                   help="folder holding the NAME.npz files of 'mcutrain train -o'")
     p.add_argument("--target", default="nrf52840", help="board to plan RAM/Flash on (default nrf52840)")
-    p.add_argument("--batch", type=int, default=None,
+    p.add_argument("--batch", type=positive_int, default=None,
                    help="batch to plan with when a history does not record it (default 32, train's)")
     p.add_argument("--out", metavar="DIR", help="where to write the report (default RUN_DIR/report)")
     p.add_argument("--json", action="store_true", help="print the rows and written files as JSON")
@@ -39,8 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from mcutrain.mcu.targets import TargetError, get_target
     from mcutrain.report import ReportError, write_report
 
-    if args.batch is not None and args.batch < 1:
-        raise UserError(f"--batch must be at least 1, got {args.batch}")
+    check_output(args.out, "--out", directory=True)
     try:
         get_target(args.target)
     except TargetError as e:

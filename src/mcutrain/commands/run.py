@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 
 from mcutrain.cli import UserError, print_json
+from mcutrain.commands._numbers import learning_rate, positive_int
+from mcutrain.commands._outputs import check_output
 from mcutrain.commands.export import add_model_args, add_training_args, resolve_target_and_kernels
 
 JSON_KEYS = ("target", "core", "bit_exact", "steps", "instructions_per_step", "macs_per_step",
@@ -48,11 +50,11 @@ def register(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_args(p)
     add_training_args(p, queries=RUN_QUERIES)
-    p.add_argument("--lr", type=float, default=0.05,
+    p.add_argument("--lr", type=learning_rate, default=0.05,
                    help="learning rate of the training steps (default 0.05)")
     p.add_argument("--dataset", required=True, help="dataset spec; inference: the first --steps test "
                    "samples; training: the first --steps x --batch training samples")
-    p.add_argument("--steps", type=int, default=8,
+    p.add_argument("--steps", type=positive_int, default=8,
                    help="samples (inference) or training steps to run (default 8)")
     p.add_argument("--dump", metavar="DIR",
                    help="write sim.npz and mcu.npz (inference: 'logits'; training: every trainable tensor "
@@ -186,6 +188,9 @@ def run_fqt(args: argparse.Namespace, work: Path, target, kernels: str) -> dict[
 
 
 def run(args: argparse.Namespace) -> int:
+    from mcutrain.commands.export import check_method_lr
+    check_output(args.dump, "--dump", directory=True)
+    check_method_lr(args, "run")
     if args.method != "none":
         from mcutrain.commands._run_train import report
         return report(args)

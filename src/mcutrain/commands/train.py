@@ -21,17 +21,17 @@ Examples:
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from mcutrain import io, zoo
 from mcutrain.cli import UserError, print_json
+from mcutrain.commands._numbers import check_lr, learning_rate, positive_int, seed_int, unit_interval
+from mcutrain.commands._outputs import check_output
 from mcutrain.commands.pretrain import add_subset_args, load_subset
 from mcutrain.graph import Graph, Op
 from mcutrain.methods.base import TrainingMethod
@@ -80,16 +80,16 @@ def _fqt_args(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--precision", choices=PRECISIONS, default="int8",
                    help="fqt number formats: uint8 (the seed's), mixed (float32 errors), float32, "
                         "int8 (ours; default)")
-    g.add_argument("--partial", type=float, default=1.0, metavar="LAMBDA_MIN",
+    g.add_argument("--partial", type=unit_interval, default=1.0, metavar="LAMBDA_MIN",
                    help="fqt dynamic partial updates: lambda_min in [0, 1] (1 = off)")
-    g.add_argument("--partial-max", type=float, default=None, metavar="LAMBDA_MAX",
+    g.add_argument("--partial-max", type=unit_interval, default=None, metavar="LAMBDA_MAX",
                    help="fqt partial updates: lambda_max (default 1.0)")
     g.add_argument("--partial-output", action="store_true",
                    help="fqt: prune the output layer too (default: it always trains fully)")
-    g.add_argument("--alpha-a", type=float, default=0.1, help="fqt EMA rate of activation ranges")
-    g.add_argument("--alpha-e", type=float, default=0.1, help="fqt EMA rate of error ranges")
-    g.add_argument("--alpha-w", type=float, default=0.001, help="fqt EMA rate of weight ranges")
-    g.add_argument("--alpha-norm", type=float, default=0.1,
+    g.add_argument("--alpha-a", type=unit_interval, default=0.1, help="fqt EMA rate of activation ranges")
+    g.add_argument("--alpha-e", type=unit_interval, default=0.1, help="fqt EMA rate of error ranges")
+    g.add_argument("--alpha-w", type=unit_interval, default=0.001, help="fqt EMA rate of weight ranges")
+    g.add_argument("--alpha-norm", type=unit_interval, default=0.1,
                    help="fqt EMA rate of the gradient standardization statistics")
 
 
@@ -130,16 +130,16 @@ def register(subparsers) -> None:
                                                     "fashion-mnist-c:fog:3")
     p.add_argument("--method", default="fqt", help=f"training method ({', '.join(METHODS)})")
     p.add_argument("--trainable", default="all", help="all | last:N | layers:a,b (default all)")
-    p.add_argument("--epochs", type=int, default=10)
-    p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--lr", type=float, default=0.01)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--epochs", type=positive_int, default=10)
+    p.add_argument("--batch", type=positive_int, default=32)
+    p.add_argument("--lr", type=learning_rate, default=0.01)
+    p.add_argument("--seed", type=seed_int, default=0)
     p.add_argument("--checkpoint", help="save the training state here after every epoch")
     p.add_argument("--resume", help="continue from a training state saved with --checkpoint (same settings)")
     p.add_argument("--resume-changed", type=_changed_options, default=(), metavar="OPTION[,OPTION]",
                    help="with --resume: allow these settings to differ from the checkpoint's "
                         f"({', '.join(CHANGEABLE)}); the run then equals no straight run")
-    p.add_argument("-o", "--output", help="save the trained model (.npz) and its history beside it")
+    p.add_argument("-o", "--output", help="save the trained model (.npz), its training history inside it")
     add_subset_args(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     for name, entry in METHODS.items():
@@ -199,6 +199,12 @@ def train(args: argparse.Namespace, progress: bool | None = None) -> tuple[dict[
     """Run the command's work; returns (the --json result, the trained method)."""
     if args.method not in METHODS:
         raise UserError(f"unknown method '{args.method}'; available: {', '.join(METHODS)}")
+    try:
+        check_lr(args.method, args.lr)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    check_output(args.output, "-o/--output", ".npz")
+    check_output(args.checkpoint, "--checkpoint", ".npz")
     ds = load_subset(args)
     graph = load_graph(args, ds.num_classes, ds.shape)
     entry = METHODS[args.method]
@@ -215,6 +221,8 @@ def train(args: argparse.Namespace, progress: bool | None = None) -> tuple[dict[
                   seed=args.seed, checkpoint=args.checkpoint, resume=args.resume, progress=progress,
                   fingerprint=run_fingerprint(args), allow_changed=args.resume_changed)
     except StateFileError as e:
+        raise UserError(str(e)) from None
+    except FloatingPointError as e:     # the loss diverged: the message says to lower --lr
         raise UserError(str(e)) from None
     for note in res.notes:
         print(f"mcutrain train: note: {note}", file=sys.stderr)
@@ -261,20 +269,22 @@ def run_fingerprint(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def save_trained(path: str, method: TrainingMethod, result: dict[str, Any], args: argparse.Namespace) -> None:
-    """The trained model file (float graph, dequantized) and `<OUT>.history.json` beside it."""
+    """The trained model file (float graph, dequantized) with its history inside it.
+
+    The history (the `--json` result plus dataset, batch and lr) is the model file's
+    `meta["history"]`, so model and history are written in one atomic rename and can never
+    disagree; `mcutrain report` reads it from there (older runs: `<OUT>.history.json`).
+    """
     to_graph = getattr(method, "to_graph", None)
     if to_graph is None:
         raise UserError(f"method {method.name} cannot export its model yet")
     prov = {"trained": {"method": method.config(), "dataset": args.dataset, "epochs": args.epochs,
                         "accuracy": result["accuracy_after"]}}
+    history = {**result, "dataset": args.dataset, "batch": args.batch, "lr": args.lr}
     try:
-        io.save(path, to_graph(), {"provenance": prov})
-    except io.ModelFileError as e:
-        raise UserError(str(e)) from None
-    hist = Path(path).with_suffix(".history.json")
-    text = json.dumps({**result, "dataset": args.dataset, "batch": args.batch, "lr": args.lr},
-                      indent=2).encode()
-    io.atomic_write_bytes(hist, lambda f: f.write(text))
+        io.save(path, to_graph(), {"provenance": prov, "history": history})
+    except (io.ModelFileError, OSError) as e:
+        raise UserError(f"cannot write '{path}': {e}") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -287,5 +297,5 @@ def run(args: argparse.Namespace) -> int:
               f"steps, {out['samples_per_s']:.0f} samples/s; accuracy on {out['test_samples']:,} test "
               "samples)")
         if args.output:
-            print(f"saved {args.output} and {Path(args.output).with_suffix('.history.json')}")
+            print(f"saved {args.output} (the model and its training history)")
     return 0

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from mcutrain.data import cache
-from mcutrain.data.dataset import Dataset
+from mcutrain.data.dataset import Dataset, DatasetError
 from mcutrain.data.idx import read_idx, read_idx_header
 from mcutrain.data.spec import DatasetSpec, format_classes, parse_spec
 from mcutrain.data.splits import stratified_split
@@ -29,10 +29,6 @@ SYSTEM_DIRS = [Path("/usr/share/datasets")]
 IDX_PARTS = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte",
              "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 DIGITS_TEST_FRACTION, DIGITS_SPLIT_SEED = 0.2, 0
-
-
-class DatasetError(ValueError):
-    """A dataset that cannot be loaded as asked; the message says why and what to do."""
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from mcutrain.demo.jobs import Job, JobError, start
 
 Log = Callable[[str], None]
 TRAINED = ("fqt", "zo")
-"""The methods the demo adapts with, in this order; each writes NAME.npz, NAME.history.json."""
+"""The methods the demo adapts with, in this order; each writes NAME.npz (its history inside)."""
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -76,7 +76,7 @@ def start_adapt(cfg: DemoConfig, method: str, model: Path, out: Path) -> Job:
 
 
 def adapt_result(job: Job) -> dict[str, Any]:
-    """The `--json` result of an adaptation job (it saved NAME.npz and NAME.history.json)."""
+    """The `--json` result of an adaptation job (it saved NAME.npz, its history inside)."""
     from mcutrain.cli import UserError
     try:
         return {**job.json(), "command": job.command.removesuffix(" --json")}

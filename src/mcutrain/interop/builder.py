@@ -30,6 +30,7 @@ import numpy as np
 
 from mcutrain import graph as G
 from mcutrain.graph import INPUT, NAME_MAX, Graph, GraphError, Node, Op
+from mcutrain.limits import MAX_DIM, MAX_PARAMS, MAX_TENSOR_ELEMENTS
 
 
 class InteropError(ValueError):
@@ -55,6 +56,23 @@ class Value:
 
 def f32(a) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(a, dtype=np.float32))
+
+
+def finite(where: str, what: str, a: np.ndarray) -> np.ndarray:
+    """`a` as float32, refused (naming the layer) when it holds NaN or infinity or is absurdly large.
+
+    Why at import: a NaN weight would be written into the model file silently and every
+    later step (PTQ, training, the C export) would compute garbage from it.
+    """
+    if a.size > MAX_PARAMS:
+        raise InteropError(f"{where}: {what} has {a.size:,} values, more than the limit {MAX_PARAMS:,}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = f32(a)
+    bad = int(np.sum(~np.isfinite(out)))
+    if bad:
+        raise InteropError(f"{where}: {what} holds {bad} NaN or infinite values (or values beyond "
+                           "float32); fix or retrain the model before importing it")
+    return out
 
 
 def chw_to_hwc_columns(w: np.ndarray, chw: tuple[int, int, int]) -> np.ndarray:
@@ -98,6 +116,10 @@ def ir_name(name: str) -> str:
     return s[:NAME_MAX]
 
 
+def _is_count(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
 class GraphBuilder:
     """Collects IR nodes for one imported model; each method takes and returns `Value`s.
 
@@ -106,9 +128,12 @@ class GraphBuilder:
     """
 
     def __init__(self, input_shape: tuple[int, ...], name: str):
-        if len(input_shape) not in (1, 3) or min(input_shape) < 1:
+        if len(input_shape) not in (1, 3) or min(input_shape) < 1 or max(input_shape) > MAX_DIM:
             raise InteropError(f"input shape {input_shape} must be (H, W, C) for images or (F,) for "
-                               "vectors, all sizes positive")
+                               f"vectors, all sizes in 1..{MAX_DIM}")
+        if int(np.prod(input_shape, dtype=np.float64)) > MAX_TENSOR_ELEMENTS:
+            raise InteropError(f"input shape {input_shape} has more than {MAX_TENSOR_ELEMENTS:,} elements "
+                               "per sample (mcutrain.limits); use a smaller input")
         self.input_shape = tuple(int(d) for d in input_shape)
         self.name = ir_name(name)
         self.nodes: list[Node] = []
@@ -161,12 +186,16 @@ class GraphBuilder:
              where: str) -> Value:
         """Conv with OIHW weights and (top, bottom, left, right) padding."""
         self._need_spatial(x, where)
-        w = f32(weight_oihw)
+        w = finite(where, "the weight", np.asarray(weight_oihw))
         if w.ndim != 4:
             raise InteropError(f"{where}: only 2-D convolutions are supported (weight shape {w.shape}); "
                                "write a 1-D convolution as a 2-D one with kernel (1, k)")
         o = w.shape[0]
-        b = f32(bias) if bias is not None else np.zeros(o, np.float32)
+        b = finite(where, "the bias", np.asarray(bias)) if bias is not None else np.zeros(o, np.float32)
+        if b.size != o:
+            raise InteropError(f"{where}: bias has {b.size} values for {o} output channels")
+        if not _is_count(groups) or groups < 1 or w.shape[1] * groups > MAX_DIM:
+            raise InteropError(f"{where}: groups must be a whole number >= 1, got {groups!r}")
         node = G.conv2d(self.unique(name), x.tensor, o, w.shape[2:], stride=stride, padding=padding,
                         groups=groups, weight=np.ascontiguousarray(w.transpose(0, 2, 3, 1)),
                         bias=b.reshape(o))
@@ -177,7 +206,7 @@ class GraphBuilder:
         """Fully connected layer; a pending CHW -> HWC permutation is applied to its input columns."""
         if x.spatial:
             raise InteropError(f"{where} needs a flat input; insert a Flatten before it")
-        w = f32(weight_oi)
+        w = finite(where, "the weight", np.asarray(weight_oi))
         if w.ndim != 2:
             raise InteropError(f"{where}: weight must be 2-D (out, in), got shape {w.shape}")
         if x.pending is not None:
@@ -187,7 +216,8 @@ class GraphBuilder:
                                    f"{c}x{h}x{wd} = {c * h * wd}")
             w = chw_to_hwc_columns(w, x.pending)
         o = w.shape[0]
-        b = f32(bias).reshape(-1) if bias is not None else np.zeros(o, np.float32)
+        b = finite(where, "the bias", np.asarray(bias)).reshape(-1) if bias is not None else \
+            np.zeros(o, np.float32)
         if b.size == 1:
             b = np.full(o, b[0], np.float32)
         if b.shape != (o,):
@@ -198,7 +228,16 @@ class GraphBuilder:
         if x.pending is not None:
             raise InteropError(f"{where}: a BatchNorm on a flattened feature map is not supported; "
                                "put it before the Flatten (BatchNorm2d)")
-        node = G.batchnorm(self.unique(name), x.tensor, gamma, beta, mean, var, eps)
+        stats = {k: finite(where, k, np.asarray(v)).reshape(-1)
+                 for k, v in (("gamma", gamma), ("beta", beta), ("mean", mean), ("var", var))}
+        if not np.isfinite(eps) or eps < 0:
+            raise InteropError(f"{where}: epsilon must be a finite number >= 0, got {eps}")
+        v = stats["var"].astype(np.float64)
+        if np.any(v < 0) or np.any(v + eps <= 0):
+            raise InteropError(f"{where}: running variance must be >= 0 with var + eps > 0 (minimum "
+                               f"{v.min():g}, eps {eps:g}); the statistics are broken: recompute them")
+        node = G.batchnorm(self.unique(name), x.tensor, stats["gamma"], stats["beta"], stats["mean"],
+                           stats["var"], eps)
         return Value(self._emit(node), x.spatial, None)
 
     def activation(self, name: str, x: Value, act: str) -> Value:

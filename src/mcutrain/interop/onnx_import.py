@@ -266,7 +266,10 @@ def _load(onnx, model):
     if isinstance(model, onnx.ModelProto):
         return model
     if isinstance(model, (bytes, bytearray)):
-        return onnx.load_from_string(bytes(model))
+        try:
+            return onnx.load_from_string(bytes(model))
+        except Exception as e:   # protobuf's DecodeError and friends: not a model
+            raise InteropError(f"the bytes are not a readable ONNX model: {e}") from None
     path = Path(model)
     if not path.is_file():
         raise InteropError(f"ONNX file {path} does not exist")
@@ -303,6 +306,22 @@ def from_onnx_mapped(model, input_shape: tuple[int, ...] | None = None, name: st
     """`from_onnx`, plus `{IR node name: ONNX node name}` of every node that was renamed."""
     onnx = _onnx()
     mp = _load(onnx, model)
+    try:
+        return _convert(onnx, mp, input_shape, name)
+    except InteropError:
+        raise
+    except MALFORMED as e:
+        raise InteropError(f"the ONNX model is malformed ({type(e).__name__}: {str(e)[:200]}); "
+                           "re-export it") from None
+
+
+MALFORMED = (ValueError, TypeError, IndexError, KeyError, AttributeError, OverflowError, MemoryError)
+"""What onnx and numpy raise on a hostile or corrupt model (wrong attribute types, tensors whose
+data disagrees with their dims, ...): each becomes an InteropError naming the node."""
+
+
+def _convert(onnx, mp, input_shape, name: str | None) -> Graph:
+    """`from_onnx` once the model is parsed; an unexpected error names the node it happened at."""
     consts = {t.name for t in mp.graph.initializer}
     inputs = [i for i in mp.graph.input if i.name not in consts]
     if len(inputs) != 1:
@@ -317,25 +336,36 @@ def from_onnx_mapped(model, input_shape: tuple[int, ...] | None = None, name: st
     c.b = b = GraphBuilder(shape, name or mp.graph.name or "onnx")
     c.env[inputs[0].name] = b.input()
     for node in mp.graph.node:
-        if node.domain not in ("", "ai.onnx"):
-            raise InteropError(f"{_where(node)}: operator domain '{node.domain}' is not supported; "
-                               "export with the standard ONNX operators")
-        if node.op_type == "Constant":
-            c.consts[node.output[0]] = _constant(c, node)
-            continue
-        if node.op_type == "Identity" and node.input[0] in c.consts:  # torch exports these
-            c.consts[node.output[0]] = c.consts[node.input[0]]
-            continue
-        handler = HANDLERS.get(node.op_type)
-        if handler is None:
-            raise InteropError(f"{_where(node)} is not supported; supported ops: "
-                               f"{', '.join(HANDLERS)}, Constant")
-        c.env[node.output[0]] = handler(c, node)
+        try:
+            _convert_node(c, node)
+        except InteropError:
+            raise
+        except MALFORMED as e:
+            raise InteropError(f"{_where(node)}: cannot be converted ({type(e).__name__}: "
+                               f"{str(e)[:200]})") from None
     out = mp.graph.output[0].name
     if out not in c.env:
         raise InteropError(f"the output '{out}' is not computed from the input")
     g = b.finish(c.env[out])
     return g, dict(b.source_names)
+
+
+def _convert_node(c: _Ctx, node) -> None:
+    """One ONNX node: a constant, an alias of one, or a supported op."""
+    if node.domain not in ("", "ai.onnx"):
+        raise InteropError(f"{_where(node)}: operator domain '{node.domain}' is not supported; "
+                           "export with the standard ONNX operators")
+    if node.op_type == "Constant":
+        c.consts[node.output[0]] = _constant(c, node)
+        return
+    if node.op_type == "Identity" and node.input[0] in c.consts:  # torch exports these
+        c.consts[node.output[0]] = c.consts[node.input[0]]
+        return
+    handler = HANDLERS.get(node.op_type)
+    if handler is None:
+        raise InteropError(f"{_where(node)} is not supported; supported ops: "
+                           f"{', '.join(HANDLERS)}, Constant")
+    c.env[node.output[0]] = handler(c, node)
 
 
 def _constant(c: _Ctx, node) -> np.ndarray:

@@ -315,26 +315,44 @@ def from_torch_mapped(module, input_shape, name: str | None = None) -> tuple[Gra
     t = _Tracer(torch, gm, b)
     out = None
     for node in gm.graph.nodes:
-        if node.op == "placeholder":
-            if any(isinstance(v, Value) for v in t.env.values()):
-                raise InteropError(f"the model takes more than one input ('{node.name}'); "
-                                   "mcutrain models take one tensor")
-            t.env[node.name] = b.input()
-        elif node.op == "call_module":
-            sub = gm.get_submodule(node.target)
-            where = f"module '{node.target}' ({type(sub).__name__})"
-            t.env[node.name] = t.module(node.target, sub, t.val(node.args[0], where))
-        elif node.op in ("call_function", "call_method"):
-            t.env[node.name] = t.call(node, node.target)
-        elif node.op == "get_attr":
-            t.env[node.name] = _NotTensor(f"parameter '{node.target}'")
-        elif node.op == "output":
-            res = node.args[0]
-            if isinstance(res, (list, tuple, dict)):
-                raise InteropError("the model returns several values; mcutrain models return one "
-                                   "tensor of logits")
-            out = t.val(res, "the model's output")
+        try:
+            out = _convert_node(t, gm, node, out)
+        except InteropError:
+            raise
+        except MALFORMED as e:
+            raise InteropError(f"fx node '{node.name}' ({node.op} {node.target}): cannot be converted "
+                               f"({type(e).__name__}: {str(e)[:200]})") from None
     if out is None:  # pragma: no cover - fx always has an output node
         raise InteropError("the traced model has no output")
     g = b.finish(out)
     return g, dict(b.source_names)
+
+
+MALFORMED = (ValueError, TypeError, IndexError, KeyError, AttributeError, OverflowError, RuntimeError)
+"""What a module with unusual attributes makes the converter raise (e.g. a kernel size that is
+not a pair, a shape torch refuses): each becomes an InteropError naming the fx node."""
+
+
+def _convert_node(t: _Tracer, gm, node, out: Value | None) -> Value | None:
+    """Feed one fx node to the builder; returns the output Value once the output node is seen."""
+    b = t.b
+    if node.op == "placeholder":
+        if any(isinstance(v, Value) for v in t.env.values()):
+            raise InteropError(f"the model takes more than one input ('{node.name}'); "
+                               "mcutrain models take one tensor")
+        t.env[node.name] = b.input()
+    elif node.op == "call_module":
+        sub = gm.get_submodule(node.target)
+        where = f"module '{node.target}' ({type(sub).__name__})"
+        t.env[node.name] = t.module(node.target, sub, t.val(node.args[0], where))
+    elif node.op in ("call_function", "call_method"):
+        t.env[node.name] = t.call(node, node.target)
+    elif node.op == "get_attr":
+        t.env[node.name] = _NotTensor(f"parameter '{node.target}'")
+    elif node.op == "output":
+        res = node.args[0]
+        if isinstance(res, (list, tuple, dict)):
+            raise InteropError("the model returns several values; mcutrain models return one "
+                               "tensor of logits")
+        out = t.val(res, "the model's output")
+    return out

@@ -97,6 +97,11 @@ def fit(method: TrainingMethod, x_train: np.ndarray, y_train: np.ndarray,
     """
     if epochs < 1 or batch < 1:
         raise ValueError("epochs and batch must be at least 1")
+    if not (isinstance(lr, (int, float, np.floating, np.integer)) and math.isfinite(lr) and lr > 0):
+        raise ValueError(f"the learning rate must be a finite number > 0, got {lr!r}")
+    if len(x_train) == 0 or len(x_train) != len(y_train):
+        raise ValueError(f"need training samples with one label each, got {len(x_train)} samples and "
+                         f"{len(y_train)} labels")
     if schedule not in ("cosine", "constant"):
         raise ValueError(f"unknown schedule '{schedule}' (cosine, constant)")
     n = len(x_train)
