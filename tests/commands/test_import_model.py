@@ -70,5 +70,7 @@ def test_renamed_layers_keep_their_original_names_for_plan_and_train(tmp_path, c
     assert fc in capsys.readouterr().out
     assert cli.main(["train", str(tmp_path / "h.npz"), "--dataset", "digits", "--method", "bp-qas",
                      "--trainable", f"layers:{FC_NAME}", "--epochs", "1", "--train-samples", "64",
-                     "--json"]) == 0
+                     "--json", "-o", str(tmp_path / "trained.npz")]) == 0
     assert json.loads(capsys.readouterr().out)["trainable"] == f"layers:{fc}"
+    # the trained model keeps the mapping, so a further train still speaks the original names
+    assert io.load(tmp_path / "trained.npz").meta["provenance"]["source_names"] == names

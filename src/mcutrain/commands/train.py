@@ -38,6 +38,7 @@ from mcutrain.methods.base import TrainingMethod
 from mcutrain.methods.loop import fit
 from mcutrain.methods.resume import CHANGEABLE, check_allowed
 from mcutrain.methods.state_file import StateFileError, file_sha256
+from mcutrain.methods.trainable import internal_spec, source_names_of
 
 CALIB_SAMPLES = 64
 """Training samples that initialize the activation ranges of quantized methods."""
@@ -167,9 +168,9 @@ def load_graph(args: argparse.Namespace, num_classes: int, input_shape: tuple[in
     except io.ModelFileError as e:
         raise UserError(str(e)) from None
     graph = mf.graph
-    from mcutrain.methods.trainable import internal_spec, source_names_of
+    args.source_names = source_names_of(mf.meta.get("provenance"))
     try:     # an imported model's original layer names -> its IR names
-        args.trainable = internal_spec(graph, args.trainable, source_names_of(mf.meta.get("provenance")))
+        args.trainable = internal_spec(graph, args.trainable, args.source_names)
     except ValueError as e:
         raise UserError(str(e)) from None
     if graph.input_shape != tuple(input_shape):
@@ -280,6 +281,8 @@ def save_trained(path: str, method: TrainingMethod, result: dict[str, Any], args
         raise UserError(f"method {method.name} cannot export its model yet")
     prov = {"trained": {"method": method.config(), "dataset": args.dataset, "epochs": args.epochs,
                         "accuracy": result["accuracy_after"]}}
+    if getattr(args, "source_names", None):   # an imported model keeps its original layer names
+        prov["source_names"] = args.source_names
     history = {**result, "dataset": args.dataset, "batch": args.batch, "lr": args.lr}
     try:
         io.save(path, to_graph(), {"provenance": prov, "history": history})
