@@ -109,8 +109,8 @@ def _gate_only(monkeypatch) -> None:
 
 def test_the_codegen_gate_alone_keeps_hostile_names_in_comments(monkeypatch):
     """Every emitter, with names the graph would refuse: inference, ZO, BP-QAS (momentum), FQT."""
+    from mcutrain.codegen.dispatch import emit_training
     from mcutrain.codegen.emit import emit_model
-    from mcutrain.codegen.emit_train import emit_training
     from mcutrain.methods.bp_qas import BPQASConfig, BPQASMethod
     from mcutrain.methods.fqt import FQT
     from mcutrain.methods.fqt_state import FQTConfig

@@ -13,8 +13,9 @@ import pytest
 from conftest import needs_gcc
 from mcutrain import graph as G
 from mcutrain import zoo
+from mcutrain.codegen.cfloat import c_float
+from mcutrain.codegen.dispatch import emit_training
 from mcutrain.codegen.emit import ExportError
-from mcutrain.codegen.emit_train import c_float, emit_training
 from mcutrain.codegen.library import export_training_library
 from mcutrain.codegen.train_harness import build_host_train, run_host_train
 from mcutrain.engines import int_engine, ptq

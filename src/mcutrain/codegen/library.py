@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from mcutrain.codegen.dispatch import emit_training
 from mcutrain.codegen.emit import ModelSource, emit_model
 from mcutrain.codegen.harness import HARNESS_C
 from mcutrain.io import atomic_write_bytes
@@ -106,7 +107,6 @@ def export_training_library(method, out_dir: str | Path, batch: int = 1, kernels
     builds add `-ffp-contract=off` (the float32 order of the update). `res.model` holds the
     `TrainSource` (plan, state layout) for callers that run the library.
     """
-    from mcutrain.codegen.emit_train import emit_training
     from mcutrain.codegen.train_harness import TRAIN_HARNESS_C
 
     out = Path(out_dir)
