@@ -186,8 +186,7 @@ int main(void)
 
 @needs_gcc
 def test_state_blob_resumes_bit_exactly(tmp_path):
-    from mcutrain.codegen.harness import HOST_SANITIZE
-    from mcutrain.codegen.library import C_STD_FLAGS, TRAIN_FLAGS
+    from mcutrain.codegen.flags import C_STD_FLAGS, HOST_SANITIZE, TRAIN_FLAGS
     lib = tmp_path / "lib"
     export_training_library(_zo(), lib, batch=2, kernels="ref")
     (lib / "harness" / "state.c").write_text(STATE_MAIN)
