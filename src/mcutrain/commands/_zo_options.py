@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from mcutrain.cli import UserError
-from mcutrain.commands.train import MethodEntry, register_method
+from mcutrain.commands.method_registry import MethodEntry, register_method
 from mcutrain.graph import Graph
 from mcutrain.methods.base import TrainingMethod
 
