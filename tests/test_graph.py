@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from mcutrain import graph as G
+from mcutrain import graph_passes as P
 from mcutrain.graph import Graph, GraphError, Op
 
 
@@ -89,7 +90,7 @@ def test_fold_batchnorm_matches_unfolded_math():
     g = Graph((3,), [G.linear("fc", G.INPUT, 4, weight=w, bias=b),
                      G.batchnorm("bn", "fc", gamma, beta, mean, var, eps=1e-3),
                      G.relu("r", "bn")])
-    folded = G.fold_batchnorm(g)
+    folded = P.fold_batchnorm(g)
     assert [n.op for n in folded.nodes] == [Op.LINEAR, Op.RELU]
     assert folded.node("r").inputs == ["fc"]
     x = rng.standard_normal((5, 3))
@@ -104,7 +105,7 @@ def test_fold_batchnorm_refuses_a_shared_producer():
                      G.batchnorm("bn", "fc", np.ones(3), np.zeros(3), np.zeros(3), np.ones(3)),
                      G.add("s", "fc", "bn")])
     with pytest.raises(GraphError, match="feeds other nodes"):
-        G.fold_batchnorm(g)
+        P.fold_batchnorm(g)
 
 
 def test_fuse_activations_only_when_sole_consumer():
@@ -113,7 +114,7 @@ def test_fuse_activations_only_when_sole_consumer():
                           G.conv2d("b", "r", 2, 1, in_channels=2),
                           G.relu6("r6", "b"),
                           G.add("s", "b", "r6")])
-    f = G.fuse_activations(g)
+    f = P.fuse_activations(g)
     assert f.node("a").act == "relu"
     assert f.node("b").act == "none"  # b also feeds the add, so r6 stays
     assert [n.name for n in f.nodes] == ["a", "b", "r6", "s"]

@@ -36,7 +36,8 @@ import numpy as np
 from numpy.lib import format as npy_format
 
 from mcutrain import limits
-from mcutrain.graph import Graph, GraphError, check_description
+from mcutrain.graph import Graph, GraphError
+from mcutrain.graph_description import check_description
 
 FORMAT = "mcutrain-model"
 VERSION = 1

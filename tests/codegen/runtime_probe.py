@@ -9,7 +9,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from mcutrain.codegen.harness import HOST_SANITIZE, find_host_cc
+from mcutrain.codegen.flags import HOST_SANITIZE
+from mcutrain.codegen.harness import find_host_cc
 
 
 def build_probe(tmp_path: Path, source: str) -> Path:

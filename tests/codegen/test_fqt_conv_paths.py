@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from conftest import needs_gcc
-from mcutrain.codegen.harness import HOST_SANITIZE, find_host_cc
+from mcutrain.codegen.flags import HOST_SANITIZE
+from mcutrain.codegen.harness import find_host_cc
 from mcutrain.codegen.library import runtime_files
 from mcutrain.quant.fixedpoint import quantize_multiplier, requantize_output
 

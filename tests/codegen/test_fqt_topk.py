@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from conftest import needs_gcc
-from mcutrain.codegen.harness import HOST_SANITIZE, find_host_cc
+from mcutrain.codegen.flags import HOST_SANITIZE
+from mcutrain.codegen.harness import find_host_cc
 from mcutrain.methods.partial import magnitudes, top_k_mask
 
 pytestmark = needs_gcc

@@ -13,8 +13,9 @@ import pytest
 from conftest import needs_gcc
 from mcutrain import graph as G
 from mcutrain import zoo
+from mcutrain.codegen.cfloat import c_float
+from mcutrain.codegen.dispatch import emit_training
 from mcutrain.codegen.emit import ExportError
-from mcutrain.codegen.emit_train import c_float, emit_training
 from mcutrain.codegen.library import export_training_library
 from mcutrain.codegen.train_harness import build_host_train, run_host_train
 from mcutrain.engines import int_engine, ptq
@@ -185,8 +186,7 @@ int main(void)
 
 @needs_gcc
 def test_state_blob_resumes_bit_exactly(tmp_path):
-    from mcutrain.codegen.harness import HOST_SANITIZE
-    from mcutrain.codegen.library import C_STD_FLAGS, TRAIN_FLAGS
+    from mcutrain.codegen.flags import C_STD_FLAGS, HOST_SANITIZE, TRAIN_FLAGS
     lib = tmp_path / "lib"
     export_training_library(_zo(), lib, batch=2, kernels="ref")
     (lib / "harness" / "state.c").write_text(STATE_MAIN)

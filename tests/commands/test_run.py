@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from mcutrain.cli import main
-from mcutrain.commands.run import JSON_KEYS
+from mcutrain.commands._run_common import JSON_KEYS
 
 
 @pytest.mark.parametrize("target", ["cortex-m0plus", "cortex-m4", "cortex-m7"])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mcutrain.cli import main
-from mcutrain.commands.run import JSON_KEYS
+from mcutrain.commands._run_common import JSON_KEYS
 
 BASE = ["run", "--arch", "digits-cnn", "--init", "random", "--seed", "0", "--dataset", "digits", "--json"]
 

@@ -7,6 +7,7 @@ import pytest
 from sklearn.datasets import load_digits
 
 from mcutrain import graph as G
+from mcutrain import graph_passes as P
 from mcutrain import zoo
 from mcutrain.engines import float_engine, ptq
 from mcutrain.engines import int_engine as E
@@ -82,7 +83,7 @@ def test_batchnorm_is_folded_before_quantizing():
     qm = ptq.quantize_model(g, x)
     assert [n.name for n in qm.graph.nodes] == ["conv", "flat", "fc"]
     assert qm.graph.node("conv").act == "relu"
-    folded = G.fuse_activations(G.fold_batchnorm(g))
+    folded = P.fuse_activations(P.fold_batchnorm(g))
     deq = qm.act_qparams["fc"].dequantize(E.forward(qm, E.quantize_input(qm, x)))
     assert np.abs(deq - float_engine.forward(folded, x)).max() < 4 * float(qm.act_qparams["fc"].scale)
 

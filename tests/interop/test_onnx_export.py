@@ -10,6 +10,7 @@ ort = pytest.importorskip("onnxruntime")
 from onnx import numpy_helper  # noqa: E402
 
 from mcutrain import graph as G  # noqa: E402
+from mcutrain import graph_passes as P  # noqa: E402
 from mcutrain import zoo  # noqa: E402
 from mcutrain.data import load_dataset  # noqa: E402
 from mcutrain.engines import float_engine as fe  # noqa: E402
@@ -73,7 +74,7 @@ def test_batchnorm_is_folded_on_export():
     m = to_onnx(g)
     assert [n.op_type for n in m.graph.node] == ["Conv", "GlobalAveragePool"]
     x = batch((4, 4, 1))
-    assert np.abs(ort_run(m, x) - fe.forward(G.fold_batchnorm(g), x)).max() < 1e-6
+    assert np.abs(ort_run(m, x) - fe.forward(P.fold_batchnorm(g), x)).max() < 1e-6
 
 
 def test_qdq_model_carries_the_int8_conventions(tmp_path):

@@ -53,7 +53,7 @@ class ModelSource:
     """Tensor names in the order the layer hook reports them (one per node)."""
 
 
-def _call(fn: str, args: list[str], indent: int = 8, width: int = 110) -> list[str]:
+def wrapped_call(fn: str, args: list[str], indent: int = 8, width: int = 110) -> list[str]:
     """`st = fn(args);` wrapped at `width` columns, continuation lines aligned after the paren."""
     head = f"st = {fn}("
     lines, cur = [], head
@@ -68,7 +68,7 @@ def _call(fn: str, args: list[str], indent: int = 8, width: int = 110) -> list[s
     return lines
 
 
-def _dims(shape: tuple[int, ...]) -> str:
+def dims_init(shape: tuple[int, ...]) -> str:
     """An mt_dims initializer for a per-sample shape (batch 1)."""
     if len(shape) == 3:
         h, w, c = shape
@@ -132,7 +132,7 @@ def interleave_rows4(w: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate([blocks, rows[o4:].reshape(-1)]))
 
 
-class _Emitter:
+class InferenceEmitter:
     def __init__(self, qm: QuantModel, plan: ArenaPlan, widen: bool = False):
         """`widen`: store the weights of the convs that `widens_weights` as int16 (inference
         exports for DSP kernels; the training side keeps int8, its trainable weights are RAM)."""
@@ -219,48 +219,49 @@ class _Emitter:
                 return [f"static const mt_linear_params p = {{{zx}, {zy}, {lo}, {hi}}};",
                         f"static const mt_per_channel_quant q = {{{mn}, {sn}}};",
                         f"const mt_context ctx = {self.scratch(n)};",
-                        *_call("mt_linear_fwd_s8_rows4" if rows4 else "mt_linear_fwd_s8",
+                        *wrapped_call("mt_linear_fwd_s8_rows4" if rows4 else "mt_linear_fwd_s8",
                                ["&ctx", "&p", "&q", "1", x, str(k), wn, bn, str(o), y])]
             a = n.attrs
             (sh, sw), (pt, _, pl, _) = a["stride"], a["padding"]
             head = [f"static const mt_conv_params p = {{{zx}, {zy}, {sh}, {sw}, {pt}, {pl}, {a['groups']}, "
                     f"{lo}, {hi}}};",
                     f"static const mt_per_channel_quant q = {{{mn}, {sn}}};",
-                    f"static const mt_dims in_d = {_dims(g.shape(n.inputs[0]))};",
+                    f"static const mt_dims in_d = {dims_init(g.shape(n.inputs[0]))};",
                     f"static const mt_dims f_d = {{{', '.join(map(str, w.shape))}}};",
-                    f"static const mt_dims out_d = {_dims(g.shape(n.name))};"]
+                    f"static const mt_dims out_d = {dims_init(g.shape(n.name))};"]
             if is_depthwise(g, n):
-                return [*head, *_call("mt_depthwise_conv2d_fwd_s8",
+                return [*head, *wrapped_call("mt_depthwise_conv2d_fwd_s8",
                                       ["&p", "&q", "&in_d", x, "&f_d", wn, bn, "&out_d", y])]
             return [*head, f"const mt_context ctx = {self.scratch(n)};",
-                    *_call("mt_conv2d_fwd_s8_s16" if wide else "mt_conv2d_fwd_s8",
+                    *wrapped_call("mt_conv2d_fwd_s8_s16" if wide else "mt_conv2d_fwd_s8",
                            ["&ctx", "&p", "&q", "&in_d", x, "&f_d", wn, bn, "&out_d", y])]
         if n.op in (Op.MAXPOOL, Op.AVGPOOL):
             (kh, kw), (sh, sw) = n.attrs["kernel"], n.attrs["stride"]
             fn = "mt_maxpool_fwd_s8" if n.op == Op.MAXPOOL else "mt_avgpool_fwd_s8"
             return [f"static const mt_pool_params p = {{{kh}, {kw}, {sh}, {sw}}};",
-                    f"static const mt_dims in_d = {_dims(g.shape(n.inputs[0]))};",
-                    f"static const mt_dims out_d = {_dims(g.shape(n.name))};",
-                    *_call(fn, ["&p", "&in_d", x, "&out_d", y])]
+                    f"static const mt_dims in_d = {dims_init(g.shape(n.inputs[0]))};",
+                    f"static const mt_dims out_d = {dims_init(g.shape(n.name))};",
+                    *wrapped_call(fn, ["&p", "&in_d", x, "&out_d", y])]
         if n.op == Op.GLOBAL_AVGPOOL:
-            return [f"static const mt_dims in_d = {_dims(g.shape(n.inputs[0]))};",
-                    *_call("mt_global_avgpool_fwd_s8", ["&in_d", x, y])]
+            return [f"static const mt_dims in_d = {dims_init(g.shape(n.inputs[0]))};",
+                    *wrapped_call("mt_global_avgpool_fwd_s8", ["&in_d", x, y])]
         if n.op == Op.FLATTEN:
             return ["/* NHWC order is the flat order: the output is the input's storage */"]
         if n.op in (Op.RELU, Op.RELU6):
             lo, hi = qm.act_range(n)
-            return _call("mt_relu_fwd_s8", [str(lo), str(hi), str(self.size(n.name)), x, y])
+            return wrapped_call("mt_relu_fwd_s8", [str(lo), str(hi), str(self.size(n.name)), x, y])
         if n.op == Op.ADD:
             ma, mb, sh = qm.add_params(n)
             lo, hi = qm.act_range(n)
             za, zb = qm.zero_point(n.inputs[0]), qm.zero_point(n.inputs[1])
             return [f"static const mt_add_params p = {{{za}, {zb}, {ma}, {mb}, {sh}, "
                     f"{qm.zero_point(n.name)}, {lo}, {hi}}};",
-                    *_call("mt_add_fwd_s8", ["&p", str(self.size(n.name)), x, self.tensor(n.inputs[1]), y])]
+                    *wrapped_call("mt_add_fwd_s8",
+                                  ["&p", str(self.size(n.name)), x, self.tensor(n.inputs[1]), y])]
         raise ExportError(f"node '{n.name}': op {n.op.value} has no C kernel")  # pragma: no cover
 
 
-def _check_supported(qm: QuantModel) -> None:
+def check_supported(qm: QuantModel) -> None:
     g = qm.graph
     for n in g.nodes:
         if n.op not in SUPPORTED_OPS:
@@ -270,7 +271,7 @@ def _check_supported(qm: QuantModel) -> None:
         raise ExportError(f"input shape {g.input_shape} must be (H, W, C) or (F,)")
 
 
-def _qparams_comment(qm: QuantModel, tensor: str) -> str:
+def qparams_comment(qm: QuantModel, tensor: str) -> str:
     qp = qm.act_qparams[tensor]
     return f"real = {float(qp.scale)!r} * (q - ({int(qp.zero_point)}))"
 
@@ -278,10 +279,10 @@ def _qparams_comment(qm: QuantModel, tensor: str) -> str:
 def emit_model(qm: QuantModel, kernels: str = "dsp", planner: str = "greedy",
                plan: ArenaPlan | None = None, provenance: str = "") -> ModelSource:
     """Generate model.h and model.c for `qm` (batch 1), planned for `kernels` ('dsp' or 'ref')."""
-    _check_supported(qm)
+    check_supported(qm)
     g = qm.graph
     plan = plan or plan_inference_arena(g, kernels=kernels, planner=planner)
-    em = _Emitter(qm, plan, widen=True)
+    em = InferenceEmitter(qm, plan, widen=True)
     blocks: list[str] = []
     scratch_checks: list[str] = []
     for i, n in enumerate(g.nodes):
@@ -313,8 +314,9 @@ def emit_model(qm: QuantModel, kernels: str = "dsp", planner: str = "greedy",
                     scratch_checks.append(f"    static const mt_conv_params p_{nid} = {{0, 0, {sh}, {sw}, "
                                           f"{pt}, {pl}, {n.attrs['groups']}, -128, 127}};")
                     scratch_checks.append(f"    static const mt_dims in_{nid} = "
-                                          f"{_dims(g.shape(n.inputs[0]))};")
-                    scratch_checks.append(f"    static const mt_dims out_{nid} = {_dims(g.shape(n.name))};")
+                                          f"{dims_init(g.shape(n.inputs[0]))};")
+                    scratch_checks.append(f"    static const mt_dims out_{nid} = "
+                                          f"{dims_init(g.shape(n.name))};")
                     call = (f"mt_conv2d_fwd_s8_s16_get_buffer_size(&p_{nid}, &in_{nid}, &f_{nid}, "
                             f"&out_{nid})")
                 else:
@@ -327,8 +329,8 @@ def emit_model(qm: QuantModel, kernels: str = "dsp", planner: str = "greedy",
     header = _HEADER.format(
         provenance=c_comment(provenance or "(not recorded)"), kernels=kernels, planner=plan.planner,
         h=ishape[0], w=ishape[1], c=ishape[2], in_size=in_size, out_size=out_size,
-        in_zp=qm.zero_point(INPUT), in_q=c_comment(_qparams_comment(qm, INPUT)),
-        out_zp=qm.zero_point(g.output), out_q=c_comment(_qparams_comment(qm, g.output)),
+        in_zp=qm.zero_point(INPUT), in_q=c_comment(qparams_comment(qm, INPUT)),
+        out_zp=qm.zero_point(g.output), out_q=c_comment(qparams_comment(qm, g.output)),
         arena=plan.arena_bytes, layers=len(g.nodes), out_off=plan.offsets[g.output])
     source = _SOURCE.format(
         kernels=kernels, planner=plan.planner, arena=plan.arena_bytes,

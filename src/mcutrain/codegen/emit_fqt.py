@@ -33,26 +33,21 @@ import numpy as np
 
 from mcutrain.codegen.cformat import c_comment, c_comment_lines
 from mcutrain.codegen.emit import ExportError
+from mcutrain.codegen.emit_base import call, checked
+from mcutrain.codegen.emit_fqt_base import FqtEmitter
 from mcutrain.codegen.emit_fqt_float import emitters, logit_range_function
 from mcutrain.codegen.emit_fqt_graph import GRAPH_EMITTERS, check_graph
-from mcutrain.codegen.emit_fqt_ops import FQT_KERNEL_EMITTERS, _call, _FqtEmitter, _try
+from mcutrain.codegen.emit_fqt_ops import FQT_KERNEL_EMITTERS
 from mcutrain.codegen.emit_fqt_source import (
-    _SOURCE,
-    _draws,
-    _state,
+    FQT_SOURCE,
     fixed_layer,
     jump_columns,
     predict_output,
+    state_layout,
+    stream_draws,
 )
-from mcutrain.codegen.emit_train import (
-    _HEADER,
-    CTYPE,
-    STATE_HEADER_WORDS,
-    STATE_IO_SOURCE,
-    STATE_MAGIC,
-    TrainSource,
-    _fingerprint,
-)
+from mcutrain.codegen.state_blob import STATE_HEADER_WORDS, STATE_IO_SOURCE, STATE_MAGIC, state_fingerprint
+from mcutrain.codegen.train_source import CTYPE, TRAIN_HEADER, TrainSource
 from mcutrain.graph import INPUT, Op
 from mcutrain.plan.schedule import Kernel, Schedule
 from mcutrain.plan.schedules import schedule_for
@@ -134,7 +129,7 @@ def _block(body: list[str], k: Kernel, ind: str) -> list[str]:
     return [f"{ind}{{ /* {note} */", *(f"{ind}    {x}" if x else "" for x in body), f"{ind}}}"]
 
 
-def _step(e: _FqtEmitter, s: Schedule, in_size: int) -> list[str]:
+def _step(e: FqtEmitter, s: Schedule, in_size: int) -> list[str]:
     """The body of model_train_step after the forward helpers: the schedule, its sample loop opened."""
     lines: list[str] = []
     open_loop, fwd_done = None, False
@@ -149,8 +144,8 @@ def _step(e: _FqtEmitter, s: Schedule, in_size: int) -> list[str]:
         ind = "        " if open_loop else "    "
         if k.phase == "forward":
             if not fwd_done:
-                lines += _try([f"st = fqt_forward(1); /* {c_comment(k.name)} ... */"]) if not open_loop else \
-                    [f"{ind}{x}" for x in _try(["st = fqt_forward(1);"])]
+                lines += checked([f"st = fqt_forward(1); /* {c_comment(k.name)} ... */"]) \
+                    if not open_loop else [f"{ind}{x}" for x in checked(["st = fqt_forward(1);"])]
                 fwd_done = True
             continue
         lines += _block(e.emit[k.op](e, k), k, ind)
@@ -159,12 +154,12 @@ def _step(e: _FqtEmitter, s: Schedule, in_size: int) -> list[str]:
     return [x if x.startswith(" ") or not x else "    " + x for x in lines]
 
 
-def method_grad_ranges(e: _FqtEmitter) -> list[str]:
+def method_grad_ranges(e: FqtEmitter) -> list[str]:
     """C names of the per-sample gradient ranges (uint8), which a batch seeds like error ranges."""
     return [f"grad_{e.lid(t)}" for t in e.trained] if e.m.prec.quantize_sample_grads else []
 
 
-def _seed_function(e: _FqtEmitter, s: Schedule, in_size: int) -> str:
+def _seed_function(e: FqtEmitter, s: Schedule, in_size: int) -> str:
     """fqt_seed(): a batch's first step gives each error tensor the range of the whole batch.
 
     One pass over the batch per error tensor that has no range yet (in backward order): forward,
@@ -215,7 +210,7 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
     check_fqt(method, batch)
     s = schedule_for(method, batch=batch, kernels=kernels)
     plan = plan_training(s)
-    e = _FqtEmitter(method, s, plan)
+    e = FqtEmitter(method, s, plan)
     e.emit = emitters(e)
     g = method.graph
     p = method.prec
@@ -224,10 +219,10 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
     e.err_keys = [] if p.errors == "f32" else \
         list(dict.fromkeys(e.err_key[n.name] for n in reversed(g.nodes) if n.name in e.err_key
                            and method.needs[n.name]))
-    jumps, total = _draws(e)
+    jumps, total = stream_draws(e)
     e.total_draws = total
-    defs, entries, io = _state(e)
-    fp = _fingerprint(entries, "fqt", batch)
+    defs, entries, io = state_layout(e)
+    fp = state_fingerprint(entries, "fqt", batch)
     unknown = sorted({k.op for k in s.kernels} - set(e.emit))
     if unknown:
         raise ExportError(f"fqt schedule ops without C code yet: {', '.join(unknown)}")
@@ -260,7 +255,7 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
         if e.u8:
             prepare.append(f"{lid}_m = ({e.act(n.inputs[0])}_scale * {lid}_s_w[0]) / {e.act(n.name)}_scale;")
             continue
-        prepare += _call("mt_fqt_output_multipliers", [f"{e.act(n.inputs[0])}_scale", f"{lid}_s_w",
+        prepare += call("mt_fqt_output_multipliers", [f"{e.act(n.inputs[0])}_scale", f"{lid}_s_w",
                                                       f"{e.act(n.name)}_scale",
                                                       str(n.params["weight"].shape[0]), f"{lid}_mult",
                                                       f"{lid}_shift"])
@@ -271,7 +266,7 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
     c = method.cfg
     opts = {"method": "fqt", "precision": c.precision, "alpha_a": c.alpha_a, "alpha_e": c.alpha_e,
             "alpha_w": c.alpha_w, "alpha_norm": c.alpha_norm, "trainable": list(e.trained)}
-    header = _HEADER.format(
+    header = TRAIN_HEADER.format(
         provenance=c_comment(provenance or "(not recorded)"), method="fqt", kernels=kernels, batch=batch,
         options=f"precision {c.precision}, alpha_a {c.alpha_a}, alpha_e {c.alpha_e}, alpha_w {c.alpha_w}, "
                 f"alpha_norm {c.alpha_norm}",
@@ -287,7 +282,7 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
         state_bytes=state_bytes, layers=len(g.nodes))
     save = "\n".join(f"    {sv}\n    off += {x.nbytes};" for (sv, _), x in zip(io, entries))
     load = "\n".join(f"    {ld}\n    off += {x.nbytes};" for (_, ld), x in zip(io, entries))
-    source = (_SOURCE + STATE_IO_SOURCE).format(
+    source = (FQT_SOURCE + STATE_IO_SOURCE).format(
         arena=plan.arena_bytes, graph=c_comment_lines(g.summary()), state="\n\n".join(defs),
         jumps="\n\n".join(jumps) or "/* no stochastic draws */", macros="\n".join(macros),
         rng0=int(method.rng.state), steps0=int(method.steps), magic=STATE_MAGIC, fp=fp, max_o=max_o,

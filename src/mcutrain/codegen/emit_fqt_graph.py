@@ -25,7 +25,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mcutrain.codegen.emit import ExportError
-from mcutrain.codegen.emit_fqt_ops import ACT_CODE, _bwd_in, _bwd_w, _call, _first_range, _FqtEmitter, _fwd
+from mcutrain.codegen.emit_base import call
+from mcutrain.codegen.emit_fqt_base import FqtEmitter
+from mcutrain.codegen.emit_fqt_ops import ACT_CODE, bwd_in, bwd_w, first_range, fwd
 from mcutrain.graph import Node, Op
 from mcutrain.plan.schedule import Kernel
 
@@ -87,7 +89,7 @@ def check_graph(method, batch: int) -> None:
 # ---------------------------------------------------------------- forward
 
 
-def _pool_head(e: _FqtEmitter, n: Node) -> list[str]:
+def _pool_head(e: FqtEmitter, n: Node) -> list[str]:
     (kh, kw), (sh, sw) = n.attrs["kernel"], n.attrs["stride"]
     return [f"static const mt_pool_params p = {{{kh}, {kw}, {sh}, {sw}}};",
             f"static const mt_dims in_d = {e.dims(e.g.shape(n.inputs[0]))};",
@@ -104,35 +106,35 @@ def _act_clip(act: str) -> list[str]:
     return lines
 
 
-def _graph_fwd(e: _FqtEmitter, k: Kernel) -> list[str]:
+def _graph_fwd(e: FqtEmitter, k: Kernel) -> list[str]:
     n = e.g.node(k.node)
     x, y = e.t(k.reads[0]), e.t(k.writes[0])
     if n.op == Op.AVGPOOL:
-        return [*_pool_head(e, n), *_call("mt_avgpool_fwd_s8", ["&p", "&in_d", x, "&out_d", y])]
+        return [*_pool_head(e, n), *call("mt_avgpool_fwd_s8", ["&p", "&in_d", x, "&out_d", y])]
     if n.op == Op.GLOBAL_AVGPOOL:
         return [f"static const mt_dims in_d = {e.dims(e.g.shape(n.inputs[0]))};",
-                *_call("mt_global_avgpool_fwd_s8", ["&in_d", x, y])]
+                *call("mt_global_avgpool_fwd_s8", ["&in_d", x, y])]
     if n.op in (Op.RELU, Op.RELU6):
         xa = e.act(n.name)
         return ["int32_t lo;", "int32_t hi;",
                 f"mt_fqt_act_range_s8({xa}_scale, {xa}_zp, {ACT_CODE[n.op.value]}, &lo, &hi);",
-                *_call("mt_relu_fwd_s8", ["lo", "hi", str(e.s.tensors[k.writes[0]].elements), x, y])]
+                *call("mt_relu_fwd_s8", ["lo", "hi", str(e.s.tensors[k.writes[0]].elements), x, y])]
     if n.op == Op.ADD:
         return _add_fwd(e, k, n)
     if n.params["weight"].shape[0] != n.attrs["groups"]:      # a channel multiplier: the grouped loops
-        return _fwd(e, k)
+        return fwd(e, k)
     # depthwise: the same call and arithmetic, channels as the inner loop
-    return _fwd(e, k, conv_fn="mt_depthwise_conv2d_fwd_s8_range")
+    return fwd(e, k, conv_fn="mt_depthwise_conv2d_fwd_s8_range")
 
 
-def _add_fwd(e: _FqtEmitter, k: Kernel, n: Node) -> list[str]:
+def _add_fwd(e: FqtEmitter, k: Kernel, n: Node) -> list[str]:
     a, b, y = e.t(k.reads[0]), e.t(k.reads[1]), e.t(k.writes[0])
     qa, qb, qy = e.act(n.inputs[0]), e.act(n.inputs[1]), e.act(n.name)
     lines = [f"mt_add_params p = {{{qa}_zp, {qb}_zp, 0, 0, 0, {qy}_zp, -128, 127}};",
              f"float lo = {_F32_MAX};", f"float hi = -{_F32_MAX};",
              f"mt_fqt_act_range_s8({qy}_scale, {qy}_zp, {ACT_CODE[n.act]}, &p.act_min, &p.act_max);",
-             *_call("mt_fqt_add_multipliers", [f"{qa}_scale", f"{qb}_scale", f"{qy}_scale", "&p"]),
-             *_call("mt_add_fwd_s8_range", ["&p", str(e.s.tensors[k.writes[0]].elements), a, b, f"{qa}_scale",
+             *call("mt_fqt_add_multipliers", [f"{qa}_scale", f"{qb}_scale", f"{qy}_scale", "&p"]),
+             *call("mt_add_fwd_s8_range", ["&p", str(e.s.tensors[k.writes[0]].elements), a, b, f"{qa}_scale",
                                             f"{qb}_scale", y, "&lo", "&hi"])]
     if not e.m.dynamic[n.name]:
         return [*lines, "(void)lo;", "(void)hi;"]
@@ -143,7 +145,7 @@ def _add_fwd(e: _FqtEmitter, k: Kernel, n: Node) -> list[str]:
 # ---------------------------------------------------------------- backward
 
 
-def _grouped(e: _FqtEmitter, n: Node, dst: str) -> bool:
+def _grouped(e: FqtEmitter, n: Node, dst: str) -> bool:
     """Does this conv's error propagation need the grouped kernel (not the dense int32 one)?"""
     if n.op != Op.CONV2D:
         return False
@@ -152,59 +154,59 @@ def _grouped(e: _FqtEmitter, n: Node, dst: str) -> bool:
     return n.attrs["groups"] != 1 or e.s.tensors[dst].dtype == "f32" or terms > BWD_IN_TERMS
 
 
-def _conv_bwd_in(e: _FqtEmitter, k: Kernel) -> list[str]:
+def _conv_bwd_in(e: FqtEmitter, k: Kernel) -> list[str]:
     n = e.g.node(k.node)
     dst = next(w for w in k.writes if w.startswith("err:"))
     if e.u8 or not _grouped(e, n, dst):
-        return _bwd_in(e, k)
+        return bwd_in(e, k)
     lid, o = e.lid(n.name), n.params["weight"].shape[0]
     ein = e.t(k.reads[0])
     pre = e.t(next(w for w in k.writes if w.endswith(".prescale")))
     rows = e.s.tensors[k.reads[0]].elements // o
 
     def kern(out: str, real: str, mult: str, shift: str) -> list[str]:
-        return _call("mt_grouped_conv2d_bwd_in_s8_s16",
+        return call("mt_grouped_conv2d_bwd_in_s8_s16",
                      ["&p", "&out_d", f"(const int16_t *)(void *){pre}", "&f_d", f"{lid}_weight", "&in_d",
                       mult, shift, out, "s_acc", real, "&amin", "&amax"])
     lines = [*e.conv_head(n), "float smax;", "float s_acc;", "int32_t amin = INT32_MAX;",
              "int32_t amax = INT32_MIN;",
-             *_call("mt_fqt_prescale_s16", [str(rows), str(o), ein, f"{lid}_s_w", f"(int16_t *)(void *){pre}",
+             *call("mt_fqt_prescale_s16", [str(rows), str(o), ein, f"{lid}_s_w", f"(int16_t *)(void *){pre}",
                                             "&smax"]),
              f"s_acc = (smax * mt_fqt_err_scale(&{e.err(n.name)})) * 0x1p-8f; /* (s_max * s_e) * 2^-8 */"]
     if e.s.tensors[dst].dtype == "f32":      # one of several consumers: float32 reals, summed later
         return [*lines, *kern("NULL", f"(float *)(void *){e.t(dst)}", "0", "0")]
     de = e.err(n.inputs[0])
     return [*lines, "int32_t mult;", "int32_t shift;",
-            *_first_range(e, de, kern("NULL", "NULL", "0", "0")),
-            *_call("mt_fqt_quantize_multiplier", [f"(double)s_acc / (double)mt_fqt_err_scale(&{de})", "&mult",
+            *first_range(e, de, kern("NULL", "NULL", "0", "0")),
+            *call("mt_fqt_quantize_multiplier", [f"(double)s_acc / (double)mt_fqt_err_scale(&{de})", "&mult",
                                                   "&shift"]),
             *kern(e.t(dst), "NULL", "mult", "shift"),
             f"mt_fqt_range_see_acc(&{de}, amin, amax, s_acc);"]
 
 
-def _conv_bwd_w(e: _FqtEmitter, k: Kernel) -> list[str]:
+def _conv_bwd_w(e: FqtEmitter, k: Kernel) -> list[str]:
     n = e.g.node(k.node)
     if e.u8 or n.op != Op.CONV2D or n.attrs["groups"] == 1:
-        return _bwd_w(e, k)
+        return bwd_w(e, k)
     ein, x = e.t(k.reads[0]), e.t(k.reads[1])
     gw = e.t(next(w for w in k.writes if w.endswith(".weight")))
     gb = e.t(next(w for w in k.writes if w.endswith(".bias")))
     w = n.params["weight"]
     zero = [] if e.s.batch > 1 else [f"memset({gw}, 0, {4 * w.size});", f"memset({gb}, 0, {4 * w.shape[0]});"]
     return [*e.conv_head(n), *zero,
-            *_call("mt_grouped_conv2d_bwd_w_s8_s8", ["&p", "&in_d", x, "&out_d", ein, "&f_d", gw, gb])]
+            *call("mt_grouped_conv2d_bwd_w_s8_s8", ["&p", "&in_d", x, "&out_d", ein, "&f_d", gw, gb])]
 
 
-def _avgpool_bwd(e: _FqtEmitter, k: Kernel) -> list[str]:
+def _avgpool_bwd(e: FqtEmitter, k: Kernel) -> list[str]:
     n = e.g.node(k.node)
     ey, ex = e.t(k.reads[0]), e.t(k.writes[0])
     if n.op == Op.GLOBAL_AVGPOOL:
         return [f"static const mt_dims in_d = {e.dims(e.g.shape(n.inputs[0]))};",
-                *_call("mt_global_avgpool_bwd_s8", ["&in_d", ey, ex])]
-    return [*_pool_head(e, n), *_call("mt_avgpool_bwd_s8", ["&p", "&in_d", "&out_d", ey, ex])]
+                *call("mt_global_avgpool_bwd_s8", ["&in_d", ey, ex])]
+    return [*_pool_head(e, n), *call("mt_avgpool_bwd_s8", ["&p", "&in_d", "&out_d", ey, ex])]
 
 
-def _part_scale(e: _FqtEmitter, part: str) -> str:
+def _part_scale(e: FqtEmitter, part: str) -> str:
     """C expression of the real value of one unit of an error part (0.0f: the part holds float32 reals)."""
     if e.s.tensors[part].dtype == "f32":
         return "0.0f"
@@ -213,14 +215,14 @@ def _part_scale(e: _FqtEmitter, part: str) -> str:
     return f"mt_fqt_err_scale(&{e.err(node)})"
 
 
-def _error_sum(e: _FqtEmitter, k: Kernel) -> list[str]:
+def _error_sum(e: FqtEmitter, k: Kernel) -> list[str]:
     """fqt._combine: the reals of every consumer's error, summed in arrival order, requantized."""
     de = e.err(k.node)
     parts, out = k.reads, e.t(k.writes[0])
     size = e.s.tensors[k.writes[0]].elements
 
     def kern(scale: str, dst: str) -> list[str]:
-        return _call("mt_fqt_error_sum_s8", [str(size), str(len(parts)), "parts", "scales", scale, dst, "&lo",
+        return call("mt_fqt_error_sum_s8", [str(size), str(len(parts)), "parts", "scales", scale, dst, "&lo",
                                              "&hi"])
     ptrs = ", ".join(f"(const void *){e.t(p)}" for p in parts)
     lines = [f"const void *const parts[{len(parts)}] = {{{ptrs}}};",
@@ -234,7 +236,7 @@ def _error_sum(e: _FqtEmitter, k: Kernel) -> list[str]:
     return [*lines, *kern(f"mt_fqt_err_scale(&{de})", out)]
 
 
-GRAPH_EMITTERS: dict[str, Callable[[_FqtEmitter, Kernel], list[str]]] = {
+GRAPH_EMITTERS: dict[str, Callable[[FqtEmitter, Kernel], list[str]]] = {
     "depthwise_conv2d_fwd": _graph_fwd, "add_fwd": _graph_fwd, "avgpool_fwd": _graph_fwd,
     "global_avgpool_fwd": _graph_fwd, "relu_fwd": _graph_fwd, "relu6_fwd": _graph_fwd,
     "conv2d_bwd_in": _conv_bwd_in, "depthwise_conv2d_bwd_in": _conv_bwd_in, "conv2d_bwd_w": _conv_bwd_w,

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from mcutrain.codegen.cfloat import c_float
 from mcutrain.codegen.cformat import c_array, c_comment
-from mcutrain.codegen.emit_fqt_ops import _FqtEmitter
-from mcutrain.codegen.emit_train import StateEntry, c_float
+from mcutrain.codegen.emit_fqt_base import FqtEmitter
+from mcutrain.codegen.state_blob import StateEntry
 from mcutrain.engines.fqt_kernels import f32_multiplier
 from mcutrain.quant.fixedpoint import output_multiplier
 from mcutrain.quant.rng import XorShift32
@@ -51,7 +52,7 @@ def fixed_layer(m, name: str) -> bool:
     return m.prec.weights != "f32" and m.prec.quantized_acts and not m.dynamic[name]
 
 
-def _fixed_constants(e: _FqtEmitter, n, arr) -> list[str]:
+def _fixed_constants(e: FqtEmitter, n, arr) -> list[str]:
     """Flash constants of a fixed layer: its int32 bias and the multipliers `fqt_prepare` would compute.
 
     int8: the per-channel fixed-point multiplier and shift of `output_multiplier` (the simulator's
@@ -76,7 +77,7 @@ def _fixed_constants(e: _FqtEmitter, n, arr) -> list[str]:
                     comment=f"{name}: requantization shifts (fixed ranges)")]
 
 
-def _state(e: _FqtEmitter) -> tuple[list[str], list[StateEntry], list[tuple[str, str]]]:
+def state_layout(e: FqtEmitter) -> tuple[list[str], list[StateEntry], list[tuple[str, str]]]:
     """C definitions of the FQT state, its blob entries and (save, load) code per entry."""
     m, g = e.m, e.g
     defs: list[str] = []
@@ -177,7 +178,7 @@ def _state(e: _FqtEmitter) -> tuple[list[str], list[StateEntry], list[tuple[str,
     return defs, entries, io
 
 
-def predict_output(e: _FqtEmitter, prec, g) -> str:
+def predict_output(e: FqtEmitter, prec, g) -> str:
     """model_predict's copy of the logits: the 8-bit logits, or float32 logits quantized with their range."""
     if prec.acts != "f32":
         return f"    memcpy(logits, {e.t(g.output)}, MODEL_OUTPUT_SIZE);"
@@ -200,7 +201,7 @@ def _jump_array(name: str, n: int, comment: str) -> str:
     return f"/* {c_comment(comment)} */\nstatic const uint32_t {name}[32] = {{\n{body}\n}};"
 
 
-def _partial_decl(e: _FqtEmitter) -> list[str]:
+def _partial_decl(e: FqtEmitter) -> list[str]:
     """Partial updates: per layer k, the kept channels and the update mask; each layer's draw offset."""
     decl = [f"static int32_t fqt_k_{e.lid(n)};\nstatic int32_t fqt_n_{e.lid(n)};\n"
             f"static int32_t {e.lid(n)}_keep[{e.m.w[n].shape[0]}];\n"
@@ -208,7 +209,7 @@ def _partial_decl(e: _FqtEmitter) -> list[str]:
     return decl + [f"static int32_t fqt_off_{e.lid(n)};" for n in e.trained]
 
 
-def _draws(e: _FqtEmitter) -> tuple[list[str], int]:
+def stream_draws(e: FqtEmitter) -> tuple[list[str], int]:
     """Jump matrices to each trained layer's place in the step's stochastic-rounding stream."""
     out, off = [], 0
     e.jumps = set()
@@ -244,7 +245,7 @@ def _draws(e: _FqtEmitter) -> tuple[list[str], int]:
     return out, off
 
 
-_SOURCE = """\
+FQT_SOURCE = """\
 /*
  * model.c: FQT training (see model.h): the state that moves every step, the arena, the
  * forward pass and the training step of the planner's schedule. Arena {arena} bytes.

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from mcutrain.codegen.flags import C_STD_FLAGS, HOST_SANITIZE
+
 HARNESS_C = """\
 /* File-driven driver: model_harness INPUTS LOGITS [LAYERS] (raw int8 files). */
 #include <stdio.h>
@@ -102,11 +104,6 @@ int main(int argc, char **argv)
 }
 """
 
-HOST_SANITIZE = ["-fsanitize=address,undefined,float-cast-overflow", "-fno-sanitize-recover=all",
-                 "-fno-omit-frame-pointer"]
-"""Host sanitizers: ASan, UBSan and float-cast-overflow (a float-to-int cast out of range, e.g. of
-inf or NaN, is undefined behaviour that plain -fsanitize=undefined does not check)."""
-
 
 class HostBuildError(RuntimeError):
     """The host compiler failed; the message holds its diagnostics."""
@@ -125,7 +122,7 @@ def _cache_dir() -> Path:
     return Path(root) / "host-runtime"
 
 
-def _runtime_objects(cc: str, runtime_dir: Path, flags: list[str]) -> list[Path]:
+def runtime_objects(cc: str, runtime_dir: Path, flags: list[str]) -> list[Path]:
     """Compile the runtime sources once per (sources, flags) and reuse the objects.
 
     The runtime does not depend on the model, so tests that build many models compile it
@@ -162,14 +159,13 @@ def build_host(lib_dir: str | Path, exe: str | Path, sanitize: bool = True, kern
     kernels: 'ref' builds the portable loops; 'dsp' builds the DSP loops with their portable
     emulation (`MT_EMULATE_DSP`), so the DSP code path runs under the host sanitizers.
     """
-    from mcutrain.codegen.library import C_STD_FLAGS
 
     lib = Path(lib_dir)
     cc = find_host_cc()
     flags = [*C_STD_FLAGS, "-pedantic", opt, f"-I{lib / 'runtime'}"]
     flags += ["-DMT_EMULATE_DSP"] if kernels == "dsp" else ["-DMT_KERNELS_REF"]
     flags += (HOST_SANITIZE if sanitize else []) + list(extra or [])
-    objs = _runtime_objects(cc, lib / "runtime", flags)
+    objs = runtime_objects(cc, lib / "runtime", flags)
     srcs = [lib / "model.c", lib / "harness" / "main.c"]
     cmd = [cc, *flags, f"-I{lib}", *map(str, srcs), *map(str, objs), "-o", str(exe)]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -193,7 +189,7 @@ def run_host(exe: str | Path, x_q: np.ndarray, num_classes: int, layer_sizes: li
         fin, fout, flay = d / "in.bin", d / "out.bin", d / "layers.bin"
         fin.write_bytes(x_q.tobytes())
         args = ["in.bin", "out.bin"] + (["layers.bin"] if layer_sizes else [])
-        _run_harness(exe, args, d, timeout)
+        run_harness(exe, args, d, timeout)
         logits = np.frombuffer(fout.read_bytes(), np.int8).reshape(n, num_classes)
         if not layer_sizes:
             return logits, None
@@ -202,7 +198,7 @@ def run_host(exe: str | Path, x_q: np.ndarray, num_classes: int, layer_sizes: li
         return logits, [a.copy() for a in np.split(raw, splits, axis=1)]
 
 
-def _run_harness(exe: str | Path, args: list[str], run_dir: Path,
+def run_harness(exe: str | Path, args: list[str], run_dir: Path,
                  timeout: float) -> subprocess.CompletedProcess:
     """Run a host harness contained (mcutrain.contain.run_program); its failures as HostBuildError.
 

@@ -22,18 +22,13 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from mcutrain.codegen.dispatch import emit_training
 from mcutrain.codegen.emit import ModelSource, emit_model
+from mcutrain.codegen.flags import C_STD_FLAGS, TRAIN_FLAGS
 from mcutrain.codegen.harness import HARNESS_C
+from mcutrain.codegen.train_harness import TRAIN_HARNESS_C
 from mcutrain.io import atomic_write_bytes
 from mcutrain.qmodel import QuantModel
-
-C_STD_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror"]
-"""Warning flags every build of the library uses (host, cross, Makefile, CMake)."""
-
-TRAIN_FLAGS = ["-ffp-contract=off"]
-"""What a training library adds: no fused multiply-add, so every float32 operation of the QAS
-update and the BP-QAS errors rounds where the simulator rounds (docs/integer-semantics.md 11)."""
-
 
 INFERENCE_RUNTIME = (
     "mt_types.h", "mt_arch.h", "mt_fixedpoint.h", "mt_nn.h", "mt_support.h",
@@ -106,8 +101,6 @@ def export_training_library(method, out_dir: str | Path, batch: int = 1, kernels
     builds add `-ffp-contract=off` (the float32 order of the update). `res.model` holds the
     `TrainSource` (plan, state layout) for callers that run the library.
     """
-    from mcutrain.codegen.emit_train import emit_training
-    from mcutrain.codegen.train_harness import TRAIN_HARNESS_C
 
     out = Path(out_dir)
     src = emit_training(method, batch=batch, kernels=kernels, provenance=provenance)

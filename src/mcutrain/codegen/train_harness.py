@@ -27,6 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
+from mcutrain.codegen.flags import C_STD_FLAGS, HOST_SANITIZE, TRAIN_FLAGS
+from mcutrain.codegen.harness import HostBuildError, find_host_cc, run_harness, runtime_objects
+
 DATA_MAGIC = 0x4454544D
 """'MTTD' little-endian."""
 
@@ -162,15 +165,12 @@ def read_train_results(path: str | Path, src, steps: int, num_classes: int) -> l
 def build_host_train(lib_dir: str | Path, exe: str | Path, sanitize: bool = True, kernels: str = "ref",
                      opt: str = "-O1") -> Path:
     """Compile a generated training library and its harness with the host gcc (ASan + UBSan)."""
-    from mcutrain.codegen.harness import HOST_SANITIZE, HostBuildError, _runtime_objects, find_host_cc
-    from mcutrain.codegen.library import C_STD_FLAGS, TRAIN_FLAGS
-
     lib = Path(lib_dir)
     cc = find_host_cc()
     flags = [*C_STD_FLAGS, *TRAIN_FLAGS, "-pedantic", opt, f"-I{lib / 'runtime'}"]
     flags += ["-DMT_EMULATE_DSP"] if kernels == "dsp" else ["-DMT_KERNELS_REF"]
     flags += HOST_SANITIZE if sanitize else []
-    objs = _runtime_objects(cc, lib / "runtime", flags)
+    objs = runtime_objects(cc, lib / "runtime", flags)
     cmd = [cc, *flags, f"-I{lib}", str(lib / "model.c"), str(lib / "harness" / "train_main.c"),
            *map(str, objs), "-o", str(exe)]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -182,10 +182,9 @@ def build_host_train(lib_dir: str | Path, exe: str | Path, sanitize: bool = True
 def run_host_train(exe: str | Path, batches: list[tuple[np.ndarray, np.ndarray]], lr: float, src,
                    num_classes: int, timeout: float = 300.0) -> list[TrainStepResult]:
     """Run the host harness on int8 batches; the per-step results."""
-    from mcutrain.codegen.harness import _run_harness
     from mcutrain.contain import private_dir
 
     with private_dir("mt-train-") as d:
         write_train_data(d / "data.bin", batches, lr)
-        _run_harness(exe, ["data.bin", "results.bin"], d, timeout)
+        run_harness(exe, ["data.bin", "results.bin"], d, timeout)
         return read_train_results(d / "results.bin", src, len(batches), num_classes)

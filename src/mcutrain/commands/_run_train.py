@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from mcutrain.cli import UserError, print_json
+from mcutrain.commands._run_common import JSON_KEYS, first_mismatch, load_run_inputs, save_npz, step_result
 
 
 def _simulate(method, batches_f: list[tuple[np.ndarray, np.ndarray]], lr: float, names: list[str]):
@@ -55,22 +57,8 @@ def _velocity(method, layer: str) -> np.ndarray:
     return np.concatenate(parts).astype(np.float32)
 
 
-def _first_mismatch(sim, mcu) -> str:
-    for s, ((l_s, lg_s, t_s, r_s), r) in enumerate(zip(sim, mcu)):
-        if not np.array_equal(l_s, r.losses):
-            return f"step {s}: losses differ (C {r.losses.tolist()} vs simulator {l_s.tolist()})"
-        if not np.array_equal(lg_s, r.logits):
-            return f"step {s}: logits differ"
-        for name, v in t_s.items():
-            got = r.state[name]
-            if name.endswith(".velocity"):
-                continue    # float state: compared by `_float_state_diff`
-            if not np.array_equal(np.asarray(got).reshape(-1), np.asarray(v).reshape(-1)):
-                bad = int(np.sum(np.asarray(got).reshape(-1) != np.asarray(v).reshape(-1)))
-                return f"step {s}: {name} differs in {bad} entries"
-        if r_s != r.state["rng"]:
-            return f"step {s}: RNG state C {r.state['rng']} != simulator {r_s}"
-    return ""
+_first_mismatch = first_mismatch
+"""The old name, still used by `bench_mcu` (whose move to `bench/` owns that import); drop with it."""
 
 
 def _float_state_diff(sim, mcu) -> tuple[int, float]:
@@ -94,65 +82,12 @@ def _float_state_diff(sim, mcu) -> tuple[int, float]:
     return count, rel
 
 
-def load_run_inputs(args: argparse.Namespace):
-    """The dataset, the int8 model and its provenance of a `run --method ...`, checked against each other."""
-    from mcutrain.codegen.model_source import ModelSourceError, resolve_model
-    from mcutrain.data import load_dataset
-
-    if args.steps < 1:
-        raise UserError(f"--steps must be at least 1, got {args.steps}")
-    try:
-        ds = load_dataset(args.dataset, seed=args.seed)
-    except ValueError as e:
-        raise UserError(str(e)) from None
-    n = args.steps * args.batch
-    if n > len(ds.y_train):
-        raise UserError(f"--steps {args.steps} x --batch {args.batch} exceeds the {len(ds.y_train)} training "
-                        f"samples of '{args.dataset}'")
-    try:
-        qm, prov = resolve_model(args.model, args.arch, args.init, args.seed, ds.num_classes,
-                                 tuple(ds.x_train.shape[1:]), calib_x=ds.x_train)
-    except ModelSourceError as e:
-        raise UserError(str(e)) from None
-    if tuple(ds.x_train.shape[1:]) != qm.graph.input_shape:
-        raise UserError(f"the model takes inputs {qm.graph.input_shape} but '{args.dataset}' has samples "
-                        f"{tuple(ds.x_train.shape[1:])}; pick a matching dataset")
-    return ds, qm, prov
-
-
-def step_result(prof, target, src, build, steps: int, mismatch) -> dict[str, Any]:
-    """The `--json` keys of a training run: counted instructions of the marked step region."""
-    from mcutrain.commands.run import JSON_KEYS
-    from mcutrain.mcu import estimate_cycles
-
-    region = prof.region
-    if region is None:
-        raise UserError("the instruction counter saw no training-step region (markers missing)")
-    est = estimate_cycles(region, target, prof.elf)
-    macs = int(sum(src.plan.schedule.macs_by_phase().values()))
-    per_step = region.total / steps
-    by_count = sorted(region.per_function.items(), key=lambda kv: -kv[1])
-    result = {
-        "target": target.name, "core": target.core, "bit_exact": not mismatch, "steps": steps,
-        "instructions_per_step": round(per_step, 1), "macs_per_step": macs,
-        "instructions_per_mac": round(per_step / macs, 4) if macs else None,
-        "est_cycles_per_step": round(est.est_cycles / steps, 1),
-        "est_ms_per_step": round(est.est_ms / steps, 4),
-        "ram_bytes": build.sizes.ram_bytes, "flash_bytes": build.sizes.flash_bytes,
-        "per_function": {k: round(v / steps, 1) for k, v in by_count},
-    }
-    assert tuple(result) == JSON_KEYS
-    return result
-
-
 def json_result(r: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     """The `--json` result of a training run: every `JSON_KEYS` entry, then what ran.
 
     `method` and `batch` (and fqt's `precision` and `partial`) let a reader such as
     `mcutrain report` tell the run's settings without its command line.
     """
-    from mcutrain.commands.run import JSON_KEYS
-
     doc = {k: r[k] for k in JSON_KEYS}
     doc.update(method=args.method, batch=args.batch)
     if args.method == "fqt":
@@ -192,7 +127,7 @@ def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> 
         raise UserError(str(e)) from None
     names = [e.name for e in src.state]
     sim = _simulate(sim_method, batches_f, args.lr, names)
-    mismatch = _first_mismatch(sim, mcu)
+    mismatch = first_mismatch(sim, mcu)
     float_diff = _float_state_diff(sim, mcu)
     result = step_result(prof, target, src, b, args.steps, mismatch)
     last_sim = {k: v for k, v in sim[-1][2].items() if not k.endswith(".velocity")}
@@ -203,15 +138,15 @@ def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> 
             "sizes": b.sizes, "src": src, "dump_sim": dump_sim, "dump_mcu": dump_mcu, "method": args.method}
 
 
-def report(args: argparse.Namespace) -> int:
-    from mcutrain.commands.run import _save_npz, run_on_mcu
-
+def report(args: argparse.Namespace, run_on_mcu: Callable[[argparse.Namespace, Path], dict[str, Any]]) -> int:
+    """Run a training run with `run_on_mcu` (the command's, handed in so this module stays below it),
+    dump it for --dump and print the result; the exit status."""
     if args.dump:
         work = Path(args.dump)
         work.mkdir(parents=True, exist_ok=True)
         r = run_on_mcu(args, work / "build")
-        _save_npz(work / "sim.npz", **r["dump_sim"])
-        _save_npz(work / "mcu.npz", **r["dump_mcu"])
+        save_npz(work / "sim.npz", **r["dump_sim"])
+        save_npz(work / "mcu.npz", **r["dump_mcu"])
     else:
         from mcutrain.contain import private_dir  # removed on Ctrl-C and SIGTERM too
 

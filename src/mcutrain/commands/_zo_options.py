@@ -14,7 +14,7 @@ import numpy as np
 
 from mcutrain.cli import UserError
 from mcutrain.commands._numbers import momentum, non_negative_int, open_unit, positive_int
-from mcutrain.commands.train import MethodEntry, register_method
+from mcutrain.commands.method_registry import MethodEntry, register_method
 from mcutrain.graph import Graph
 from mcutrain.methods.base import TrainingMethod
 

@@ -31,13 +31,16 @@ import numpy as np
 from mcutrain.cli import UserError, print_json
 from mcutrain.commands._numbers import learning_rate, positive_int
 from mcutrain.commands._outputs import check_output
-from mcutrain.commands.export import add_model_args, add_training_args, resolve_target_and_kernels
-
-JSON_KEYS = ("target", "core", "bit_exact", "steps", "instructions_per_step", "macs_per_step",
-             "instructions_per_mac", "est_cycles_per_step", "est_ms_per_step", "ram_bytes", "flash_bytes",
-             "per_function")
-"""The keys of `--json` (in this order); a training run adds `method`, `batch` and, for fqt,
-`precision` and `partial` after them (`_run_train.json_result`)."""
+from mcutrain.commands._run_common import JSON_KEYS, first_mismatch, load_run_inputs, save_npz, step_result
+from mcutrain.commands._run_train import report, run_training
+from mcutrain.commands.export import (
+    add_model_args,
+    add_training_args,
+    build_method,
+    check_method_lr,
+    resolve_target_and_kernels,
+)
+from mcutrain.commands.train import CALIB_SAMPLES
 
 RUN_QUERIES = 8
 """Default ZO queries of `run` (fewer than `train`'s 50: every query is a forward pass in the emulator)."""
@@ -63,11 +66,6 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _save_npz(path: Path, **arrays: np.ndarray) -> None:
-    from mcutrain.io import atomic_write_bytes
-    atomic_write_bytes(path, lambda f: np.savez(f, **arrays))
-
-
 def run_on_mcu(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     """Do the whole run in `work`; returns the JSON result plus 'logits_sim'/'logits_mcu'."""
     from mcutrain.codegen.cross import build_mcu, run_mcu
@@ -82,7 +80,6 @@ def run_on_mcu(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     if args.method == "fqt":
         return run_fqt(args, work, target, kernels)
     if args.method != "none":
-        from mcutrain.commands._run_train import run_training
         return run_training(args, work, target, kernels)
     if args.steps < 1:
         raise UserError(f"--steps must be at least 1, got {args.steps}")
@@ -151,9 +148,6 @@ def run_fqt(args: argparse.Namespace, work: Path, target, kernels: str) -> dict[
     from mcutrain.codegen.emit import ExportError
     from mcutrain.codegen.emit_fqt import quantize_input
     from mcutrain.codegen.library import export_training_library
-    from mcutrain.commands._run_train import _first_mismatch, load_run_inputs, step_result
-    from mcutrain.commands.export import build_method
-    from mcutrain.commands.train import CALIB_SAMPLES
     from mcutrain.mcu import BuildError, LinkOverflowError, QemuError, ToolchainMissingError
     from mcutrain.plan.memory import account, format_report
 
@@ -178,7 +172,7 @@ def run_fqt(args: argparse.Namespace, work: Path, target, kernels: str) -> dict[
     except (ExportError, BuildError, ToolchainMissingError, QemuError, RuntimeError) as e:
         raise UserError(str(e)) from None
     sim = _simulate_fqt(sim_method, batches_f, args.lr, src)
-    mismatch = _first_mismatch(sim, mcu)
+    mismatch = first_mismatch(sim, mcu)
     result = step_result(prof, target, src, b, args.steps, mismatch)
     dump_sim = {**sim[-1][2], "losses": np.stack([s[0] for s in sim])}
     dump_mcu = {**{k: mcu[-1].state[k] for k in sim[-1][2]}, "losses": np.stack([r.losses for r in mcu])}
@@ -188,18 +182,16 @@ def run_fqt(args: argparse.Namespace, work: Path, target, kernels: str) -> dict[
 
 
 def run(args: argparse.Namespace) -> int:
-    from mcutrain.commands.export import check_method_lr
     check_output(args.dump, "--dump", directory=True)
     check_method_lr(args, "run")
     if args.method != "none":
-        from mcutrain.commands._run_train import report
-        return report(args)
+        return report(args, run_on_mcu)
     if args.dump:
         work = Path(args.dump)
         work.mkdir(parents=True, exist_ok=True)
         r = run_on_mcu(args, work / "build")
-        _save_npz(work / "sim.npz", logits=r["logits_sim"])
-        _save_npz(work / "mcu.npz", logits=r["logits_mcu"])
+        save_npz(work / "sim.npz", logits=r["logits_sim"])
+        save_npz(work / "mcu.npz", logits=r["logits_mcu"])
     else:
         from mcutrain.contain import private_dir  # removed on Ctrl-C and SIGTERM too
 

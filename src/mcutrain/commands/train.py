@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,6 +30,7 @@ from mcutrain import io, zoo
 from mcutrain.cli import UserError, print_json
 from mcutrain.commands._numbers import check_lr, learning_rate, positive_int, seed_int, unit_interval
 from mcutrain.commands._outputs import check_output
+from mcutrain.commands.method_registry import METHODS, MethodEntry, register_method
 from mcutrain.commands.pretrain import add_subset_args, load_subset
 from mcutrain.graph import Graph, Op
 from mcutrain.methods.base import TrainingMethod
@@ -44,24 +43,6 @@ CALIB_SAMPLES = 64
 """Training samples that initialize the activation ranges of quantized methods."""
 
 
-@dataclass(frozen=True)
-class MethodEntry:
-    """How `train` offers one method: its options and how to build it."""
-
-    add_arguments: Callable[[argparse._ArgumentGroup], None]
-    build: Callable[[argparse.Namespace, Graph, np.ndarray], TrainingMethod]
-    summary: Callable[[argparse.Namespace], dict[str, Any]]
-    """The method's settings for the `--json` result (precision, ...)."""
-
-
-METHODS: dict[str, MethodEntry] = {}
-
-
-def register_method(name: str, entry: MethodEntry) -> None:
-    """Make `--method name` available (called at import by each method's train hook)."""
-    METHODS[name] = entry
-
-
 def load_method_options() -> None:
     """Import every `mcutrain.commands._*_options` module: each registers its methods."""
     import importlib
@@ -69,8 +50,9 @@ def load_method_options() -> None:
 
     import mcutrain.commands as pkg
     for mod in pkgutil.iter_modules(pkg.__path__):
-        if mod.name.startswith("_") and mod.name.endswith("_options"):
-            importlib.import_module(f"mcutrain.commands.{mod.name}")
+        name = mod.name.removeprefix("_").removesuffix("_options")
+        if mod.name == f"_{name}_options":   # the pattern is spelled once, in the import below
+            importlib.import_module(f"mcutrain.commands._{name}_options")
 
 
 # ---------------------------------------------------------------- fqt

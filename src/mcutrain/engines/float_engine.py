@@ -393,7 +393,7 @@ sums the gradients of a tensor that several nodes read.
 def _rule(node: Node) -> Rule:
     rule = RULES.get(node.op)
     if rule is None:
-        hint = " (fold it with graph.fold_batchnorm first)" if node.op == Op.BATCHNORM else ""
+        hint = " (fold it with graph_passes.fold_batchnorm first)" if node.op == Op.BATCHNORM else ""
         raise ValueError(f"node '{node.name}': the float engine has no rule for op "
                          f"'{node.op.value}'{hint}")
     return rule

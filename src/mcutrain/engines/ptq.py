@@ -31,7 +31,8 @@ import numpy as np
 
 from mcutrain.engines import float_engine
 from mcutrain.engines.int_engine import ACC_LIMIT, x_magnitude
-from mcutrain.graph import INPUT, PARAMETRIC, Graph, Op, fold_batchnorm, fuse_activations
+from mcutrain.graph import INPUT, PARAMETRIC, Graph, Op
+from mcutrain.graph_passes import fold_batchnorm, fuse_activations
 from mcutrain.qmodel import SHARES_INPUT_QPARAMS, QuantModel, share_input_qparams
 from mcutrain.quant.qparams import QParams, per_channel_symmetric, qparams_from_range, quantize_bias
 

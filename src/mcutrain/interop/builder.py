@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mcutrain import graph as G
+from mcutrain import graph_passes as P
 from mcutrain.graph import INPUT, NAME_MAX, Graph, GraphError, Node, Op
 from mcutrain.limits import MAX_DIM, MAX_PARAMS, MAX_TENSOR_ELEMENTS
 
@@ -325,8 +326,8 @@ class GraphBuilder:
                                    "mcutrain models end in logits (N, K): end with a Linear or a "
                                    "global average pool")
             if any(n.op == Op.BATCHNORM for n in g.nodes):
-                g = G.fold_batchnorm(g)
-            g = G.fuse_activations(g)
+                g = P.fold_batchnorm(g)
+            g = P.fuse_activations(g)
             self.source_names = {n.name: self._original[n.name] for n in g.nodes if n.name in self._original}
             return g
         except GraphError as e:

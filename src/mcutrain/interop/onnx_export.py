@@ -36,7 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from mcutrain import io
-from mcutrain.graph import INPUT, Graph, Node, Op, fold_batchnorm
+from mcutrain.graph import INPUT, Graph, Node, Op
+from mcutrain.graph_passes import fold_batchnorm
 from mcutrain.interop.builder import InteropError, hwc_to_chw_columns
 from mcutrain.interop.onnx_import import _onnx
 from mcutrain.qmodel import QuantModel

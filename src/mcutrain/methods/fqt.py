@@ -40,7 +40,8 @@ from typing import Any
 import numpy as np
 
 from mcutrain.engines import fqt_kernels as K
-from mcutrain.graph import INPUT, PARAMETRIC, Graph, Node, Op, fold_batchnorm, fuse_activations
+from mcutrain.graph import INPUT, PARAMETRIC, Graph, Node, Op
+from mcutrain.graph_passes import fold_batchnorm, fuse_activations
 from mcutrain.methods.base import StepStats, TrainingMethod
 from mcutrain.methods.fqt_backward import FQTBackward
 from mcutrain.methods.fqt_common import (

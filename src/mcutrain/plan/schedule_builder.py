@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mcutrain.graph import INPUT, Graph, Node, Op, fold_batchnorm, fuse_activations
+from mcutrain.graph import INPUT, Graph, Node, Op
+from mcutrain.graph_passes import fold_batchnorm, fuse_activations
 from mcutrain.methods.fqt_state import precision
 from mcutrain.plan.lifetimes import flash_weight_bytes, scratch_bytes
 from mcutrain.plan.schedule import Role, Schedule

@@ -1,0 +1,79 @@
+"""The saved training state of a generated library: its header, entries and C save/load code.
+
+Every training library (ZO, BP-QAS and FQT alike) saves the same kind of blob: four uint32
+header words (magic, layout fingerprint, step counter, RNG state) then its state entries in
+order. The Python side reads it back (`TrainSource.parse_state`) and the C side writes it
+(`STATE_IO_SOURCE`), so the format has one home, below every emitter.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+STATE_MAGIC = 0x5453544D
+"""'MTST' little-endian: the first word of a saved training state."""
+
+
+@dataclass
+class StateEntry:
+    """One tensor of the saved training state, in blob order."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(NP_DTYPES[self.dtype]).itemsize
+
+
+NP_DTYPES = {"s8": "<i1", "u8": "<u1", "s32": "<i4", "f32": "<f4"}
+STATE_HEADER_WORDS = 4
+"""magic, layout fingerprint, step counter, RNG state (uint32 each)."""
+
+
+
+
+def state_fingerprint(entries: list[StateEntry], method: str, batch: int) -> int:
+    """The layout word of a state blob: a CRC of the method, batch and entries in order."""
+    text = f"{method};{batch};" + ";".join(f"{e.name}:{e.dtype}:{e.shape}" for e in entries)
+    return zlib.crc32(text.encode()) & 0xFFFFFFFF
+
+
+STATE_IO_SOURCE = """\
+mt_status model_save_state(uint8_t *blob, int32_t size)
+{{
+    const uint32_t head[4] = {{MODEL_STATE_MAGIC, MODEL_STATE_FINGERPRINT, 0u, 0u}};
+    size_t off = sizeof(head);
+    if (!blob || size < MODEL_STATE_BYTES) {{
+        return MT_ERR_ARG;
+    }}
+    memcpy(blob, head, sizeof(head));
+    memcpy(blob + 8, &model_state.steps, 4);
+    memcpy(blob + 12, &model_state.rng, 4);
+{save}
+    return MT_OK;
+}}
+
+mt_status model_load_state(const uint8_t *blob, int32_t size)
+{{
+    uint32_t head[4];
+    size_t off = sizeof(head);
+    if (!blob || size < MODEL_STATE_BYTES) {{
+        return MT_ERR_ARG;
+    }}
+    memcpy(head, blob, sizeof(head));
+    if (head[0] != MODEL_STATE_MAGIC || head[1] != MODEL_STATE_FINGERPRINT) {{
+        return MT_ERR_ARG;
+    }}
+    model_state.steps = head[2];
+    model_state.rng = head[3];
+{load}
+    return MT_OK;
+}}
+"""
+"""model_save_state / model_load_state of every training library (the blob: magic, layout
+fingerprint, step counter, RNG state, then the `{save}` / `{load}` entries); a format template."""
