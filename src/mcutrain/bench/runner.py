@@ -1,8 +1,9 @@
 """The benchmark runner: a registry of named benchmarks and the files they write.
 
-Each benchmark module `mcutrain/bench_<topic>.py` defines `register(add)` and
-calls `add(name, func)` for each benchmark; `func(work, results, quick, log,
-docs)` runs it, with `work` a cache directory (pretrained models, ...),
+Each benchmark module of the package `mcutrain/bench/` (one per topic) defines
+`register(add)` and calls `add(name, func)` for each benchmark (helper modules
+of a topic, such as its tables, define no `register`); `func(work, results,
+quick, log, docs)` runs it, with `work` a cache directory (pretrained models, ...),
 `results` the directory of result JSON files, `docs` the directory holding
 `benchmarks.md` and figures, `log` a print-like callable. Benchmarks write
 through the helpers here:
@@ -41,18 +42,25 @@ def add(name: str, func: BenchFunc) -> None:
 
 
 def benchmarks() -> dict[str, BenchFunc]:
-    """Every registered benchmark, after importing each `mcutrain.bench_*` module once."""
-    import mcutrain
-    for mod in pkgutil.iter_modules(mcutrain.__path__):
-        if mod.name.startswith("bench_"):
-            module = importlib.import_module(f"mcutrain.{mod.name}")
-            hook = getattr(module, "register", None)
-            if hook is not None:
-                hook(add)
+    """Every registered benchmark, after importing each module of `mcutrain.bench` once.
+
+    Discovery is by package membership, not by name: a new topic is a new module with a
+    `register` hook, and nothing else has to list it. So that `mcutrain bench --list` works on
+    a core install, the modules import optional dependencies (torch) inside their functions.
+    """
+    import mcutrain.bench as package
+    for mod in pkgutil.iter_modules(package.__path__):
+        if mod.name == "runner":
+            continue
+        module = importlib.import_module(f"{package.__name__}.{mod.name}")
+        hook = getattr(module, "register", None)
+        if hook is not None:
+            hook(add)
     return dict(sorted(_REGISTRY.items()))
 
 
 def result_path(results: Path, name: str, quick: bool = False) -> Path:
+    """The result file of benchmark `name`: `NAME.json`, or `NAME.quick.json` for a `--quick` run."""
     return Path(results) / (f"{name}.quick.json" if quick else f"{name}.json")
 
 

@@ -1,4 +1,5 @@
-"""The benchmark runner: registry, result files, docs blocks; the quick FQT benchmarks run end to end."""
+"""The benchmark runner (`mcutrain.bench.runner`): registry and discovery, result files, docs
+blocks; the quick FQT benchmarks run end to end."""
 
 from __future__ import annotations
 
