@@ -16,6 +16,19 @@ def test_registry_has_fqt_benchmarks():
     assert {"fqt-scratch", "fqt-transfer", "fqt-partial", "sim-speed"} <= set(names)
 
 
+EVERY = {"float-speed", "fqt-partial", "fqt-scratch", "fqt-transfer", "int8-core", "mcu", "mcu-inference",
+         "mcu-partial", "memory", "sim-speed", "zo-ablation", "zo-adapt", "zo-cost"}
+
+
+def test_list_names_every_benchmark_of_the_package(capsys):
+    """Every module of `mcutrain.bench` is discovered, the two folded-in scripts included; each has
+    a one-line description (its function's docstring)."""
+    assert main(["bench", "--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    listed = {line.split()[0]: line.split(maxsplit=1)[1:] for line in lines}
+    assert set(listed) == EVERY and all(listed.values())
+
+
 def test_write_results_and_docs_blocks(tmp_path):
     p = bench.write_results(tmp_path, "demo", [{"a": 1}], complete=True)
     assert json.loads(p.read_text()) == {"benchmark": "demo", "rows": [{"a": 1}], "complete": True}
