@@ -35,11 +35,11 @@ demo: $(CORE_STAMP)
 	$(BIN)/mcutrain demo
 
 test: $(DEV_STAMP) sysdeps
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests
 	$(BIN)/python -m pytest -q --durations=15
 
 lint: $(DEV_STAMP)
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info

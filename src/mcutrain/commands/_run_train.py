@@ -21,7 +21,7 @@ from mcutrain.cli import UserError, print_json
 from mcutrain.commands._run_common import JSON_KEYS, first_mismatch, load_run_inputs, save_npz, step_result
 
 
-def _simulate(method, batches_f: list[tuple[np.ndarray, np.ndarray]], lr: float, names: list[str]):
+def simulate_steps(method, batches_f: list[tuple[np.ndarray, np.ndarray]], lr: float, names: list[str]):
     """Per-step (losses, logits, tensors, rng) of the simulated method (it is stepped in place)."""
     from mcutrain.engines import int_engine
     from mcutrain.methods import zo_estimator as est
@@ -57,8 +57,6 @@ def _velocity(method, layer: str) -> np.ndarray:
     return np.concatenate(parts).astype(np.float32)
 
 
-_first_mismatch = first_mismatch
-"""The old name, still used by `bench_mcu` (whose move to `bench/` owns that import); drop with it."""
 
 
 def _float_state_diff(sim, mcu) -> tuple[int, float]:
@@ -126,7 +124,7 @@ def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> 
     except (ExportError, BuildError, ToolchainMissingError, QemuError, RuntimeError) as e:
         raise UserError(str(e)) from None
     names = [e.name for e in src.state]
-    sim = _simulate(sim_method, batches_f, args.lr, names)
+    sim = simulate_steps(sim_method, batches_f, args.lr, names)
     mismatch = first_mismatch(sim, mcu)
     float_diff = _float_state_diff(sim, mcu)
     result = step_result(prof, target, src, b, args.steps, mismatch)

@@ -126,7 +126,7 @@ def run_on_mcu(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     return {**result, "kernels": kernels, "provenance": prov, "logits_sim": sim, "logits_mcu": mcu}
 
 
-def _simulate_fqt(method, batches_f: list[tuple[np.ndarray, np.ndarray]], lr: float, src):
+def simulate_fqt_steps(method, batches_f: list[tuple[np.ndarray, np.ndarray]], lr: float, src):
     """Per-step (losses, logits, state entries, rng) of the simulated FQT (stepped in place).
 
     Losses and logits are those before the step's update, as the C step reports them.
@@ -171,7 +171,7 @@ def run_fqt(args: argparse.Namespace, work: Path, target, kernels: str) -> dict[
                                          work / "run")
     except (ExportError, BuildError, ToolchainMissingError, QemuError, RuntimeError) as e:
         raise UserError(str(e)) from None
-    sim = _simulate_fqt(sim_method, batches_f, args.lr, src)
+    sim = simulate_fqt_steps(sim_method, batches_f, args.lr, src)
     mismatch = first_mismatch(sim, mcu)
     result = step_result(prof, target, src, b, args.steps, mismatch)
     dump_sim = {**sim[-1][2], "losses": np.stack([s[0] for s in sim])}

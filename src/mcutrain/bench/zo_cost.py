@@ -1,7 +1,7 @@
 """Benchmark `zo-cost`: a ZO step's time against queries x one partial forward pass (target <= 1.2x).
 
-Split from `bench_zo` because it measures speed, not accuracy: it shares only
-the pretrained model and the adaptation data with `zo-adapt`.
+Apart from `zo` (zo-adapt, zo-ablation) because it measures speed, not accuracy: it shares only
+the pretrained model and the adaptation data with `zo-adapt` (`zo_protocol`).
 
 Run: ``mcutrain bench zo-cost [--quick]``.
 """
@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from mcutrain.bench_zo import QUICK, Budget, pretrained_model
+from mcutrain.bench import files
+from mcutrain.bench.zo_protocol import QUICK, Budget, pretrained_model
 from mcutrain.engines import int_engine, ptq
 from mcutrain.methods.zo import ZOConfig
 
@@ -102,7 +103,6 @@ def _cost_funcs(qm, base: dict[str, np.ndarray], y: np.ndarray, l0: np.ndarray, 
 def run_cost(work: Path, results: Path, quick: bool = False, log=print,
              docs: Path = Path("docs")) -> dict[str, Any]:
     """The `zo-cost` benchmark: the ZO step cost target (at most 1.2x queries x one partial pass)."""
-    from mcutrain import bench
     from mcutrain.data import adaptation_split, load_dataset
     budget = QUICK if quick else Budget()
     graph, _ = pretrained_model(work, budget, quick)
@@ -113,21 +113,20 @@ def run_cost(work: Path, results: Path, quick: bool = False, log=print,
     bsz = 10 if quick else 100
     queries, repeats = ((2,), 2) if quick else (COST_QUERIES, COST_REPEATS)
     t0, load0 = time.perf_counter(), os.getloadavg()[0]
-    with bench.limit_threads(1):
+    with files.limit_threads(1):
         rows = cost_rows(qm, x_tr[:bsz], y_tr[:bsz], COST_LAYERS, queries, repeats)
     for r in rows:
         log(f"[zo-cost] {r['layer']:6s} {r['kind']} n={r['queries']:3d}: step {r['step_ms']:8.1f} ms, "
             f"one partial {r['partial_ms']:6.2f} ms, ratio {r['ratio']:.2f}")
-    bench.write_results(results, "zo-cost", rows, quick, arch="small-cnn", batch=bsz, repeats=repeats,
-                        threads=1, seconds=time.perf_counter() - t0,
-                        load_average=[round(load0, 2), round(os.getloadavg()[0], 2)], cpus=os.cpu_count())
+    files.write_results(results, "zo-cost", rows, quick, arch="small-cnn", batch=bsz, repeats=repeats,
+                         threads=1, seconds=time.perf_counter() - t0,
+                         load_average=[round(load0, 2), round(os.getloadavg()[0], 2)], cpus=os.cpu_count())
     if not quick:
-        bench.update_docs(docs, "zo-cost", cost_markdown(rows, bsz, repeats))
+        files.update_docs(docs, "zo-cost", cost_markdown(rows, bsz, repeats))
     return {"benchmark": "zo-cost", "rows": rows}
 
 
 def cost_markdown(rows: list[dict[str, Any]], bsz: int, repeats: int) -> str:
-    from mcutrain import bench
     head = (f"ZO step cost on small-cnn (int8, batch {bsz}, one BLAS thread, median of {repeats} "
             "repeats; `mcutrain bench zo-cost`): the step time of one perturbation unit (draws, "
             "perturbations, the n query passes, losses, accumulation; NP also the exact local weight "
@@ -143,8 +142,8 @@ def cost_markdown(rows: list[dict[str, Any]], bsz: int, repeats: int) -> str:
             f"{_np_share(rows, 'conv2', 50)} at n = 50.\n\n")
     cols = ["layer", "kind", "queries", "dim", "draws_per_query", "tail_macs", "local_macs", "step_ms",
             "partial_ms", "ratio", "local_grad_ms", "ratio_without_local_grad"]
-    return head + bench.markdown_table(rows, cols,
-                                       {"step_ms": ".1f", "partial_ms": ".2f", "ratio": ".2f",
+    return head + files.markdown_table(rows, cols,
+                                        {"step_ms": ".1f", "partial_ms": ".2f", "ratio": ".2f",
                                         "local_grad_ms": ".1f", "ratio_without_local_grad": ".2f"})
 
 

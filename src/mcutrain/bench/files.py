@@ -1,11 +1,4 @@
-"""The benchmark runner: a registry of named benchmarks and the files they write.
-
-Each benchmark module `mcutrain/bench_<topic>.py` defines `register(add)` and
-calls `add(name, func)` for each benchmark; `func(work, results, quick, log,
-docs)` runs it, with `work` a cache directory (pretrained models, ...),
-`results` the directory of result JSON files, `docs` the directory holding
-`benchmarks.md` and figures, `log` a print-like callable. Benchmarks write
-through the helpers here:
+"""What every benchmark writes through: its result JSON, its docs block, its tables, its threads.
 
 - `write_results(results, name, rows, **extra)`: `results/<name>.json` =
   `{"benchmark": name, "rows": [...], ...}`, atomically (a failed run leaves the
@@ -14,45 +7,26 @@ through the helpers here:
 - `update_docs(docs, name, markdown)`: the table between `<!-- bench:NAME -->`
   and `<!-- /bench:NAME -->` in `docs/benchmarks.md`, so many benchmarks share one page.
 
+Kept apart from the registry (`runner`), which imports every benchmark module: the modules
+import this one, so the registry stays above them and no import goes in a circle.
 `--quick` runs are for tests: they write `<name>.quick.json` and never touch the docs.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
-import pkgutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from mcutrain.io import atomic_write_bytes
 
-BenchFunc = Callable[..., Any]
-_REGISTRY: dict[str, BenchFunc] = {}
 DOCS_PAGE = "benchmarks.md"
 PAGE_HEAD = ("# Benchmarks\n\nEvery table below is written by `mcutrain bench NAME` from "
              "`benchmarks/results/NAME.json`; the text around the tables is kept.\n")
 
 
-def add(name: str, func: BenchFunc) -> None:
-    """Register benchmark `name` (the `add` handed to each module's `register`)."""
-    _REGISTRY[name] = func
-
-
-def benchmarks() -> dict[str, BenchFunc]:
-    """Every registered benchmark, after importing each `mcutrain.bench_*` module once."""
-    import mcutrain
-    for mod in pkgutil.iter_modules(mcutrain.__path__):
-        if mod.name.startswith("bench_"):
-            module = importlib.import_module(f"mcutrain.{mod.name}")
-            hook = getattr(module, "register", None)
-            if hook is not None:
-                hook(add)
-    return dict(sorted(_REGISTRY.items()))
-
-
 def result_path(results: Path, name: str, quick: bool = False) -> Path:
+    """The result file of benchmark `name`: `NAME.json`, or `NAME.quick.json` for a `--quick` run."""
     return Path(results) / (f"{name}.quick.json" if quick else f"{name}.json")
 
 
@@ -119,16 +93,3 @@ def limit_threads(n: int = 1):
         from contextlib import nullcontext
         return nullcontext()
     return threadpool_limits(limits=n)
-
-
-def run(name: str, quick: bool = False, work: Path = Path("benchmarks/work"),
-        results: Path = Path("benchmarks/results"), docs: Path = Path("docs"),
-        log: Callable[[str], None] = print) -> None:
-    """Run benchmark `name`; raises KeyError naming the available ones."""
-    table = benchmarks()
-    if name not in table:
-        raise KeyError(f"unknown benchmark '{name}'; available: {', '.join(table)}")
-    Path(work).mkdir(parents=True, exist_ok=True)
-    Path(results).mkdir(parents=True, exist_ok=True)
-    with limit_threads(1):
-        table[name](Path(work), Path(results), quick, log, Path(docs))

@@ -22,7 +22,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mcutrain import bench, zoo
+from mcutrain import zoo
+from mcutrain.bench import files
 from mcutrain.plan.memory import account
 from mcutrain.plan.suggest import PlanRequest
 
@@ -77,8 +78,8 @@ def run_memory(work: Path, results: Path, quick: bool, log, docs: Path) -> None:
             rows.append(_row(name, label, req, target, ref, g))
             log(f"{name:<12} {label:<34} RAM {rows[-1]['ram_kb']:9.1f} KB  Flash "
                 f"{rows[-1]['flash_kb']:8.1f} KB  fits {target}: {rows[-1]['fits']}")
-            bench.write_results(results, "memory", rows, quick, complete=False)
-    bench.write_results(results, "memory", rows, quick, complete=True, input_shape=list(size), batch=1)
+            files.write_results(results, "memory", rows, quick, complete=False)
+    files.write_results(results, "memory", rows, quick, complete=True, input_shape=list(size), batch=1)
     if not quick:
         cols = ["model", "setting", "target", "fits", "RAM KB", "arena", "weights", "state", "stack",
                 "Flash KB", "frozen", "train init", "code (est.)", "reference"]
@@ -93,8 +94,8 @@ def run_memory(work: Path, results: Path, quick: bool, log, docs: Path) -> None:
         note = ("Planned by `mcutrain plan` (batch 1; MCUNet-5FPS at 128x128x3, 10 classes); RAM = arena + "
                 "trainable weights and biases + method state + stack; Flash = frozen weights + initial "
                 "values of the trainable ones + code (an estimate, see docs/planner.md). References are "
-                "the papers' figures for their own frameworks (see `mcutrain/bench_memory.py`).\n\n")
-        bench.update_docs(docs, "memory", note + bench.markdown_table(table_rows, cols, fmt))
+                "the papers' figures for their own frameworks (see `mcutrain/bench/memory.py`).\n\n")
+        files.update_docs(docs, "memory", note + files.markdown_table(table_rows, cols, fmt))
 
 
 def register(add) -> None:

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from mcutrain import bench, zoo
+from mcutrain import zoo
+from mcutrain.bench import files
 from mcutrain.engines import float_engine, int_engine, ptq
 
 # (arch, dataset, pretrain epochs, Adam lr, training samples used; None = all)
@@ -75,24 +76,25 @@ def _model_row(arch: str, dataset: str | None, epochs: int, lr: float, n: int | 
 
 
 def run_int8_core(work: Path, results: Path, quick: bool, log, docs: Path) -> None:
+    """PTQ accuracy (float32 vs int8) of every zoo model, and int8 vs float inference throughput."""
     rows = []
     for spec in QUICK_MODELS if quick else MODELS:
         row = _model_row(*spec, quick=quick)
         log(f"[int8-core] {row}")
         rows.append(row)
-        bench.write_results(results, "int8-core", rows, quick=quick, complete=False)
-    bench.write_results(results, "int8-core", rows, quick=quick, complete=True)
+        files.write_results(results, "int8-core", rows, quick=quick, complete=False)
+    files.write_results(results, "int8-core", rows, quick=quick, complete=True)
     if not quick:
-        table = bench.markdown_table(rows, ["arch", "dataset", "epochs", "float_accuracy", "int8_accuracy",
+        table = files.markdown_table(rows, ["arch", "dataset", "epochs", "float_accuracy", "int8_accuracy",
                                             "agreement", "float_samples_per_s", "int8_samples_per_s",
                                             "int8_over_float"],
-                                     {"float_accuracy": ".4f", "int8_accuracy": ".4f", "agreement": ".4f",
+                                      {"float_accuracy": ".4f", "int8_accuracy": ".4f", "agreement": ".4f",
                                       "float_samples_per_s": ".0f", "int8_samples_per_s": ".0f",
                                       "int8_over_float": ".2f"})
-        bench.update_docs(docs, "int8-core", "Post-training quantization (min/max calibration on "
-                          f"{CALIBRATION} training samples) and inference throughput of the integer "
-                          "golden engine vs the float engine (one BLAS thread, best of 5 alternating "
-                          "rounds).\n\n" + table)
+        files.update_docs(docs, "int8-core", "Post-training quantization (min/max calibration on "
+                           f"{CALIBRATION} training samples) and inference throughput of the integer "
+                           "golden engine vs the float engine (one BLAS thread, best of 5 alternating "
+                           "rounds).\n\n" + table)
 
 
 def register(add) -> None:

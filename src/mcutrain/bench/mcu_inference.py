@@ -13,23 +13,25 @@ Per layer (`--per-layer`, DSP kernels on M4 and M7, first architecture): the net
 each layer is run alone and consecutive totals are differenced, so each layer's count includes
 its kernels' set-up but no other layer's work.
 
-Usage:
-    python benchmarks/mcu_inference.py [--arch small-cnn ...] [--samples 2] [--per-layer]
-
-Writes benchmarks/results/mcu-inference.json and docs/benchmarks-mcu-inference.md.
+Run: ``mcutrain bench mcu-inference`` (small-cnn, digits-cnn and mnist1d-cnn, 2 samples, seed 0,
+per layer for small-cnn: the settings of the committed result) writes
+`benchmarks/results/mcu-inference.json` and the page `docs/benchmarks-mcu-inference.md` (a page
+of its own, not a block of benchmarks.md). ``--quick`` (digits-cnn, one sample, M4 DSP kernels
+only, no per-layer rows) writes `mcu-inference.quick.json` and leaves the docs alone. Needs the ARM
+cross toolchain and QEMU.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import platform
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from mcutrain import __version__, zoo
+from mcutrain.bench import files
 from mcutrain.codegen.cross import build_mcu, run_mcu
 from mcutrain.codegen.library import export_library
 from mcutrain.codegen.model_source import resolve_model
@@ -38,21 +40,37 @@ from mcutrain.graph import Graph, Op
 from mcutrain.io import atomic_write_bytes
 from mcutrain.mcu import estimate_cycles, get_target
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results" / "mcu-inference.json"
-TABLE = ROOT / "docs" / "benchmarks-mcu-inference.md"
-RUNS = [("cortex-m0plus", "ref"), ("cortex-m4", "ref"), ("cortex-m4", "dsp"), ("cortex-m7", "ref"),
-        ("cortex-m7", "dsp")]
+PAGE = "benchmarks-mcu-inference.md"
+RUNS = (("cortex-m0plus", "ref"), ("cortex-m4", "ref"), ("cortex-m4", "dsp"), ("cortex-m7", "ref"),
+        ("cortex-m7", "dsp"))
 
 
-def measure(arch: str, samples: int, seed: int) -> list[dict]:
+@dataclass(frozen=True)
+class Settings:
+    """What one run measures (the old script's options)."""
+
+    archs: tuple[str, ...] = ("small-cnn", "digits-cnn", "mnist1d-cnn")
+    samples: int = 2
+    seed: int = 0
+    per_layer: bool = True
+    """Also count each layer of the first arch (DSP kernels, M4 and M7)."""
+    runs: tuple[tuple[str, str], ...] = RUNS
+
+
+FULL = Settings()
+QUICK = Settings(archs=("digits-cnn",), samples=1, per_layer=False, runs=(("cortex-m4", "dsp"),))
+
+
+def measure(arch: str, samples: int, seed: int, runs: tuple[tuple[str, str], ...] = RUNS,
+            log=print) -> list[dict]:
+    """One row per (core, kernels) of `runs`: exact instructions, estimated cycles, sizes, bit-exactness."""
     qm, prov = resolve_model(arch=arch, init="random", seed=seed)
     x = np.random.default_rng(seed + 1).random((samples, *qm.graph.input_shape), dtype=np.float32)
     x_q = int_engine.quantize_input(qm, x)
     sim = int_engine.forward(qm, x_q)
     macs = qm.graph.total_macs()
     rows = []
-    for target_name, kernels in RUNS:
+    for target_name, kernels in runs:
         target = get_target(target_name)
         with tempfile.TemporaryDirectory(prefix="mt-bench-") as tmp:
             lib = export_library(qm, Path(tmp) / "lib", kernels=kernels, provenance=prov, target=target.name)
@@ -72,12 +90,12 @@ def measure(arch: str, samples: int, seed: int) -> list[dict]:
             "ram_bytes": b.sizes.ram_bytes, "flash_bytes": b.sizes.flash_bytes,
             "top_functions": {k: round(v / samples) for k, v in top},
         })
-        print(f"{arch:12s} {target.name:14s} {kernels:4s} {per / macs:7.3f} insn/MAC  "
-              f"bit_exact={rows[-1]['bit_exact']}", flush=True)
+        log(f"{arch:12s} {target.name:14s} {kernels:4s} {per / macs:7.3f} insn/MAC  "
+            f"bit_exact={rows[-1]['bit_exact']}")
     return rows
 
 
-def per_layer(arch: str, target_name: str, kernels: str, seed: int) -> list[dict]:
+def per_layer(arch: str, target_name: str, kernels: str, seed: int, log=print) -> list[dict]:
     """Instructions per layer of one sample: prefixes of the graph run alone, totals differenced."""
     g = zoo.build(arch, 10, None, seed=seed)
     calib = np.random.default_rng(seed).random((64, *g.input_shape), dtype=np.float32)
@@ -100,11 +118,12 @@ def per_layer(arch: str, target_name: str, kernels: str, seed: int) -> list[dict
                      "op": node.op.value, "macs": macs, "instructions": n,
                      "instructions_per_mac": round(n / macs, 3) if macs else None,
                      "bit_exact": bool(np.array_equal(logits, int_engine.forward(qm, x_q)))})
-        print(f"{arch:12s} {target.name:14s} {kernels:4s} {node.name:10s} {n:10,d} instr", flush=True)
+        log(f"{arch:12s} {target.name:14s} {kernels:4s} {node.name:10s} {n:10,d} instr")
     return rows
 
 
 def layer_table(rows: list[dict]) -> str:
+    """The per-layer section of the page."""
     lines = ["", "Per layer (the network cut after each layer, run alone, totals differenced; one sample):",
              "", "| model | core | layer | MACs | instructions | instr/MAC | bit-exact |",
              "|---|---|---|---:|---:|---:|---|"]
@@ -116,11 +135,12 @@ def layer_table(rows: list[dict]) -> str:
 
 
 def table(rows: list[dict]) -> str:
+    """The page: the whole-network table and where the instructions go."""
     lines = ["# Benchmark: int8 inference on emulated Cortex-M cores", "",
              "Whole forward pass of one sample, instructions counted exactly in QEMU inside `model_predict`",
              "(file I/O excluded), weights He-initialized and quantized with PTQ on random inputs.",
              "Cycles and ms are estimates from the instruction-mix model (`mcutrain.mcu.cycles`), not",
-             "measurements. Regenerate: `python benchmarks/mcu_inference.py`.", "",
+             "measurements. Regenerate: `mcutrain bench mcu-inference`.", "",
              "| model | core | kernels | MACs | instructions | instr/MAC | est. cycles/MAC | est. ms | "
              "arena B | Flash B | bit-exact |",
              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
@@ -137,24 +157,23 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--arch", nargs="+", default=["small-cnn"])
-    ap.add_argument("--samples", type=int, default=2)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--per-layer", action="store_true", help="also count each layer of the first --arch "
-                    "(DSP kernels, M4 and M7)")
-    args = ap.parse_args()
-    rows = [r for arch in args.arch for r in measure(arch, args.samples, args.seed)]
-    layers = ([r for t in ("cortex-m4", "cortex-m7") for r in per_layer(args.arch[0], t, "dsp", args.seed)]
-              if args.per_layer else [])
-    doc = {"benchmark": "mcu-inference", "rows": rows, "layers": layers,
-           "meta": {"mcutrain": __version__, "python": platform.python_version(), "seed": args.seed}}
-    atomic_write_bytes(RESULTS, lambda f: f.write((json.dumps(doc, indent=2) + "\n").encode()))
+def run_mcu_inference(work: Path, results: Path, quick: bool, log, docs: Path) -> None:
+    """Int8 inference in QEMU: exact instructions per MAC on M0+/M4/M7, reference vs DSP kernels."""
+    st = QUICK if quick else FULL
+    rows = [r for arch in st.archs for r in measure(arch, st.samples, st.seed, st.runs, log)]
+    layers = ([r for t in ("cortex-m4", "cortex-m7") for r in per_layer(st.archs[0], t, "dsp", st.seed, log)]
+              if st.per_layer else [])
+    path = files.write_results(results, "mcu-inference", rows, quick, layers=layers,
+                                meta={"mcutrain": __version__, "python": platform.python_version(),
+                                      "seed": st.seed})
+    if quick:
+        log(f"wrote {path}")
+        return
+    page = Path(docs) / PAGE
     text = table(rows) + (layer_table(layers) if layers else "")
-    atomic_write_bytes(TABLE, lambda f: f.write(text.encode()))
-    print(f"wrote {RESULTS.relative_to(ROOT)} and {TABLE.relative_to(ROOT)}")
+    atomic_write_bytes(page, lambda f: f.write(text.encode()))
+    log(f"wrote {path} and {page}")
 
 
-if __name__ == "__main__":
-    main()
+def register(add) -> None:
+    add("mcu-inference", run_mcu_inference)

@@ -1,26 +1,15 @@
-"""The `--quick` variants of the ZO benchmarks run end to end (under a minute)."""
+"""The ZO accuracy benchmarks (`mcutrain.bench.zo`): `--quick` runs end to end (under a minute),
+and the per-corruption choice of learning rates by validation accuracy."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import replace
 
-import pytest
-
-from mcutrain import bench_zo, bench_zo_cost
+from mcutrain.bench import zo as bench_zo
 
 
-def _have_fashion() -> bool:
-    from mcutrain.data import load_dataset
-    try:
-        load_dataset("fashion-mnist", seed=0)
-    except Exception:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _have_fashion(), reason="Fashion-MNIST files not found")
-def test_quick_benchmarks_write_results_table_and_figure(tmp_path):
+def test_quick_benchmarks_write_results_table_and_figure(tmp_path, fashion_mnist):
     docs = tmp_path / "docs"
     docs.mkdir()
     doc = bench_zo.run_adapt(tmp_path, tmp_path / "results", quick=True, log=lambda s: None, docs=docs)
@@ -67,8 +56,7 @@ def test_rates_are_picked_per_corruption_by_validation_never_test(monkeypatch, t
     assert [r["seed"] for r in doc["runs"]] == [0] * 6 + [1] * 6
 
 
-@pytest.mark.skipif(not _have_fashion(), reason="Fashion-MNIST files not found")
-def test_units_on_two_processes_give_the_same_runs_as_one(tmp_path):
+def test_units_on_two_processes_give_the_same_runs_as_one(tmp_path, fashion_mnist):
     budget = replace(bench_zo.QUICK, corruptions=("gaussian_noise", "fog"))
     one = bench_zo.run_adapt(tmp_path, tmp_path / "r1", quick=True, log=lambda s: None, docs=tmp_path,
                              budget=budget)
@@ -78,19 +66,3 @@ def test_units_on_two_processes_give_the_same_runs_as_one(tmp_path):
     assert strip == [{k: v for k, v in r.items() if k != "seconds"} for r in two["runs"]]
     assert [(r["corruption"], r["method"]) for r in one["runs"]][:2] == [("gaussian_noise", "none"),
                                                                          ("gaussian_noise", "zo-wp")]
-
-
-@pytest.mark.skipif(not _have_fashion(), reason="Fashion-MNIST files not found")
-def test_quick_cost_benchmark_measures_every_layer_and_kind(tmp_path):
-    bench_zo_cost.run_cost(tmp_path, tmp_path / "results", quick=True, log=lambda s: None, docs=tmp_path)
-    doc = json.loads((tmp_path / "results" / "zo-cost.quick.json").read_text())
-    rows = doc["rows"]
-    want = {(c, k) for c in bench_zo_cost.COST_LAYERS for k in ("wp", "np")}
-    assert {(r["layer"], r["kind"]) for r in rows} == want
-    for r in rows:
-        assert r["step_ms"] > 0 and r["partial_ms"] > 0
-        assert r["ratio"] == pytest.approx(r["step_ms"] / (r["queries"] * r["partial_ms"]))
-        assert (r["local_grad_ms"] is None) == (r["kind"] == "wp")
-    conv2_np = next(r for r in rows if r["layer"] == "conv2" and r["kind"] == "np")
-    assert conv2_np["draws_per_query"] == -(-10 * 14 * 14 * 32 // 32)    # batch 10, 32 signs per draw
-    assert not (tmp_path / "benchmarks.md").exists()                       # quick runs leave the docs alone

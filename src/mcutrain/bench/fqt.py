@@ -13,7 +13,7 @@
 
 Budgets (epochs, samples) are set in `BUDGET` / `QUICK` so each benchmark fits
 about two hours on a two-core machine; BLAS runs on one thread (see
-`bench.limit_threads`). Results are rewritten after every finished run.
+`files.limit_threads`). Results are rewritten after every finished run.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from mcutrain import bench, io, zoo
+from mcutrain import io, zoo
+from mcutrain.bench import files
 from mcutrain.graph import Graph
 from mcutrain.methods.fqt import FQT
 from mcutrain.methods.fqt_state import PRECISIONS, FQTConfig
@@ -145,7 +146,7 @@ def run_scratch(work: Path, results: Path, quick: bool = False, log=print,
     seeds finished so far (`seeds`).
     """
     b = QUICK if quick else BUDGET
-    path = bench.result_path(results, "fqt-scratch", quick)
+    path = files.result_path(results, "fqt-scratch", quick)
     old = json.loads(path.read_text()) if path.exists() else {}
     runs: list[dict[str, Any]] = [r for r in old.get("runs", []) if not old.get("complete")]
     lrs: dict[str, float] = {}
@@ -187,11 +188,11 @@ def run_scratch(work: Path, results: Path, quick: bool = False, log=print,
                              "curve": [[h["loss"], h["test_accuracy"]] for h in r["history"]]})
                 log(f"fqt-scratch {spec} {prec} seed {seed}: {r['accuracy']:.4f} ({r['seconds']:.0f} s)")
                 rows, curves = rows_and_curves()
-                bench.write_results(results, "fqt-scratch", rows, quick, complete=False, runs=runs, lr=lrs)
+                files.write_results(results, "fqt-scratch", rows, quick, complete=False, runs=runs, lr=lrs)
     rows, curves = rows_and_curves()
-    bench.write_results(results, "fqt-scratch", rows, quick, complete=True, runs=runs, lr=lrs, batch=b.batch)
+    files.write_results(results, "fqt-scratch", rows, quick, complete=True, runs=runs, lr=lrs, batch=b.batch)
     if not quick:
-        bench.update_docs(docs, "fqt-scratch", bench.markdown_table(
+        files.update_docs(docs, "fqt-scratch", files.markdown_table(
             rows, ["dataset", "arch", "precision", "accuracy", "accuracy_std", "seeds", "epochs", "lr"],
             {"accuracy": ".4f", "accuracy_std": ".4f"}))
         plot_curves(curves, docs / "fqt-curves.png")
@@ -270,11 +271,11 @@ def run_transfer(work: Path, results: Path, quick: bool = False, log=print,
                          "accuracy_before": float(np.mean(before)), "accuracy": mean, "accuracy_std": std,
                          "seeds": len(accs), "epochs": b.transfer_epochs, "train_samples": len(x),
                          "test_samples": len(xt)})
-            bench.write_results(results, "fqt-transfer", rows, quick, complete=False)
-    bench.write_results(results, "fqt-transfer", rows, quick, complete=True, trainable="last:2", lr=LR,
-                        batch=b.batch)
+            files.write_results(results, "fqt-transfer", rows, quick, complete=False)
+    files.write_results(results, "fqt-transfer", rows, quick, complete=True, trainable="last:2", lr=LR,
+                         batch=b.batch)
     if not quick:
-        bench.update_docs(docs, "fqt-transfer", bench.markdown_table(
+        files.update_docs(docs, "fqt-transfer", files.markdown_table(
             rows, ["task", "dataset", "precision", "accuracy_before", "accuracy", "accuracy_std", "seeds",
                    "epochs", "train_samples", "test_samples"], {"accuracy": ".4f", "accuracy_std": ".4f",
                                                 "accuracy_before": ".4f"}))
@@ -314,10 +315,10 @@ def run_partial(work: Path, results: Path, quick: bool = False, log=print,
                          / max(r["backward_seconds"], 1e-9),
                          "epochs": epochs, "lr": lr, "seeds": len(runs)})
             log(f"fqt-partial {spec} lambda_min {lam}: {rows[-1]}")
-            bench.write_results(results, "fqt-partial", rows, quick, complete=False)
-    bench.write_results(results, "fqt-partial", rows, quick, complete=True, precision="int8")
+            files.write_results(results, "fqt-partial", rows, quick, complete=False)
+    files.write_results(results, "fqt-partial", rows, quick, complete=True, precision="int8")
     if not quick:
-        bench.update_docs(docs, "fqt-partial", bench.markdown_table(
+        files.update_docs(docs, "fqt-partial", files.markdown_table(
             rows, ["task", "dataset", "lambda_min", "accuracy", "accuracy_std", "accuracy_loss",
                    "backward_macs_ratio",
                    "backward_time_speedup", "epochs", "lr", "seeds"],
@@ -398,11 +399,11 @@ def run_speed(work: Path, results: Path, quick: bool = False, log=print,
                      "samples_per_s": fqt_sps, "torch_float_samples_per_s": torch_sps,
                      "ratio": float(np.median(ratios))})
         log(f"sim-speed {prec}: {fqt_sps:.0f} samples/s vs torch {torch_sps:.0f} ({rows[-1]['ratio']:.3f}x)")
-        bench.write_results(results, "sim-speed", rows, quick, complete=False)
-    bench.write_results(results, "sim-speed", rows, quick, complete=True, threads=1, clock="process CPU time",
-                        rounds=b.speed_rounds, steps_per_round=b.speed_steps)
+        files.write_results(results, "sim-speed", rows, quick, complete=False)
+    files.write_results(results, "sim-speed", rows, quick, complete=True, threads=1,
+                         clock="process CPU time", rounds=b.speed_rounds, steps_per_round=b.speed_steps)
     if not quick:
-        bench.update_docs(docs, "sim-speed", bench.markdown_table(
+        files.update_docs(docs, "sim-speed", files.markdown_table(
             rows, ["method", "precision", "arch", "batch", "samples_per_s", "torch_float_samples_per_s",
                    "ratio"], {"samples_per_s": ".0f", "torch_float_samples_per_s": ".0f", "ratio": ".3f"}))
 

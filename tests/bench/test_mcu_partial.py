@@ -1,19 +1,14 @@
-"""Benchmark `mcu-partial`: the full/partial table of the trained-state rows, the phase split of a
-profile, and the merge of rerun rows into mcu.json (pure Python: rows written by hand)."""
+"""Benchmark `mcu-partial`: the full/partial table of the trained-state rows and the merge of rerun
+rows into mcu.json (pure Python: rows written by hand)."""
 
 from __future__ import annotations
 
 import json
 
 from mcutrain import bench
-from mcutrain.bench_mcu import (
-    SMALL_FQT_TRAINED,
-    instructions_by_phase,
-    markdown,
-    merge_into_mcu,
-    partial_table,
-    phase_of,
-)
+from mcutrain.bench.mcu import merge_into_mcu
+from mcutrain.bench.mcu_cases import SMALL_FQT_TRAINED
+from mcutrain.bench.mcu_tables import markdown, partial_table
 
 
 def _row(case, core: str, kernels: str, total: float, fwd: float, bwd: float, macs: tuple[int, int]) -> dict:
@@ -28,17 +23,6 @@ def _row(case, core: str, kernels: str, total: float, fwd: float, bwd: float, ma
             "instructions_by_phase": {"forward": fwd, "backward": bwd, "other": total - fwd - bwd},
             "sim_macs_per_step": {"forward": 1_117_056, "error": macs[0], "weight_grad": macs[1]},
             "per_function": {"mt_fqt_upd_s8": total - fwd - bwd, "mt_conv2d_fwd_s8_range": fwd}}
-
-
-def test_phases_follow_the_defining_source():
-    assert phase_of("dot_2x2", "mt_mat_mult_s8_s16") == phase_of("run", "mt_conv_fwd_pairs") == "forward"
-    assert phase_of("mt_conv_c1_bwd_w", "mt_conv_c1") == "backward"
-    assert phase_of("mt_fqt_topk_s8", "mt_fqt_topk_s8") == "backward"
-    assert phase_of("mt_fqt_upd_s8", "mt_fqt_upd_s8") == phase_of("memset", "") == "other"
-    split = instructions_by_phase({"dot_2x2_off": 10.0, "pack_block": 4.0, "memset": 1.0},
-                                  {"dot_2x2_off": "mt_conv2d_fwd_s8_range",
-                                   "pack_block": "mt_conv2d_bwd_in_s8_s16"})
-    assert split == {"forward": 10.0, "backward": 4.0, "other": 1.0}
 
 
 def test_partial_table_pairs_full_and_partial_of_one_state(tmp_path):

@@ -1,4 +1,5 @@
-"""The benchmark runner: registry, result files, docs blocks; the quick FQT benchmarks run end to end."""
+"""The benchmark runner (`mcutrain.bench.runner`): registry and discovery, result files, docs
+blocks; the quick FQT benchmarks run end to end."""
 
 from __future__ import annotations
 
@@ -13,6 +14,19 @@ from mcutrain.cli import main
 def test_registry_has_fqt_benchmarks():
     names = bench.benchmarks()
     assert {"fqt-scratch", "fqt-transfer", "fqt-partial", "sim-speed"} <= set(names)
+
+
+EVERY = {"float-speed", "fqt-partial", "fqt-scratch", "fqt-transfer", "int8-core", "mcu", "mcu-inference",
+         "mcu-partial", "memory", "sim-speed", "zo-ablation", "zo-adapt", "zo-cost"}
+
+
+def test_list_names_every_benchmark_of_the_package(capsys):
+    """Every module of `mcutrain.bench` is discovered, the two folded-in scripts included; each has
+    a one-line description (its function's docstring)."""
+    assert main(["bench", "--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    listed = {line.split()[0]: line.split(maxsplit=1)[1:] for line in lines}
+    assert set(listed) == EVERY and all(listed.values())
 
 
 def test_write_results_and_docs_blocks(tmp_path):
