@@ -144,3 +144,20 @@ def test_gate_only_libraries_compile_pedantic_and_run_without_the_canary(tmp_pat
     steps = run_host_train(exe, [(np.zeros((1, 4, 4, 1), np.int8), np.array([1]))], 0.5, res.model, 3)
     assert len(steps) == 1
     assert not list(tmp_path.rglob("CANARY"))
+
+
+def test_hostile_onnx_through_mcutrain_run_on_the_emulated_core(tmp_path, monkeypatch, capsys, arm_tools):
+    """`mcutrain run` (inference and a ZO training step, built for the M4 and run under QEMU) on the
+    hostile import: bit-exact, and no CANARY anywhere the payload could have written it."""
+    monkeypatch.chdir(tmp_path)
+    Path("h.onnx").write_bytes(hostile_onnx(side=8, classes=10).SerializeToString())
+    assert main(["import", "h.onnx", "--calibrate", "digits", "-o", "h.npz"]) == 0
+    capsys.readouterr()
+    assert main(["run", "h.npz", "--dataset", "digits", "--target", "cortex-m4", "--steps", "2",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["bit_exact"] is True
+    assert main(["run", "h.npz", "--dataset", "digits", "--target", "cortex-m4", "--method", "zo",
+                 "--trainable", f"layers:{FC_NAME}", "--queries", "2", "--batch", "1", "--steps", "1",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["bit_exact"] is True
+    assert not list(tmp_path.rglob("CANARY")) and not Path("/CANARY").exists()
