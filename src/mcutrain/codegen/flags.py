@@ -7,8 +7,14 @@ float rounding, or a build that passes here could fail (or round differently) th
 
 from __future__ import annotations
 
-C_STD_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror"]
-"""Warning flags every build of the library uses (host, cross, Makefile, CMake)."""
+C_STANDARD = ["-std=c99"]
+"""The language of the runtime and the generated code (CMake sets it with CMAKE_C_STANDARD)."""
+
+WARNING_FLAGS = ["-Wall", "-Wextra", "-Werror"]
+"""Warnings every build of the library treats as errors (host, cross, Makefile, CMake)."""
+
+C_STD_FLAGS = C_STANDARD + WARNING_FLAGS
+"""Standard and warnings: what every compiler command line of the library starts with."""
 
 TRAIN_FLAGS = ["-ffp-contract=off"]
 """What a training library adds: no fused multiply-add, so every float32 operation of the QAS
