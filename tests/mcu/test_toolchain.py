@@ -2,7 +2,6 @@ import re
 
 import pytest
 
-from mcutrain.mcu.targets import Target
 from mcutrain.mcu.toolchain import (
     BuildError,
     LinkOverflowError,
@@ -11,6 +10,7 @@ from mcutrain.mcu.toolchain import (
     core_flags,
     linker_script,
 )
+from mcutrain.targets import Target
 
 SMALL = Target("small-m4", "cortex-m4", 64_000_000, ram_bytes=64 * 1024, flash_bytes=128 * 1024,
                fpu=True, dsp=True, qemu_machine="mps2-an386")

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from mcutrain.codegen.library import INFERENCE_RUNTIME
-from mcutrain.mcu import BuildResult, Profile, build, count_instructions, get_target
-from mcutrain.mcu.targets import Target
+from mcutrain.mcu import BuildResult, Profile, build, count_instructions
+from mcutrain.targets import Target, get_target
 
 
 def build_mcu(lib_dir: str | Path, target: str | Target, elf: str | Path, kernels: str = "dsp",

@@ -8,7 +8,8 @@ naming the region and the number of bytes over. Every program is linked with `st
 library only supplies `main`.
 
 Example:
-    >>> from mcutrain.mcu import build, get_target
+    >>> from mcutrain.mcu import build
+    >>> from mcutrain.targets import get_target
     >>> b = build(["prog.c"], get_target("cortex-m4"), "out/prog.elf")   # doctest: +SKIP
     >>> b.sizes.flash_bytes, b.sizes.ram_bytes                            # doctest: +SKIP
 """
@@ -26,7 +27,7 @@ from pathlib import Path
 from string import Template
 
 from mcutrain.io import atomic_write_bytes
-from mcutrain.mcu.targets import Target, get_target
+from mcutrain.targets import Target, get_target
 
 APT_INSTALL = ("apt-get install -y --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi "
                "qemu-system-arm")
