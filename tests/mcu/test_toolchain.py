@@ -2,12 +2,12 @@ import re
 
 import pytest
 
+from mcutrain.buildflags import core_flags
 from mcutrain.mcu.toolchain import (
     BuildError,
     LinkOverflowError,
     build,
     build_timeout,
-    core_flags,
     linker_script,
 )
 from mcutrain.targets import Target

@@ -2,7 +2,7 @@
 
 An inference library has one file-driven driver (`harness/main.c` -> `model_harness`); a
 training library adds `harness/train_main.c` -> `model_train_harness` and builds with the
-training flags (`flags.TRAIN_FLAGS`). Both come from the same templates (`Makefile.in`,
+training flags (`buildflags.TRAIN_FLAGS`). Both come from the same templates (`Makefile.in`,
 `CMakeLists.txt.in`), the difference being the fields: the flags and one rule per driver.
 Only fixed words reach these files (flags, the kernel choice, file names); no model text.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mcutrain.codegen.flags import C_STD_FLAGS, TRAIN_FLAGS, WARNING_FLAGS
+from mcutrain.buildflags import C_STD_FLAGS, CROSS_OPT, REF_KERNELS, TRAIN_FLAGS, WARNING_FLAGS
 from mcutrain.codegen.templates import render
 
 
@@ -44,14 +44,15 @@ def build_files(kernels: str, training: bool) -> dict[str, str]:
     extra = TRAIN_FLAGS if training else []
     ref = kernels != "dsp"
     makefile = render(
-        "Makefile.in", flags=" ".join(C_STD_FLAGS + extra), defines=" -DMT_KERNELS_REF" if ref else "",
+        "Makefile.in", flags=" ".join(C_STD_FLAGS + extra), opt=CROSS_OPT,
+        defines=f" -D{REF_KERNELS}" if ref else "",
         harness_sources=" ".join(h.source for h in harnesses),
         harness_recipes="".join(render("Makefile.harness.in", source=h.source, program=h.program)
                                 for h in harnesses),
         harness_programs=" ".join(h.program for h in harnesses))
     cmake = render(
         "CMakeLists.txt.in", flags=" ".join(WARNING_FLAGS + extra),
-        defines="target_compile_definitions(model PUBLIC MT_KERNELS_REF)\n" if ref else "",
+        defines=f"target_compile_definitions(model PUBLIC {REF_KERNELS})\n" if ref else "",
         harnesses="".join(render("CMakeLists.harness.txt.in", source=h.source, program=h.program)
                           for h in harnesses))
     return {"Makefile": makefile, "CMakeLists.txt": cmake}

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mcutrain.codegen.flags import C_STD_FLAGS, HOST_SANITIZE
+from mcutrain.buildflags import C_STD_FLAGS, HOST_CHECK_FLAGS, HOST_OPT, HOST_SANITIZE, host_kernel_flags
 
 
 class HostBuildError(RuntimeError):
@@ -72,7 +72,7 @@ def runtime_objects(cc: str, runtime_dir: Path, flags: list[str]) -> list[Path]:
 
 
 def build_host(lib_dir: str | Path, exe: str | Path, sanitize: bool = True, kernels: str = "ref",
-               opt: str = "-O1", extra: list[str] | None = None) -> Path:
+               opt: str = HOST_OPT, extra: list[str] | None = None) -> Path:
     """Compile a generated library and its harness with the host compiler into `exe`.
 
     kernels: 'ref' builds the portable loops; 'dsp' builds the DSP loops with their portable
@@ -81,8 +81,7 @@ def build_host(lib_dir: str | Path, exe: str | Path, sanitize: bool = True, kern
 
     lib = Path(lib_dir)
     cc = find_host_cc()
-    flags = [*C_STD_FLAGS, "-pedantic", opt, f"-I{lib / 'runtime'}"]
-    flags += ["-DMT_EMULATE_DSP"] if kernels == "dsp" else ["-DMT_KERNELS_REF"]
+    flags = [*C_STD_FLAGS, *HOST_CHECK_FLAGS, opt, f"-I{lib / 'runtime'}", *host_kernel_flags(kernels)]
     flags += (HOST_SANITIZE if sanitize else []) + list(extra or [])
     objs = runtime_objects(cc, lib / "runtime", flags)
     srcs = [lib / "model.c", lib / "harness" / "main.c"]

@@ -27,7 +27,14 @@ from pathlib import Path
 
 import numpy as np
 
-from mcutrain.codegen.flags import C_STD_FLAGS, HOST_SANITIZE, TRAIN_FLAGS
+from mcutrain.buildflags import (
+    C_STD_FLAGS,
+    HOST_CHECK_FLAGS,
+    HOST_OPT,
+    HOST_SANITIZE,
+    TRAIN_FLAGS,
+    host_kernel_flags,
+)
 from mcutrain.codegen.harness import HostBuildError, find_host_cc, run_harness, runtime_objects
 
 DATA_MAGIC = 0x4454544D
@@ -74,12 +81,12 @@ def read_train_results(path: str | Path, src, steps: int, num_classes: int) -> l
 
 
 def build_host_train(lib_dir: str | Path, exe: str | Path, sanitize: bool = True, kernels: str = "ref",
-                     opt: str = "-O1") -> Path:
+                     opt: str = HOST_OPT) -> Path:
     """Compile a generated training library and its harness with the host gcc (ASan + UBSan)."""
     lib = Path(lib_dir)
     cc = find_host_cc()
-    flags = [*C_STD_FLAGS, *TRAIN_FLAGS, "-pedantic", opt, f"-I{lib / 'runtime'}"]
-    flags += ["-DMT_EMULATE_DSP"] if kernels == "dsp" else ["-DMT_KERNELS_REF"]
+    flags = [*C_STD_FLAGS, *TRAIN_FLAGS, *HOST_CHECK_FLAGS, opt, f"-I{lib / 'runtime'}",
+             *host_kernel_flags(kernels)]
     flags += HOST_SANITIZE if sanitize else []
     objs = runtime_objects(cc, lib / "runtime", flags)
     cmd = [cc, *flags, f"-I{lib}", str(lib / "model.c"), str(lib / "harness" / "train_main.c"),
