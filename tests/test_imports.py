@@ -168,3 +168,13 @@ def test_no_private_name_imported_across_modules():
                 found += [f"{mod}: from {node.module} import {a.name}" for a in node.names
                           if a.name.startswith("_") and a.name != "__version__"]
     assert not found, "private names imported across modules:\n" + "\n".join(found)
+
+
+def test_planning_does_not_reach_into_deployment():
+    """The planner sizes for boards (`mcutrain.targets`, which imports nothing of the package);
+    it never uses `mcu` or `codegen`, the layer above it."""
+    graph = import_graph()
+    assert graph["mcutrain.targets"] == set()
+    upward = {m: sorted(t for t in ts if t.startswith(("mcutrain.mcu", "mcutrain.codegen")))
+              for m, ts in graph.items() if m.startswith("mcutrain.plan")}
+    assert {m: ts for m, ts in upward.items() if ts} == {}

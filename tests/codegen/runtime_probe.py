@@ -9,7 +9,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from mcutrain.codegen.flags import HOST_SANITIZE
+from mcutrain.buildflags import HOST_SANITIZE
 from mcutrain.codegen.harness import find_host_cc
 
 

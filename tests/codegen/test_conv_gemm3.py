@@ -20,8 +20,8 @@ from mcutrain.codegen.cross import build_mcu, run_mcu
 from mcutrain.codegen.emit import pair_weight_rows
 from mcutrain.codegen.library import export_library
 from mcutrain.engines import int_engine, ptq
-from mcutrain.mcu import get_target
 from mcutrain.plan.lifetimes import runs_tiny, widens_weights
+from mcutrain.targets import get_target
 
 
 def test_row_pairs_interleave_two_values_at_a_time_per_group():

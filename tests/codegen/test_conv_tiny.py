@@ -19,8 +19,8 @@ from mcutrain import zoo
 from mcutrain.codegen.cross import build_mcu, run_mcu
 from mcutrain.codegen.library import export_library
 from mcutrain.engines import int_engine, ptq
-from mcutrain.mcu import get_target
 from mcutrain.plan.lifetimes import runs_tiny, tiny_words, widens_weights
+from mcutrain.targets import get_target
 
 
 def test_tiny_columns_pack_the_half_filled_pairs():

@@ -13,7 +13,7 @@ from mcutrain import graph as G
 from mcutrain.codegen.cross import build_mcu, run_mcu
 from mcutrain.codegen.library import export_library
 from mcutrain.engines import int_engine, ptq
-from mcutrain.mcu import get_target
+from mcutrain.targets import get_target
 
 
 def _linear(feats: int, outs: int) -> G.Graph:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from conftest import needs_gcc
-from mcutrain.codegen.flags import HOST_SANITIZE
+from mcutrain.buildflags import HOST_SANITIZE
 from mcutrain.codegen.harness import find_host_cc
 from mcutrain.codegen.library import runtime_files
 from mcutrain.quant.fixedpoint import quantize_multiplier, requantize_output

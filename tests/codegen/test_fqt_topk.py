@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from conftest import needs_gcc
-from mcutrain.codegen.flags import HOST_SANITIZE
+from mcutrain.buildflags import HOST_SANITIZE
 from mcutrain.codegen.harness import find_host_cc
 from mcutrain.methods.partial import magnitudes, top_k_mask
 

@@ -18,8 +18,8 @@ from mcutrain.codegen.cross import build_mcu, run_mcu
 from mcutrain.codegen.emit import emit_model, interleave_rows4
 from mcutrain.codegen.library import export_library
 from mcutrain.engines import int_engine, ptq
-from mcutrain.mcu import get_target
 from mcutrain.plan.lifetimes import flash_weight_bytes
+from mcutrain.targets import get_target
 
 
 def test_four_rows_interleave_four_values_at_a_time():

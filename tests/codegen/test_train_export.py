@@ -186,7 +186,7 @@ int main(void)
 
 @needs_gcc
 def test_state_blob_resumes_bit_exactly(tmp_path):
-    from mcutrain.codegen.flags import C_STD_FLAGS, HOST_SANITIZE, TRAIN_FLAGS
+    from mcutrain.buildflags import C_STD_FLAGS, HOST_SANITIZE, TRAIN_FLAGS
     lib = tmp_path / "lib"
     export_training_library(_zo(), lib, batch=2, kernels="ref")
     (lib / "harness" / "state.c").write_text(STATE_MAIN)

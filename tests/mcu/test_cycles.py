@@ -4,7 +4,7 @@ import pytest
 from mcutrain.mcu.cycles import _register_count, classify, estimate_cycles
 from mcutrain.mcu.disasm import load_disassembly
 from mcutrain.mcu.profile import Counts, count_instructions
-from mcutrain.mcu.targets import get_target
+from mcutrain.targets import get_target
 
 
 @pytest.mark.parametrize(("mnemonic", "cls"), [

@@ -2,15 +2,15 @@ import re
 
 import pytest
 
-from mcutrain.mcu.targets import Target
+from mcutrain.buildflags import core_flags
 from mcutrain.mcu.toolchain import (
     BuildError,
     LinkOverflowError,
     build,
     build_timeout,
-    core_flags,
     linker_script,
 )
+from mcutrain.targets import Target
 
 SMALL = Target("small-m4", "cortex-m4", 64_000_000, ram_bytes=64 * 1024, flash_bytes=128 * 1024,
                fpu=True, dsp=True, qemu_machine="mps2-an386")

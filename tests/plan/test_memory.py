@@ -4,8 +4,8 @@ from importlib import resources
 
 import pytest
 
+from mcutrain import targets as T
 from mcutrain import zoo
-from mcutrain.mcu import targets as T
 from mcutrain.mcu.toolchain import DEFAULT_STACK_BYTES
 from mcutrain.plan.memory import (
     CALL_SITE_BYTES,
@@ -43,7 +43,7 @@ def test_boards_from_targets_toml():
 
 
 def test_small_toml_reader_agrees_with_tomllib_and_refuses_the_rest():
-    text = resources.files("mcutrain").joinpath("plan/targets.toml").read_text()
+    text = resources.files("mcutrain").joinpath("targets.toml").read_text()
     assert T._parse_subset(text) == T.parse_targets_toml(text)
     with pytest.raises(T.TargetError, match="line 2"):
         T._parse_subset("[targets.x]\ncore = [1, 2]\n")

@@ -179,8 +179,9 @@ def measure(case: Case, core: str, kernels: str, prep: Prepared | None,
     from mcutrain.codegen.emit import ExportError
     from mcutrain.codegen.library import export_training_library
     from mcutrain.commands._run_common import first_mismatch
-    from mcutrain.mcu import estimate_cycles, get_target
+    from mcutrain.mcu import estimate_cycles
     from mcutrain.plan.memory import STACK_ALLOWANCE, account
+    from mcutrain.targets import get_target
 
     args = method_args(case, core, kernels)
     start = time.perf_counter()
@@ -269,8 +270,9 @@ def forward_proxy(case: Case, core: str, kernels: str, log) -> dict[str, Any]:
     from mcutrain.codegen.library import export_library
     from mcutrain.codegen.model_source import resolve_model
     from mcutrain.engines import int_engine
-    from mcutrain.mcu import estimate_cycles, get_target
+    from mcutrain.mcu import estimate_cycles
     from mcutrain.plan.memory import account
+    from mcutrain.targets import get_target
 
     args = method_args(case, core, kernels)
     start = time.perf_counter()

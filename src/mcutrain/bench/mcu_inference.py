@@ -38,7 +38,8 @@ from mcutrain.codegen.model_source import resolve_model
 from mcutrain.engines import int_engine, ptq
 from mcutrain.graph import Graph, Op
 from mcutrain.io import atomic_write_bytes
-from mcutrain.mcu import estimate_cycles, get_target
+from mcutrain.mcu import estimate_cycles
+from mcutrain.targets import get_target
 
 PAGE = "benchmarks-mcu-inference.md"
 RUNS = (("cortex-m0plus", "ref"), ("cortex-m4", "ref"), ("cortex-m4", "dsp"), ("cortex-m7", "ref"),

@@ -25,15 +25,15 @@ def runtime_names(lib: Path, target, kernels: str) -> frozenset[str]:
 
 def runtime_symbols(lib: Path, target, kernels: str) -> dict[str, str]:
     """Symbol -> the runtime source (file stem) that defines it, static helpers included."""
+    from mcutrain.buildflags import C_STANDARD, CROSS_OPT, REF_KERNELS, SECTION_FLAGS, core_flags
     from mcutrain.mcu import find_toolchain
-    from mcutrain.mcu.toolchain import core_flags
 
     key = (target.core, target.fpu, kernels)
     if key in _RUNTIME_NAMES:
         return _RUNTIME_NAMES[key]
     tools = find_toolchain()
-    flags = [*core_flags(target), "-O2", "-std=c99", "-ffunction-sections", "-fdata-sections",
-             f"-I{lib}", f"-I{lib / 'runtime'}"] + (["-DMT_KERNELS_REF"] if kernels == "ref" else [])
+    flags = [*core_flags(target), CROSS_OPT, *C_STANDARD, *SECTION_FLAGS,
+             f"-I{lib}", f"-I{lib / 'runtime'}"] + ([f"-D{REF_KERNELS}"] if kernels == "ref" else [])
     with tempfile.TemporaryDirectory(prefix="mt-names-") as tmp:
         srcs = [str(s) for s in sorted((lib / "runtime").glob("*.c"))]
         subprocess.run([tools.gcc, *flags, "-c", *srcs], cwd=tmp, check=True, capture_output=True)
@@ -74,14 +74,14 @@ def instructions_by_phase(per_function: dict[str, float], symbols: dict[str, str
 
 
 def model_names(lib: Path, target) -> set[str]:
+    from mcutrain.buildflags import C_STANDARD, CROSS_OPT, SECTION_FLAGS, core_flags
     from mcutrain.mcu import find_toolchain
-    from mcutrain.mcu.toolchain import core_flags
 
     tools = find_toolchain()
     with tempfile.TemporaryDirectory(prefix="mt-names-") as tmp:
         obj = Path(tmp) / "model.o"
-        subprocess.run([tools.gcc, *core_flags(target), "-O2", "-std=c99", "-fdata-sections",
-                        "-ffunction-sections", f"-I{lib}", f"-I{lib / 'runtime'}", "-c", str(lib / "model.c"),
+        subprocess.run([tools.gcc, *core_flags(target), CROSS_OPT, *C_STANDARD, *SECTION_FLAGS,
+                        f"-I{lib}", f"-I{lib / 'runtime'}", "-c", str(lib / "model.c"),
                         "-o", str(obj)], check=True, capture_output=True)
         out = subprocess.run([tools.nm, "--defined-only", str(obj)], check=True, capture_output=True,
                              text=True).stdout

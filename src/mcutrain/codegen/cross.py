@@ -17,13 +17,14 @@ from pathlib import Path
 
 import numpy as np
 
+from mcutrain.buildflags import CROSS_OPT, REF_KERNELS
 from mcutrain.codegen.library import INFERENCE_RUNTIME
-from mcutrain.mcu import BuildResult, Profile, build, count_instructions, get_target
-from mcutrain.mcu.targets import Target
+from mcutrain.mcu import BuildResult, Profile, build, count_instructions
+from mcutrain.targets import Target, get_target
 
 
 def build_mcu(lib_dir: str | Path, target: str | Target, elf: str | Path, kernels: str = "dsp",
-              opt: str = "-O2") -> BuildResult:
+              opt: str = CROSS_OPT) -> BuildResult:
     """Cross-compile model + runtime + harness for `target`, linked with the target's RAM/Flash.
 
     kernels: 'dsp' uses the DSP loops where the core has them (the architecture header decides
@@ -32,7 +33,7 @@ def build_mcu(lib_dir: str | Path, target: str | Target, elf: str | Path, kernel
     lib = Path(lib_dir)
     srcs = [lib / "model.c", *(lib / "runtime" / n for n in INFERENCE_RUNTIME if n.endswith(".c")),
             lib / "harness" / "main.c"]
-    defines = ["MT_BOARD"] + (["MT_KERNELS_REF"] if kernels == "ref" else [])
+    defines = ["MT_BOARD"] + ([REF_KERNELS] if kernels == "ref" else [])
     return build(srcs, get_target(target), elf, include_dirs=[lib, lib / "runtime"], defines=defines, opt=opt)
 
 
@@ -60,7 +61,7 @@ def run_mcu(elf: str | Path, target: str | Target, x_q: np.ndarray, num_classes:
 
 
 def build_mcu_train(lib_dir: str | Path, target: str | Target, elf: str | Path, kernels: str = "dsp",
-                    opt: str = "-O2") -> BuildResult:
+                    opt: str = CROSS_OPT) -> BuildResult:
     """Cross-compile a training library (model + every runtime source + harness/train_main.c).
 
     Linked with the target's real RAM and Flash, so a plan that does not fit fails to link

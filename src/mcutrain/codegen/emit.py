@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mcutrain.codegen.cformat import c_array, c_comment, c_comment_lines, c_string, unique_idents
+from mcutrain.codegen.templates import render
 from mcutrain.engines.int_engine import check_accumulator
 from mcutrain.graph import INPUT, Node, Op
 from mcutrain.plan import ArenaPlan, plan_inference_arena
@@ -326,132 +327,17 @@ def emit_model(qm: QuantModel, kernels: str = "dsp", planner: str = "greedy",
             scratch_checks.append("    }")
     in_size, out_size = em.size(INPUT), em.size(g.output)
     ishape = g.input_shape if len(g.input_shape) == 3 else (1, 1, *g.input_shape)
-    header = _HEADER.format(
-        provenance=c_comment(provenance or "(not recorded)"), kernels=kernels, planner=plan.planner,
+    header = render(
+        "model_inference.h", provenance=c_comment(provenance or "(not recorded)"), kernels=kernels,
+        planner=plan.planner,
         h=ishape[0], w=ishape[1], c=ishape[2], in_size=in_size, out_size=out_size,
         in_zp=qm.zero_point(INPUT), in_q=c_comment(qparams_comment(qm, INPUT)),
         out_zp=qm.zero_point(g.output), out_q=c_comment(qparams_comment(qm, g.output)),
-        arena=plan.arena_bytes, layers=len(g.nodes), out_off=plan.offsets[g.output])
-    source = _SOURCE.format(
-        kernels=kernels, planner=plan.planner, arena=plan.arena_bytes,
+        arena=plan.arena_bytes, layers=len(g.nodes))
+    source = render(
+        "model_inference.c", kernels=kernels, planner=plan.planner, arena=plan.arena_bytes,
         consts="\n\n".join(em.consts),
         in_ptr=em.tensor(INPUT), out_ptr=em.tensor(g.output),
         checks="\n".join(scratch_checks) or "    /* no kernel needs scratch memory */",
         blocks="\n".join(blocks), graph=c_comment_lines(g.summary()))
     return ModelSource(header, source, plan, em.const_bytes, [n.name for n in g.nodes])
-
-
-_HEADER = """\
-/*
- * model.h: int8 inference of one model with the mcutrain C runtime.
- *
- * Provenance: {provenance}
- * Kernels planned for: {kernels}; arena planner: {planner}.
- *
- * Usage:
- *     if (model_init() != MT_OK) ...;            (once: checks the arena against the kernels)
- *     model_predict(input, logits);              (any number of times)
- * Input: int8 [{h}, {w}, {c}] NHWC, {in_q}.
- * Output: int8 logits [{out_size}], {out_q}.
- * No malloc and no floating point; all RAM is the static arena of MODEL_ARENA_BYTES.
- */
-#ifndef MODEL_H
-#define MODEL_H
-
-#include <stdint.h>
-
-#include "mt_types.h"
-
-#ifdef __cplusplus
-extern "C" {{
-#endif
-
-#define MODEL_INPUT_H {h}
-#define MODEL_INPUT_W {w}
-#define MODEL_INPUT_C {c}
-#define MODEL_INPUT_SIZE {in_size}
-#define MODEL_INPUT_ZERO_POINT ({in_zp})
-#define MODEL_OUTPUT_SIZE {out_size}
-#define MODEL_OUTPUT_ZERO_POINT ({out_zp})
-#define MODEL_ARENA_BYTES {arena}
-#define MODEL_NUM_LAYERS {layers}
-
-/* Check the arena's scratch blocks against the kernels compiled in. MT_OK, or MT_ERR_BUFFER when
-   the library was exported for reference kernels but built with DSP kernels (re-export with
-   --kernels dsp, or build with -DMT_KERNELS_REF); predictions are correct either way. */
-mt_status model_init(void);
-
-/* Run one sample. input: int8 [MODEL_INPUT_SIZE] (may be model_input_buffer(), then no copy is
-   made); logits: int8 [MODEL_OUTPUT_SIZE] (out). Returns MT_OK or a kernel's error code. */
-mt_status model_predict(const int8_t *input, int8_t *logits);
-
-/* The input tensor inside the arena: write a sample here to skip predict's input copy. Its
-   contents are overwritten during model_predict. */
-int8_t *model_input_buffer(void);
-
-/* Debugging: called after every layer with the layer's index, name and int8 output. */
-typedef void (*model_layer_hook)(int32_t layer, const char *name, const int8_t *data, int32_t size);
-
-/* Install (or, with NULL, remove) the layer hook. */
-void model_set_layer_hook(model_layer_hook hook);
-
-#ifdef __cplusplus
-}}
-#endif
-
-#endif /* MODEL_H */
-"""
-
-_SOURCE = """\
-/*
- * model.c: constants, arena and forward pass of the model (see model.h).
- * Kernels planned for: {kernels}; arena planner: {planner}; arena {arena} bytes.
- *
-{graph}
- */
-#include <stddef.h>
-#include <string.h>
-
-#include "model.h"
-#include "mt_nn.h"
-
-{consts}
-
-/* The only RAM the model uses; tensors and kernel scratch sit at the planner's offsets. */
-static union {{
-    int64_t align; /* 8-byte alignment for word and doubleword accesses */
-    int8_t bytes[MODEL_ARENA_BYTES];
-}} model_arena;
-
-static model_layer_hook model_layer_hook_fn = NULL;
-
-void model_set_layer_hook(model_layer_hook hook)
-{{
-    model_layer_hook_fn = hook;
-}}
-
-int8_t *model_input_buffer(void)
-{{
-    return {in_ptr};
-}}
-
-mt_status model_init(void)
-{{
-{checks}
-    return MT_OK;
-}}
-
-mt_status model_predict(const int8_t *input, int8_t *logits)
-{{
-    mt_status st = MT_OK;
-    if (!input || !logits) {{
-        return MT_ERR_ARG;
-    }}
-    if (input != {in_ptr}) {{
-        memcpy({in_ptr}, input, MODEL_INPUT_SIZE);
-    }}
-{blocks}
-    memcpy(logits, {out_ptr}, MODEL_OUTPUT_SIZE);
-    return st;
-}}
-"""

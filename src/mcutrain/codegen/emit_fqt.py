@@ -39,15 +39,15 @@ from mcutrain.codegen.emit_fqt_float import emitters, logit_range_function
 from mcutrain.codegen.emit_fqt_graph import GRAPH_EMITTERS, check_graph
 from mcutrain.codegen.emit_fqt_ops import FQT_KERNEL_EMITTERS
 from mcutrain.codegen.emit_fqt_source import (
-    FQT_SOURCE,
     fixed_layer,
     jump_columns,
     predict_output,
     state_layout,
     stream_draws,
 )
-from mcutrain.codegen.state_blob import STATE_HEADER_WORDS, STATE_IO_SOURCE, STATE_MAGIC, state_fingerprint
-from mcutrain.codegen.train_source import CTYPE, TRAIN_HEADER, TrainSource
+from mcutrain.codegen.state_blob import STATE_HEADER_WORDS, STATE_MAGIC, state_fingerprint
+from mcutrain.codegen.templates import render
+from mcutrain.codegen.train_source import CTYPE, TrainSource
 from mcutrain.graph import INPUT, Op
 from mcutrain.plan.schedule import Kernel, Schedule
 from mcutrain.plan.schedules import schedule_for
@@ -266,8 +266,9 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
     c = method.cfg
     opts = {"method": "fqt", "precision": c.precision, "alpha_a": c.alpha_a, "alpha_e": c.alpha_e,
             "alpha_w": c.alpha_w, "alpha_norm": c.alpha_norm, "trainable": list(e.trained)}
-    header = TRAIN_HEADER.format(
-        provenance=c_comment(provenance or "(not recorded)"), method="fqt", kernels=kernels, batch=batch,
+    header = render(
+        "model_training.h", provenance=c_comment(provenance or "(not recorded)"), method="fqt",
+        kernels=kernels, batch=batch,
         options=f"precision {c.precision}, alpha_a {c.alpha_a}, alpha_e {c.alpha_e}, alpha_w {c.alpha_w}, "
                 f"alpha_norm {c.alpha_norm}",
         input_kind="float32 values (MODEL_INPUT_SIZE bytes)" if p.acts == "f32" else "int8",
@@ -282,20 +283,19 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
         state_bytes=state_bytes, layers=len(g.nodes))
     save = "\n".join(f"    {sv}\n    off += {x.nbytes};" for (sv, _), x in zip(io, entries))
     load = "\n".join(f"    {ld}\n    off += {x.nbytes};" for (_, ld), x in zip(io, entries))
-    source = (FQT_SOURCE + STATE_IO_SOURCE).format(
-        arena=plan.arena_bytes, graph=c_comment_lines(g.summary()), state="\n\n".join(defs),
+    source = render(
+        "model_fqt.c", arena=plan.arena_bytes, graph=c_comment_lines(g.summary()), state="\n\n".join(defs),
         jumps="\n\n".join(jumps) or "/* no stochastic draws */", macros="\n".join(macros),
         rng0=int(method.rng.state), steps0=int(method.steps), magic=STATE_MAGIC, fp=fp, max_o=max_o,
         k=g.num_classes, prepare="\n".join(f"    {x}" for x in prepare), fwd="\n".join(fwd_lines),
         step="\n".join(step_lines), train_in=e.t(INPUT) if batch == 1 else "fqt_batch_in",
-        sample_in=e.t(INPUT), logits=e.t(g.output), batch_in=in_size * batch, seed_fn=seed_fn,
+        sample_in=e.t(INPUT), batch_in=in_size * batch, seed_fn=seed_fn,
         batch_buf=(f"static int8_t fqt_batch_in[{batch * in_size}]; /* the caller's batch */\n"
                    if batch > 1 else ""),
         seed_call="".join(f"    st = {fn};\n    if (st != MT_OK) {{\n        return st;\n    }}\n"
                           for fn, on in (("fqt_seed(labels)", "fqt_seed(" in seed_fn),
                                          ("fqt_logit_range()", "fqt_logit_range(" in seed_fn)) if on),
-        predict_out=predict_output(e, p, g),
-        save=save, load=load)
+        predict_out=predict_output(e, p, g)) + render("state_io.c", save=save, load=load)
     ram = sum(method.w[n].size + 4 * method.b[n].size for n in e.trained)
     const = sum(method.w[n.name].size for n in g.parametric() if n.name not in e.trained)
     return TrainSource(header, source, plan, plan.arena_bytes, plan.arena_bytes, const, ram, entries, fp,

@@ -32,12 +32,12 @@ from mcutrain.codegen.emit import ExportError, InferenceEmitter, check_supported
 from mcutrain.codegen.emit_train_ops import StepEmitter, method_op
 from mcutrain.codegen.state_blob import (
     STATE_HEADER_WORDS,
-    STATE_IO_SOURCE,
     STATE_MAGIC,
     StateEntry,
     state_fingerprint,
 )
-from mcutrain.codegen.train_source import CTYPE, TRAIN_HEADER, TrainSource
+from mcutrain.codegen.templates import render
+from mcutrain.codegen.train_source import CTYPE, TrainSource
 from mcutrain.graph import INPUT, Op
 from mcutrain.plan import plan_inference_arena
 from mcutrain.plan.schedule import Schedule
@@ -205,17 +205,17 @@ def emit_zo_bp_training(method, batch: int = 1, kernels: str = "dsp", provenance
         arr = f"{ids[layer]}_{kind}"
         save_lines.append(f"    memcpy(blob + off, {arr}, {e.nbytes});\n    off += {e.nbytes};")
         load_lines.append(f"    memcpy({arr}, blob + off, {e.nbytes});\n    off += {e.nbytes};")
-    header = TRAIN_HEADER.format(
-        provenance=c_comment(provenance or "(not recorded)"), method=method.name, kernels=kernels,
-        batch=batch,
+    header = render(
+        "model_training.h", provenance=c_comment(provenance or "(not recorded)"), method=method.name,
+        kernels=kernels, batch=batch,
         options=c_comment(", ".join(f"{k} {v}" for k, v in opts.items() if k != "method")),
         input_kind="int8", h=ishape[0], w=ishape[1], c=ishape[2], in_size=in_size, out_size=g.num_classes,
         in_zp=qm.zero_point(INPUT), in_q=c_comment(qparams_comment(qm, INPUT)),
         out_zp=qm.zero_point(g.output),
         out_q=c_comment(qparams_comment(qm, g.output)), arena=arena, train_arena=plan.arena_bytes,
         infer_arena=inf.arena_bytes, state_bytes=state_bytes, layers=len(g.nodes))
-    source = (_SOURCE + STATE_IO_SOURCE).format(
-        method=method.name, kernels=kernels, arena=arena, train_arena=plan.arena_bytes,
+    source = render(
+        "model_zo_bp.c", method=method.name, kernels=kernels, arena=arena, train_arena=plan.arena_bytes,
         infer_arena=inf.arena_bytes,
         graph=c_comment_lines(g.summary()), consts="\n\n".join(pe.consts),
         ram="\n\n".join(ram_arrays) or "/* nothing trainable */",
@@ -224,9 +224,9 @@ def emit_zo_bp_training(method, batch: int = 1, kernels: str = "dsp", provenance
         in_ptr=pe.tensor(INPUT), out_ptr=pe.tensor(g.output), blocks="\n".join(blocks),
         train_in=se.t(in_name), batch_in=batch * in_size,
         qdecl="    int32_t query;\n    uint32_t replay;\n" if uses_q else "",
-        step="\n".join(step_lines), save="\n".join(save_lines) or "    /* nothing trainable */",
-        load="\n".join(load_lines) or "    /* nothing trainable */",
-        checks=_scratch_checks(s, plan, qm, se))
+        step="\n".join(step_lines), checks=_scratch_checks(s, plan, qm, se)) + render(
+        "state_io.c", save="\n".join(save_lines) or "    /* nothing trainable */",
+        load="\n".join(load_lines) or "    /* nothing trainable */")
     return TrainSource(header, source, plan, inf.arena_bytes, arena, pe.const_bytes, ram_bytes, entries, fp,
                        batch, method.name, opts)
 
@@ -252,104 +252,3 @@ def _scratch_checks(s: Schedule, plan: TrainingPlan, qm, se: StepEmitter) -> str
                         f"    if (mt_conv2d_fwd_s8_get_buffer_size(&{fid}) > {size}) {{ /* {note} */",
                         "        return MT_ERR_BUFFER;", "    }"]
     return "\n".join(out) or "    /* no kernel needs scratch memory */"
-
-
-_SOURCE = """\
-/*
- * model.c: constants, trainable tensors, arena, forward pass and training step (see model.h).
- * Method {method}; kernels planned for: {kernels}; arena {arena} bytes
- * (max of the training step's {train_arena} and inference's {infer_arena}, which share it).
- *
-{graph}
- */
-#include <stddef.h>
-#include <string.h>
-
-#include "model.h"
-#include "mt_nn.h"
-#include "mt_train.h"
-
-{consts}
-
-{ram}
-
-{fconsts}
-
-/* The working memory of predict and train_step (never both at once). */
-static union {{
-    int64_t align; /* 8-byte alignment for word and doubleword accesses */
-    int8_t bytes[MODEL_ARENA_BYTES];
-}} model_arena;
-
-/* The training step's tensors at the planner's offsets. */
-{macros}
-
-static struct {{
-    uint32_t rng;   /* the method's xorshift32 state */
-    uint32_t steps; /* steps taken */
-}} model_state = {{{rng0}u, {steps0}u}};
-
-#define MODEL_STATE_MAGIC {magic}u
-#define MODEL_STATE_FINGERPRINT {fp}u
-
-mt_status model_init(void)
-{{
-{checks}
-    return MT_OK;
-}}
-
-static model_layer_hook model_layer_hook_fn = NULL;
-
-void model_set_layer_hook(model_layer_hook hook)
-{{
-    model_layer_hook_fn = hook;
-}}
-
-int8_t *model_input_buffer(void)
-{{
-    return {in_ptr};
-}}
-
-mt_status model_predict(const int8_t *input, int8_t *logits)
-{{
-    mt_status st = MT_OK;
-    if (!input || !logits) {{
-        return MT_ERR_ARG;
-    }}
-    if (input != {in_ptr}) {{
-        memcpy({in_ptr}, input, MODEL_INPUT_SIZE);
-    }}
-{blocks}
-    memcpy(logits, {out_ptr}, MODEL_OUTPUT_SIZE);
-    return st;
-}}
-
-int8_t *model_train_input_buffer(void)
-{{
-    return {train_in};
-}}
-
-uint32_t model_train_steps(void)
-{{
-    return model_state.steps;
-}}
-
-mt_status model_train_step(const int8_t *inputs, const int32_t *labels, float lr, int32_t *losses,
-                           int8_t *logits)
-{{
-    mt_status st = MT_OK;
-{qdecl}    if (!inputs || !labels || !losses) {{
-        return MT_ERR_ARG;
-    }}
-    if (!MT_LR_VALID(lr)) {{ /* NaN, +-inf, 0 or negative: refused before any state changes */
-        return MT_ERR_ARG;
-    }}
-    if (inputs != {train_in}) {{
-        memcpy({train_in}, inputs, {batch_in});
-    }}
-{step}
-    model_state.steps++;
-    return st;
-}}
-
-"""

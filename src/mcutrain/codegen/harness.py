@@ -21,88 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mcutrain.codegen.flags import C_STD_FLAGS, HOST_SANITIZE
-
-HARNESS_C = """\
-/* File-driven driver: model_harness INPUTS LOGITS [LAYERS] (raw int8 files). */
-#include <stdio.h>
-
-#include "model.h"
-
-#if defined(MT_BOARD)
-#include "mt_board.h"
-#else
-static void mt_mark_begin(void)
-{
-}
-
-static void mt_mark_end(void)
-{
-}
-#endif /* MT_BOARD */
-
-static FILE *layers_file = NULL;
-
-static void dump_layer(int32_t layer, const char *name, const int8_t *data, int32_t size)
-{
-    (void)layer;
-    (void)name;
-    fwrite(data, 1, (size_t)size, layers_file);
-}
-
-int main(int argc, char **argv)
-{
-    static int8_t logits[MODEL_OUTPUT_SIZE];
-    FILE *in;
-    FILE *out;
-    int8_t *x = model_input_buffer();
-    long n = 0;
-    if (argc < 3) {
-        fprintf(stderr, "usage: model_harness INPUTS LOGITS [LAYERS]\\n");
-        return 2;
-    }
-    if (model_init() != MT_OK) {
-        fprintf(stderr, "model_init failed: the arena does not match the kernels compiled in\\n");
-        return 3;
-    }
-    in = fopen(argv[1], "rb");
-    out = fopen(argv[2], "wb");
-    if (!in || !out) {
-        fprintf(stderr, "cannot open %s or %s\\n", argv[1], argv[2]);
-        return 2;
-    }
-    if (argc > 3) {
-        layers_file = fopen(argv[3], "wb");
-        if (!layers_file) {
-            fprintf(stderr, "cannot open %s\\n", argv[3]);
-            return 2;
-        }
-        model_set_layer_hook(dump_layer);
-    }
-    while (fread(x, 1, MODEL_INPUT_SIZE, in) == MODEL_INPUT_SIZE) {
-        mt_status st;
-        mt_mark_begin();
-        st = model_predict(x, logits);
-        mt_mark_end();
-        if (st != MT_OK) {
-            fprintf(stderr, "model_predict failed with status %d on sample %ld\\n", (int)st, n);
-            return 4;
-        }
-        if (fwrite(logits, 1, MODEL_OUTPUT_SIZE, out) != MODEL_OUTPUT_SIZE) {
-            fprintf(stderr, "cannot write %s\\n", argv[2]);
-            return 2;
-        }
-        n++;
-    }
-    fclose(in);
-    fclose(out);
-    if (layers_file) {
-        fclose(layers_file);
-    }
-    printf("samples %ld\\n", n);
-    return 0;
-}
-"""
+from mcutrain.buildflags import C_STD_FLAGS, HOST_CHECK_FLAGS, HOST_OPT, HOST_SANITIZE, host_kernel_flags
 
 
 class HostBuildError(RuntimeError):
@@ -153,7 +72,7 @@ def runtime_objects(cc: str, runtime_dir: Path, flags: list[str]) -> list[Path]:
 
 
 def build_host(lib_dir: str | Path, exe: str | Path, sanitize: bool = True, kernels: str = "ref",
-               opt: str = "-O1", extra: list[str] | None = None) -> Path:
+               opt: str = HOST_OPT, extra: list[str] | None = None) -> Path:
     """Compile a generated library and its harness with the host compiler into `exe`.
 
     kernels: 'ref' builds the portable loops; 'dsp' builds the DSP loops with their portable
@@ -162,8 +81,7 @@ def build_host(lib_dir: str | Path, exe: str | Path, sanitize: bool = True, kern
 
     lib = Path(lib_dir)
     cc = find_host_cc()
-    flags = [*C_STD_FLAGS, "-pedantic", opt, f"-I{lib / 'runtime'}"]
-    flags += ["-DMT_EMULATE_DSP"] if kernels == "dsp" else ["-DMT_KERNELS_REF"]
+    flags = [*C_STD_FLAGS, *HOST_CHECK_FLAGS, opt, f"-I{lib / 'runtime'}", *host_kernel_flags(kernels)]
     flags += (HOST_SANITIZE if sanitize else []) + list(extra or [])
     objs = runtime_objects(cc, lib / "runtime", flags)
     srcs = [lib / "model.c", lib / "harness" / "main.c"]

@@ -3,7 +3,8 @@
 Every training library (ZO, BP-QAS and FQT alike) saves the same kind of blob: four uint32
 header words (magic, layout fingerprint, step counter, RNG state) then its state entries in
 order. The Python side reads it back (`TrainSource.parse_state`) and the C side writes it
-(`STATE_IO_SOURCE`), so the format has one home, below every emitter.
+(the `state_io.c` template, filled with each library's entries), so the format has one
+home, below every emitter.
 """
 
 from __future__ import annotations
@@ -41,39 +42,3 @@ def state_fingerprint(entries: list[StateEntry], method: str, batch: int) -> int
     """The layout word of a state blob: a CRC of the method, batch and entries in order."""
     text = f"{method};{batch};" + ";".join(f"{e.name}:{e.dtype}:{e.shape}" for e in entries)
     return zlib.crc32(text.encode()) & 0xFFFFFFFF
-
-
-STATE_IO_SOURCE = """\
-mt_status model_save_state(uint8_t *blob, int32_t size)
-{{
-    const uint32_t head[4] = {{MODEL_STATE_MAGIC, MODEL_STATE_FINGERPRINT, 0u, 0u}};
-    size_t off = sizeof(head);
-    if (!blob || size < MODEL_STATE_BYTES) {{
-        return MT_ERR_ARG;
-    }}
-    memcpy(blob, head, sizeof(head));
-    memcpy(blob + 8, &model_state.steps, 4);
-    memcpy(blob + 12, &model_state.rng, 4);
-{save}
-    return MT_OK;
-}}
-
-mt_status model_load_state(const uint8_t *blob, int32_t size)
-{{
-    uint32_t head[4];
-    size_t off = sizeof(head);
-    if (!blob || size < MODEL_STATE_BYTES) {{
-        return MT_ERR_ARG;
-    }}
-    memcpy(head, blob, sizeof(head));
-    if (head[0] != MODEL_STATE_MAGIC || head[1] != MODEL_STATE_FINGERPRINT) {{
-        return MT_ERR_ARG;
-    }}
-    model_state.steps = head[2];
-    model_state.rng = head[3];
-{load}
-    return MT_OK;
-}}
-"""
-"""model_save_state / model_load_state of every training library (the blob: magic, layout
-fingerprint, step counter, RNG state, then the `{save}` / `{load}` entries); a format template."""

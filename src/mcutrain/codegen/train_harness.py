@@ -27,100 +27,18 @@ from pathlib import Path
 
 import numpy as np
 
-from mcutrain.codegen.flags import C_STD_FLAGS, HOST_SANITIZE, TRAIN_FLAGS
+from mcutrain.buildflags import (
+    C_STD_FLAGS,
+    HOST_CHECK_FLAGS,
+    HOST_OPT,
+    HOST_SANITIZE,
+    TRAIN_FLAGS,
+    host_kernel_flags,
+)
 from mcutrain.codegen.harness import HostBuildError, find_host_cc, run_harness, runtime_objects
 
 DATA_MAGIC = 0x4454544D
 """'MTTD' little-endian."""
-
-TRAIN_HARNESS_C = """\
-/* File-driven training driver: model_train_harness DATA RESULTS (layouts: mcutrain.codegen.train_harness). */
-#include <stdio.h>
-#include <string.h>
-
-#include "model.h"
-
-#if defined(MT_BOARD)
-#include "mt_board.h"
-#else
-static void mt_mark_begin(void)
-{
-}
-
-static void mt_mark_end(void)
-{
-}
-#endif /* MT_BOARD */
-
-#define DATA_MAGIC 0x4454544Du
-
-static int32_t labels[MODEL_TRAIN_BATCH];
-static int32_t losses[MODEL_TRAIN_BATCH];
-static int8_t logits[MODEL_TRAIN_BATCH * MODEL_OUTPUT_SIZE];
-static uint8_t state[MODEL_STATE_BYTES];
-
-int main(int argc, char **argv)
-{
-    FILE *in;
-    FILE *out;
-    uint32_t head[5];
-    float lr;
-    uint32_t step;
-    int8_t *x = model_train_input_buffer();
-    if (argc < 3) {
-        fprintf(stderr, "usage: model_train_harness DATA RESULTS\\n");
-        return 2;
-    }
-    if (model_init() != MT_OK) {
-        fprintf(stderr, "model_init failed: the arena does not match the kernels compiled in\\n");
-        return 3;
-    }
-    in = fopen(argv[1], "rb");
-    out = fopen(argv[2], "wb");
-    if (!in || !out) {
-        fprintf(stderr, "cannot open %s or %s\\n", argv[1], argv[2]);
-        return 2;
-    }
-    if (fread(head, 4, 5, in) != 5 || head[0] != DATA_MAGIC || head[2] != MODEL_TRAIN_BATCH ||
-        head[3] != MODEL_INPUT_SIZE) {
-        fprintf(stderr, "%s: not a training data file for this model (batch %d, input size %d)\\n", argv[1],
-                MODEL_TRAIN_BATCH, MODEL_INPUT_SIZE);
-        return 3;
-    }
-    memcpy(&lr, &head[4], 4);
-    for (step = 0; step < head[1]; ++step) {
-        mt_status st;
-        if (fread(x, 1, MODEL_TRAIN_BATCH * MODEL_INPUT_SIZE, in) != MODEL_TRAIN_BATCH * MODEL_INPUT_SIZE ||
-            fread(labels, 4, MODEL_TRAIN_BATCH, in) != MODEL_TRAIN_BATCH) {
-            fprintf(stderr, "%s: data ends before step %lu\\n", argv[1], (unsigned long)step);
-            return 3;
-        }
-        mt_mark_begin();
-        st = model_train_step(x, labels, lr, losses, logits);
-        mt_mark_end();
-        if (st != MT_OK) {
-            fprintf(stderr, "model_train_step failed with status %d at step %lu\\n", (int)st,
-                    (unsigned long)step);
-            return 4;
-        }
-        if (model_save_state(state, MODEL_STATE_BYTES) != MT_OK ||
-            fwrite(losses, 4, MODEL_TRAIN_BATCH, out) != MODEL_TRAIN_BATCH ||
-            fwrite(logits, 1, sizeof(logits), out) != sizeof(logits) ||
-            fwrite(state, 1, MODEL_STATE_BYTES, out) != MODEL_STATE_BYTES) {
-            fprintf(stderr, "cannot write %s\\n", argv[2]);
-            return 2;
-        }
-    }
-    fclose(in);
-    fclose(out);
-    printf("steps %lu\\n", (unsigned long)head[1]);
-#if defined(MT_BOARD)
-    printf("stack_used %lu\\n", (unsigned long)mt_stack_used());
-#endif /* MT_BOARD */
-    return 0;
-}
-"""
-
 
 def write_train_data(path: str | Path, batches: list[tuple[np.ndarray, np.ndarray]], lr: float) -> None:
     """The data file of `harness/train_main.c`: int8 batches (B, ...) with their labels."""
@@ -163,12 +81,12 @@ def read_train_results(path: str | Path, src, steps: int, num_classes: int) -> l
 
 
 def build_host_train(lib_dir: str | Path, exe: str | Path, sanitize: bool = True, kernels: str = "ref",
-                     opt: str = "-O1") -> Path:
+                     opt: str = HOST_OPT) -> Path:
     """Compile a generated training library and its harness with the host gcc (ASan + UBSan)."""
     lib = Path(lib_dir)
     cc = find_host_cc()
-    flags = [*C_STD_FLAGS, *TRAIN_FLAGS, "-pedantic", opt, f"-I{lib / 'runtime'}"]
-    flags += ["-DMT_EMULATE_DSP"] if kernels == "dsp" else ["-DMT_KERNELS_REF"]
+    flags = [*C_STD_FLAGS, *TRAIN_FLAGS, *HOST_CHECK_FLAGS, opt, f"-I{lib / 'runtime'}",
+             *host_kernel_flags(kernels)]
     flags += HOST_SANITIZE if sanitize else []
     objs = runtime_objects(cc, lib / "runtime", flags)
     cmd = [cc, *flags, f"-I{lib}", str(lib / "model.c"), str(lib / "harness" / "train_main.c"),

@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         start_adapt,
         start_mcu,
     )
-    from mcutrain.mcu.targets import TargetError, get_target
+    from mcutrain.targets import TargetError, get_target
 
     try:
         get_target(args.target)

@@ -142,7 +142,7 @@ def check_method_lr(args: argparse.Namespace, command: str) -> None:
 
 def resolve_target_and_kernels(args: argparse.Namespace):
     """(Target, kernels) from --target/--kernels; refuses methods the C side lacks."""
-    from mcutrain.mcu import TargetError, get_target
+    from mcutrain.targets import TargetError, get_target
 
     if args.method not in METHODS_IN_C:
         raise UserError(f"not implemented yet for C (method {args.method}); use --method "

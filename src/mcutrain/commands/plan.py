@@ -110,9 +110,9 @@ def _sparse(args: argparse.Namespace, graph) -> tuple[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mcutrain.mcu.targets import TargetError, get_target
     from mcutrain.plan.memory import account, format_report
     from mcutrain.plan.suggest import PlanRequest, pick_trainable, suggest
+    from mcutrain.targets import TargetError, get_target
 
     check_output(args.picture, "--picture", ".png")
     graph = load_graph(args)

@@ -40,8 +40,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mcutrain.mcu.targets import TargetError, get_target
     from mcutrain.report import ReportError, write_report
+    from mcutrain.targets import TargetError, get_target
 
     check_output(args.out, "--out", directory=True)
     try:

@@ -1,7 +1,6 @@
 """Cortex-M side: cross-build, run in QEMU, count instructions exactly, estimate cycles.
 
 Public API:
-    get_target(name) -> Target                      targets.py
     build(sources, target, out, ...) -> BuildResult toolchain.py
     run_elf(elf, target, args, ...) -> RunResult    qemu.py
     count_instructions(elf, target, args, ...) -> Profile   profile.py
@@ -11,7 +10,6 @@ Public API:
 from mcutrain.mcu.cycles import CycleEstimate, estimate_cycles
 from mcutrain.mcu.profile import Counts, Profile, count_instructions
 from mcutrain.mcu.qemu import QemuError, QemuTimeoutError, RunResult, run_elf
-from mcutrain.mcu.targets import TARGETS, Target, TargetError, get_target
 from mcutrain.mcu.toolchain import (
     BuildError,
     BuildResult,
@@ -24,8 +22,8 @@ from mcutrain.mcu.toolchain import (
 )
 
 __all__ = [
-    "TARGETS", "BuildError", "BuildResult", "Counts", "CycleEstimate", "LinkOverflowError",
-    "Profile", "QemuError", "QemuTimeoutError", "RunResult", "SectionSizes", "Target",
-    "TargetError", "ToolchainMissingError", "build", "count_instructions", "estimate_cycles",
-    "find_toolchain", "get_target", "run_elf", "startup_dir",
+    "BuildError", "BuildResult", "Counts", "CycleEstimate", "LinkOverflowError",
+    "Profile", "QemuError", "QemuTimeoutError", "RunResult", "SectionSizes",
+    "ToolchainMissingError", "build", "count_instructions", "estimate_cycles",
+    "find_toolchain", "run_elf", "startup_dir",
 ]

@@ -23,7 +23,7 @@ import numpy as np
 
 from mcutrain.mcu.disasm import Disassembly, load_disassembly
 from mcutrain.mcu.profile import Counts, Profile
-from mcutrain.mcu.targets import Target, get_target
+from mcutrain.targets import Target, get_target
 
 CLASSES = ("alu", "mul", "mac", "mul_long", "div", "dsp", "load", "store", "load_multiple",
            "branch_taken", "branch_not_taken", "call", "indirect_branch", "fp", "fp_mac", "fp_div",

@@ -24,7 +24,7 @@ import numpy as np
 from mcutrain.mcu.disasm import UNKNOWN, Disassembly, load_disassembly
 from mcutrain.mcu.plugin import plugin_path
 from mcutrain.mcu.qemu import QemuError, run_elf
-from mcutrain.mcu.targets import Target, get_target
+from mcutrain.targets import Target, get_target
 
 MARKERS = ("mt_mark_begin", "mt_mark_end")
 

@@ -34,8 +34,8 @@ from mcutrain.contain import (
     scrubbed_env,
     warn_once,
 )
-from mcutrain.mcu.targets import Target, get_target
 from mcutrain.mcu.toolchain import APT_INSTALL, ToolchainMissingError
+from mcutrain.targets import Target, get_target
 
 MAX_CMDLINE_BYTES = 1023
 """startup.c reads at most this much command line (program name and arguments, space separated)."""

@@ -8,7 +8,8 @@ naming the region and the number of bytes over. Every program is linked with `st
 library only supplies `main`.
 
 Example:
-    >>> from mcutrain.mcu import build, get_target
+    >>> from mcutrain.mcu import build
+    >>> from mcutrain.targets import get_target
     >>> b = build(["prog.c"], get_target("cortex-m4"), "out/prog.elf")   # doctest: +SKIP
     >>> b.sizes.flash_bytes, b.sizes.ram_bytes                            # doctest: +SKIP
 """
@@ -25,8 +26,16 @@ from importlib import resources
 from pathlib import Path
 from string import Template
 
+from mcutrain.buildflags import (
+    C_STD_FLAGS,
+    CROSS_LINK_FLAGS,
+    CROSS_OPT,
+    OPT_LEVEL,
+    TRAIN_FLAGS,
+    core_flags,
+)
 from mcutrain.io import atomic_write_bytes
-from mcutrain.mcu.targets import Target, get_target
+from mcutrain.targets import Target, get_target
 
 APT_INSTALL = ("apt-get install -y --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi "
                "qemu-system-arm")
@@ -37,21 +46,6 @@ DEFAULT_STACK_BYTES = 8 * 1024
 
 DEFAULT_HEAP_BYTES = 8 * 1024
 """Heap reserved in RAM for newlib's stdio: ~1.4 KB for stdout, +1.4 KB per open file (docs/mcu.md)."""
-
-CORE_FLAGS: dict[str, tuple[str, ...]] = {
-    "cortex-m0plus": ("-mcpu=cortex-m0plus", "-mthumb", "-mfloat-abi=soft"),
-    "cortex-m4": ("-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"),
-    "cortex-m7": ("-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-d16"),
-}
-"""Code-generation flags per core when the target has an FPU (soft float otherwise)."""
-
-WARN_FLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror")
-SEMANTICS_FLAGS = ("-ffp-contract=off",)
-"""Flags the integer specification requires (docs/integer-semantics.md section 11): no fused
-multiply-add contraction, so every float32 operation rounds where the golden engine rounds."""
-LINK_FLAGS = ("--specs=rdimon.specs", "-nostartfiles", "-Wl,--gc-sections",
-              "-ffunction-sections", "-fdata-sections")
-
 
 class ToolchainMissingError(RuntimeError):
     """The ARM cross toolchain (or QEMU) is not installed; the message says how to install it."""
@@ -108,14 +102,6 @@ def find_toolchain() -> Toolchain:
 def startup_dir() -> Path:
     """Directory of startup.c and mt_board.h (add it to include dirs to use the markers)."""
     return Path(str(resources.files("mcutrain.mcu") / "startup"))
-
-
-def core_flags(target: Target) -> list[str]:
-    """Compiler flags selecting the core and float ABI of `target`."""
-    flags = list(CORE_FLAGS[target.core])
-    if not target.fpu:
-        flags = [f for f in flags if not f.startswith(("-mfpu=", "-mfloat-abi="))] + ["-mfloat-abi=soft"]
-    return flags
 
 
 def linker_script(target: Target, stack_bytes: int = DEFAULT_STACK_BYTES,
@@ -182,7 +168,7 @@ def build_timeout() -> float:
 
 
 def build(sources: Sequence[str | Path], target: str | Target, out: str | Path, *,
-          include_dirs: Sequence[str | Path] = (), defines: Sequence[str] = (), opt: str = "-O2",
+          include_dirs: Sequence[str | Path] = (), defines: Sequence[str] = (), opt: str = CROSS_OPT,
           extra_cflags: Sequence[str] = (), stack_bytes: int = DEFAULT_STACK_BYTES,
           heap_bytes: int = DEFAULT_HEAP_BYTES, startup: bool = True,
           timeout: float | None = None) -> BuildResult:
@@ -201,7 +187,7 @@ def build(sources: Sequence[str | Path], target: str | Target, out: str | Path, 
     for s in srcs:
         if not s.is_file():
             raise BuildError(f"source file {s} does not exist")
-    if not re.fullmatch(r"-O[0-3sgz]|-Ofast", opt):
+    if not OPT_LEVEL.fullmatch(opt):
         raise ValueError(f"opt={opt!r}: expected one of -O0 -O1 -O2 -O3 -Os -Oz -Og -Ofast")
     out.parent.mkdir(parents=True, exist_ok=True)
     ld = out.with_suffix(out.suffix + ".ld")
@@ -211,9 +197,9 @@ def build(sources: Sequence[str | Path], target: str | Target, out: str | Path, 
         srcs.append(startup_dir() / "startup.c")
         include_dirs = [*include_dirs, startup_dir()]
     tmp = out.with_name(f".{out.name}.tmp")
-    cmd = [tools.gcc, *core_flags(target), opt, *WARN_FLAGS, *SEMANTICS_FLAGS, *extra_cflags,
+    cmd = [tools.gcc, *core_flags(target), opt, *C_STD_FLAGS, *TRAIN_FLAGS, *extra_cflags,
            *(f"-I{d}" for d in include_dirs), *(f"-D{d}" for d in defines),
-           *map(str, srcs), f"-T{ld}", *LINK_FLAGS, "-o", str(tmp)]
+           *map(str, srcs), f"-T{ld}", *CROSS_LINK_FLAGS, "-o", str(tmp)]
     limit = build_timeout() if timeout is None else timeout
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)

@@ -25,9 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcutrain.mcu.targets import Target, get_target
 from mcutrain.plan.schedule import Role, Schedule
 from mcutrain.plan.training import TrainingPlan, plan_training
+from mcutrain.targets import Target, get_target
 
 STACK_ALLOWANCE = 8 * 1024
 """Stack reserved in RAM; the same 8 KB the cross-build's linker script reserves."""

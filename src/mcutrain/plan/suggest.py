@@ -20,10 +20,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from mcutrain.graph import Graph
-from mcutrain.mcu.targets import Target, get_target
 from mcutrain.methods.trainable import resolve_trainable
 from mcutrain.plan.memory import MemoryReport, account
 from mcutrain.plan.schedules import build_schedule, prepare
+from mcutrain.targets import Target, get_target
 
 
 @dataclass(frozen=True)

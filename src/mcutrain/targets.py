@@ -3,8 +3,12 @@
 A `Target` names what "it fits" means (the chip's RAM and Flash, checked by the linker) and
 where it runs (the MPS2 board QEMU emulates for that core). The generic targets here are
 deliberately large so anything the board can hold links; real boards (rp2040, nrf52840,
-stm32f746, imxrt1062, stm32h743) come from the planner's `plan/targets.toml` (`BOARD_TARGETS`)
+stm32f746, imxrt1062, stm32h743) come from `targets.toml` beside this module (`BOARD_TARGETS`)
 and use the same dataclass (`Target.from_dict`); `get_target` finds both.
+
+NOTE: this module sits below `plan` and `mcu` and imports neither: the planner sizes a step
+for a board's RAM and Flash, the deployment layer links and runs for the same board, and
+neither layer has to reach into the other to know what a board is.
 """
 
 from __future__ import annotations
@@ -176,14 +180,14 @@ def _parse_subset(text: str) -> dict[str, dict[str, Any]]:
 
 
 def load_targets(text: str | None = None) -> dict[str, Target]:
-    """Boards from a targets file's text (default: the package's `plan/targets.toml`)."""
+    """Boards from a targets file's text (default: the package's `targets.toml`)."""
     if text is None:
-        text = resources.files("mcutrain").joinpath("plan/targets.toml").read_text()
+        text = resources.files("mcutrain").joinpath("targets.toml").read_text()
     return {name: Target.from_dict(name, d) for name, d in parse_targets_toml(text).items()}
 
 
 BOARD_TARGETS: dict[str, Target] = load_targets()
-"""Real boards (rp2040, nrf52840, stm32f746, imxrt1062, stm32h743) from `plan/targets.toml`."""
+"""Real boards (rp2040, nrf52840, stm32f746, imxrt1062, stm32h743) from `targets.toml`."""
 
 
 def all_targets() -> dict[str, Target]:

@@ -1,6 +1,6 @@
 import pytest
 
-from mcutrain.mcu.targets import BOARDS, MB, TARGETS, Target, TargetError, get_target
+from mcutrain.targets import BOARDS, MB, TARGETS, Target, TargetError, get_target
 
 
 def test_generic_targets_fit_their_boards():

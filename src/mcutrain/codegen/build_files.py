@@ -1,0 +1,58 @@
+"""The build files of an exported library: its Makefile, CMakeLists.txt and harness drivers.
+
+An inference library has one file-driven driver (`harness/main.c` -> `model_harness`); a
+training library adds `harness/train_main.c` -> `model_train_harness` and builds with the
+training flags (`buildflags.TRAIN_FLAGS`). Both come from the same templates (`Makefile.in`,
+`CMakeLists.txt.in`), the difference being the fields: the flags and one rule per driver.
+Only fixed words reach these files (flags, the kernel choice, file names); no model text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mcutrain.buildflags import C_STD_FLAGS, CROSS_OPT, REF_KERNELS, TRAIN_FLAGS, WARNING_FLAGS
+from mcutrain.codegen.templates import render
+
+
+@dataclass(frozen=True)
+class HarnessProgram:
+    """One driver of a library: its source in the library folder, the program it builds, its template."""
+
+    source: str
+    program: str
+    template: str
+
+
+INFERENCE_HARNESSES = (HarnessProgram("harness/main.c", "model_harness", "harness_main.c"),)
+TRAINING_HARNESSES = (*INFERENCE_HARNESSES,
+                      HarnessProgram("harness/train_main.c", "model_train_harness", "harness_train_main.c"))
+
+
+def harness_sources(training: bool) -> dict[str, str]:
+    """The drivers' C files by their path in the library folder."""
+    return {h.source: render(h.template) for h in (TRAINING_HARNESSES if training else INFERENCE_HARNESSES)}
+
+
+def build_files(kernels: str, training: bool) -> dict[str, str]:
+    """Makefile and CMakeLists.txt for a library planned for `kernels` ('dsp' or 'ref').
+
+    'ref' libraries define `MT_KERNELS_REF` so every build runs the portable loops they were
+    planned for; CMake sets the C standard itself, so it gets the warnings without `-std=`.
+    """
+    harnesses = TRAINING_HARNESSES if training else INFERENCE_HARNESSES
+    extra = TRAIN_FLAGS if training else []
+    ref = kernels != "dsp"
+    makefile = render(
+        "Makefile.in", flags=" ".join(C_STD_FLAGS + extra), opt=CROSS_OPT,
+        defines=f" -D{REF_KERNELS}" if ref else "",
+        harness_sources=" ".join(h.source for h in harnesses),
+        harness_recipes="".join(render("Makefile.harness.in", source=h.source, program=h.program)
+                                for h in harnesses),
+        harness_programs=" ".join(h.program for h in harnesses))
+    cmake = render(
+        "CMakeLists.txt.in", flags=" ".join(WARNING_FLAGS + extra),
+        defines=f"target_compile_definitions(model PUBLIC {REF_KERNELS})\n" if ref else "",
+        harnesses="".join(render("CMakeLists.harness.txt.in", source=h.source, program=h.program)
+                          for h in harnesses))
+    return {"Makefile": makefile, "CMakeLists.txt": cmake}
