@@ -9,6 +9,7 @@ and the library's schedule holds the very object the simulator holds.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -73,9 +74,21 @@ def test_fqt_simulator_planner_and_library_share_one_decision(label, kw, partial
     lib = export_training_library(m, tmp_path, batch=1, kernels="ref").model
     assert lib.plan.schedule.decisions is d
     assert lib.plan.arena_bytes == lib.arena_bytes
+    assert _partial_statics(tmp_path / "model.c") == sum(
+        t.nbytes for n, t in planned.tensors.items() if n.endswith(".keep") or n == "state:partial_offsets")
     # the plan request's step is the library's step, tensor for tensor
     assert {n: t.nbytes for n, t in planned.tensors.items()} == \
         {n: t.nbytes for n, t in lib.plan.schedule.tensors.items()}
+
+
+_PARTIAL_STATIC = re.compile(r"^static (int32_t|uint8_t) "
+                             r"(fqt_[kn]_\w+|fqt_off_\w+|fqt_draws|\w+_keep|\w+_upd)(?:\[(\d+)\])?;", re.M)
+
+
+def _partial_statics(model_c) -> int:
+    """Bytes of the partial-update statics (mt_fqt_keep.h's lists, masks, counts, draw offsets) in C."""
+    return sum((4 if ty == "int32_t" else 1) * int(n or 1)
+               for ty, _, n in _PARTIAL_STATIC.findall(model_c.read_text()))
 
 
 def test_the_simulator_prunes_the_layers_its_decisions_name():

@@ -129,6 +129,8 @@ def test_partial_updates_are_planned_full_with_ranking_scratch():
     assert sizes(full) == sizes(part)
     assert part.tensors["fc1.topk"].nbytes == 64 * 5 and "fc2.topk" not in part.tensors
     assert part.tensors["state:fc1.keep"].nbytes == 64 * 5 + 8 and "state:fc2.keep" not in part.tensors
+    assert part.tensors["state:partial_offsets"].nbytes == 4 * 3
+    assert "state:partial_offsets" not in full.tensors
     assert part.macs_by_phase()["weight_grad"] == full.macs_by_phase()["weight_grad"]
     assert part.decisions.partial_layers == ("fc1",)
     assert part.decisions.partial_policy("fc1").lambda_min == 0.5

@@ -258,6 +258,9 @@ def _state_backprop(s: Schedule, g: Graph, method: str, fmt: Formats, cfg: _Back
             if name in cfg.decisions.partial_layers:   # the C library's static arrays of mt_fqt_keep.h
                 s.tensor(f"state:{name}.keep", (5 * o + 8,), "u8", Role.STATE,
                          "partial updates: kept list (int32), update mask (uint8), k and kept count")
+        if cfg.decisions.partial:
+            s.tensor("state:partial_offsets", (len(cfg.weight_layers) + 1,), "s32", Role.STATE,
+                     "partial updates: each trained layer's offset in the draw stream, the draw count")
         if quant:
             for n in g.parametric():
                 if needs[n.name]:
