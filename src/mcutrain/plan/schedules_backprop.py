@@ -316,6 +316,7 @@ def fqt_schedule(g: Graph, decisions: StepDecisions, batch: int = 1, kernels: st
     s.trainable = list(decisions.weight_layers)
     s.decisions = decisions
     s.options.update({"precision": decisions.precision, "partial": bool(decisions.partial),
+                      "partial_layers": {n: [p.lambda_min, p.lambda_max] for n, p in decisions.partial},
                       "batch_loop": batch})
     return s
 
