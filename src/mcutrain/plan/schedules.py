@@ -9,8 +9,9 @@
   gradient into a gradient buffer, update in place. With `batch` 1 each layer is updated right
   after its backward (its weights are not read again in the step, so the result is the
   simulator's); with `batch` > 1 the per-sample part is a loop and the gradient buffers live
-  across it, updated after the last sample. Partial updates are planned at their worst case
-  (every structure kept), plus the ranking scratch;
+  across it, updated after the last sample. Partial updates are planned for the layers the
+  method's decisions name (`methods.decisions.fqt_partial_layers`), at their worst case (every
+  structure kept), plus the ranking scratch and the C library's kept lists as method state;
 - `bp-qas` and `float`: the whole batch in one pass, as the simulators do; errors float32
   (the STE kernels). Their update is elementwise (QAS-scaled or plain SGD), so each output
   channel's weight gradient is applied as soon as it is complete: one row of gradient at a
