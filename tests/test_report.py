@@ -47,8 +47,8 @@ def run_dir(tmp_path):
 
 def test_plan_request_from_saved_configs():
     assert plan_request(FQT, 32) == PlanRequest("fqt", trainable="all", batch=32, precision="int8",
-                                                partial=True)
-    assert plan_request({**FQT, "lambda_min": 1.0}, 1).partial is False
+                                                lambda_min=0.5, lambda_max=1.0)
+    assert plan_request({**FQT, "lambda_min": 1.0}, 1).lambda_min == 1.0
     assert plan_request(ZO, 4) == PlanRequest("zo", trainable="all", batch=4, perturb="mix", queries=10)
     assert plan_request({"method": "float", "trainable": ["conv2", "fc"]}, 2).trainable == "layers:conv2,fc"
     with pytest.raises(ReportError, match="no planner"):
@@ -60,7 +60,7 @@ def test_collect_plans_each_run_with_its_own_settings(run_dir):
     assert [r.name for r in runs] == ["fqt", "zo", "digits-cnn"]
     g = zoo.build("digits-cnn", seed=0)
     fqt, zo, inf = runs
-    want = account(PlanRequest("fqt", batch=32, precision="int8", partial=True).build(g), "nrf52840")
+    want = account(PlanRequest("fqt", batch=32, precision="int8", lambda_min=0.5).build(g), "nrf52840")
     assert fqt.plan.ram_bytes == want.ram_bytes
     # the zo history records batch 8: planned with it, not with the default 32
     assert zo.plan.breakdown["batch"] == 8

@@ -96,7 +96,9 @@ def plan_request(config: dict[str, Any], batch: int) -> PlanRequest:
     if m == "fqt":
         return PlanRequest("fqt", trainable=trainable, batch=batch,
                            precision=config.get("precision", "uint8"),
-                           partial=config.get("lambda_min", 1.0) < 1.0)
+                           lambda_min=float(config.get("lambda_min", 1.0)),
+                           lambda_max=float(config.get("lambda_max", 1.0)),
+                           partial_output=bool(config.get("partial_output", False)))
     if m == "zo":
         return PlanRequest("zo", trainable=trainable, batch=batch, perturb=config.get("perturb", "mix"),
                            queries=int(config.get("queries", 50)), mask=config.get("mask", "none"))

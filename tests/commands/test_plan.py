@@ -39,6 +39,23 @@ def test_zo_sparse_and_dense(capsys):
     assert sparse["macs_per_step"]["query"] > 0
 
 
+def test_partial_updates_are_planned_for_the_layers_that_run_them(capsys):
+    """The lambdas reach the plan as numbers: only the layers that run partial updates get a top-k and
+    the C library's kept list and mask; the output layer only with --partial-output."""
+    base = ["--arch", "small-cnn", "--method", "fqt", "--precision", "int8", "--target", "nrf52840"]
+    full = run_json(capsys, *base)
+    part = run_json(capsys, *base, "--partial", "0.25", "--partial-max", "0.75")
+    both = run_json(capsys, *base, "--partial", "0.25", "--partial-output")
+    assert full["breakdown"]["options"]["partial_layers"] == {}
+    lambdas = {n: [0.25, 0.75] for n in ("conv1", "conv2", "fc1")}
+    assert part["breakdown"]["options"]["partial_layers"] == lambdas
+    assert list(both["breakdown"]["options"]["partial_layers"]) == ["conv1", "conv2", "fc1", "fc2"]
+    state = lambda d: d["breakdown"]["ram"]["method state"]
+    # per partial layer of O structures: int32 kept list, uint8 mask, k and count; the draw offsets
+    assert state(part) - state(full) == 5 * (16 + 32 + 64) + 3 * 8 + 4 * 5
+    assert state(both) - state(part) == 5 * 10 + 8
+
+
 def test_text_table_and_suggestion(capsys):
     assert cli.main(["plan", "--arch", "small-cnn", "--method", "fqt", "--precision", "int8",
                      "--trainable", "all", "--target", "nrf52840"]) == 0
@@ -90,6 +107,8 @@ def test_model_file_input_size_and_picture(tmp_path, capsys):
      "K must be in 1..4"),
     (["--arch", "small-cnn", "--method", "fqt", "--trainable", "auto:lots", "--target", "rp2040"],
      "use auto or auto:BYTES"),
+    (["--arch", "small-cnn", "--method", "fqt", "--partial", "0.5", "--partial-max", "0.2", "--target",
+      "rp2040"], "need 0 <= LAMBDA_MIN <= LAMBDA_MAX <= 1"),
 ])
 def test_refusals(capsys, argv, msg):
     assert cli.main(["plan", *argv]) == 1

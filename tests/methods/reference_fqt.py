@@ -247,11 +247,11 @@ class Ref:
 
     def partial(self, e, loss, loss_max, bsz, n_out, positions):
         """Top-k filters per sample by sum |e| over positions, ties to the lower index."""
-        pol = self.m.partial
+        c = self.m.cfg      # the config itself, not the method's decisions: the reference stays independent
         keep = {(b, o): True for b in range(bsz) for o in range(n_out)}
-        if not pol.active:
+        if c.lambda_min >= 1.0:
             return e, keep
-        lo, hi = F(pol.lambda_min), F(pol.lambda_max)
+        lo, hi = F(c.lambda_min), F(c.lambda_max)
         for b in range(bsz):
             r = F(abs(F(int(loss[b]))) / F(max(loss_max, 1)))
             lam = min(F(lo + F(r * F(hi - lo))), F(1))

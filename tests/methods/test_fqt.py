@@ -12,6 +12,8 @@ from mcutrain.methods.base import load_state, save_state
 from mcutrain.methods.fqt import FQT, pow2_symmetric_qparams
 from mcutrain.methods.fqt_state import PRECISIONS, FQTConfig
 from mcutrain.methods.loop import fit
+from mcutrain.plan.schedule import Role
+from mcutrain.plan.schedules import schedule_for
 
 
 def _data(n: int = 6, seed: int = 0):
@@ -115,25 +117,25 @@ def test_loss_falls(prec):
 
 
 def test_schedule_lists_phases_and_kept_tensors():
+    """The planner's schedule of a built FQT (the one the code generator emits) counts the MACs the
+    simulator executes, and keeps what its backward reads."""
     from mcutrain import zoo
     x = np.zeros((4, 28, 28, 1), np.float32)
     m = FQT(zoo.build("small-cnn"), FQTConfig(precision="uint8", trainable="last:2"), x)
-    calls, tensors = m.schedule(32)
-    phases = [c.phase for c in calls]
-    assert phases.index("error") > max(i for i, p in enumerate(phases) if p == "forward")
-    assert [c.kernel for c in calls if c.phase == "weight_grad"] == ["linear_bwd_w_u8", "linear_bwd_w_u8"]
-    assert [c.node for c in calls if c.phase == "update"] == ["fc1", "fc2"]
-    # frozen convs keep nothing; fc1's input and the relu'd fc1 output are kept
-    kept = {n for n, t in tensors.items() if t.role == "kept"}
-    assert kept == {"act:flatten", "act:fc1"}
-    assert tensors["act:flatten"].bytes == 32 * 1568
-    err_calls = [c for c in calls if c.phase == "error" and c.kernel.startswith("linear_bwd_in")]
-    assert [c.node for c in err_calls] == ["fc2"]          # fc1's input needs no error
+    s = schedule_for(m, 32)
+    phases = [k.phase for k in s.kernels if k.phase != "weight_grad"]
+    assert phases.index("loss") > max(i for i, p in enumerate(phases) if p == "forward")
+    assert [k.name for k in s.kernels if k.op == "linear_bwd_w"] == ["fc2.bwd_w", "fc1.bwd_w"]
+    assert [k.node for k in s.kernels if k.op == "fqt_update"] == ["fc2", "fc1"]
+    # frozen convs keep nothing; fc1's input and the relu'd fc1 output are kept (one sample at a time)
+    kept = {n: t.nbytes for n, t in s.tensors.items() if t.role == Role.KEPT}
+    assert kept == {"flatten": 1568, "fc1": 64}
+    assert [k.node for k in s.kernels if k.op == "linear_bwd_in"] == ["fc2"]   # fc1's input needs no error
     x_step = np.random.default_rng(0).random((32, 28, 28, 1), dtype=np.float32)
     stats = m.step(x_step, np.arange(32) % 10, 0.001)
-    assert stats.macs["forward"] == sum(c.macs for c in calls if c.phase == "forward")
-    assert stats.macs["error"] == sum(c.macs for c in calls if c.phase == "error")
-    assert stats.macs["weight_grad"] == sum(c.macs for c in calls if c.phase == "weight_grad")
+    planned = s.macs_by_phase()
+    assert {p: stats.macs[p] for p in ("forward", "error", "weight_grad")} == \
+        {p: planned[p] for p in ("forward", "error", "weight_grad")}
 
 
 def _residual_graph(seed: int = 0):
@@ -163,8 +165,8 @@ def test_depthwise_residual_and_pools_train(prec, tmp_path):
     x += rng.random(x.shape, dtype=np.float32) * 0.2
     cfg = FQTConfig(precision=prec, seed=0, exact_float_order=True)
     m = FQT(_residual_graph(), cfg, x[:16])
-    calls, _ = m.schedule(16)
-    assert {"add_bwd_" + m.prec.errors, "global_avgpool_bwd_" + m.prec.errors} <= {c.kernel for c in calls}
+    ops = {k.op for k in schedule_for(m, 16).kernels}
+    assert {"error_sum", "global_avgpool_bwd", "avgpool_bwd"} <= ops   # the stem's two errors are summed
     r = fit(m, x, y, x, y, epochs=4, batch=16, lr=0.02, seed=0, progress=False, schedule="constant")
     assert np.isfinite(r.history[-1]["loss"])
     assert r.history[-1]["loss"] < r.history[0]["loss"]

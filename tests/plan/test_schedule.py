@@ -119,13 +119,27 @@ def test_bp_qas_trains_the_sparse_scheme():
 
 
 def test_partial_updates_are_planned_full_with_ranking_scratch():
+    """Only the layers that run partial updates get a top-k (the output layer trains fully unless
+    partial_output), planned at the worst case (every structure kept), with the C library's
+    kept list and update mask as method state."""
     g = zoo.build("small-cnn")
     full = build_schedule(g, "fqt", precision="uint8", trainable="last:2")
-    part = build_schedule(g, "fqt", precision="uint8", trainable="last:2", partial=True)
-    sizes = lambda s: {n: t.nbytes for n, t in s.tensors.items() if t.role != Role.SCRATCH}
+    part = build_schedule(g, "fqt", precision="uint8", trainable="last:2", lambda_min=0.5)
+    sizes = lambda s: {n: t.nbytes for n, t in s.tensors.items() if t.role not in (Role.SCRATCH, Role.STATE)}
     assert sizes(full) == sizes(part)
-    assert part.tensors["fc1.topk"].nbytes == 64 * 5
+    assert part.tensors["fc1.topk"].nbytes == 64 * 5 and "fc2.topk" not in part.tensors
+    assert part.tensors["state:fc1.keep"].nbytes == 64 * 5 + 8 and "state:fc2.keep" not in part.tensors
+    assert part.tensors["state:partial_offsets"].nbytes == 4 * 3
+    assert "state:partial_offsets" not in full.tensors
     assert part.macs_by_phase()["weight_grad"] == full.macs_by_phase()["weight_grad"]
+    assert part.decisions.partial_layers == ("fc1",)
+    assert part.decisions.partial_policy("fc1").lambda_min == 0.5
+    both = build_schedule(g, "fqt", precision="uint8", trainable="last:2", lambda_min=0.5,
+                          partial_output=True)
+    assert both.tensors["fc2.topk"].nbytes == 10 * 5
+    assert both.decisions.partial_layers == ("fc1", "fc2")
+    head_only = build_schedule(g, "fqt", precision="uint8", trainable="last:1", lambda_min=0.5)
+    assert head_only.decisions.partial == () and "fc2.topk" not in head_only.tensors
 
 
 def test_unknown_method_and_bad_batch():

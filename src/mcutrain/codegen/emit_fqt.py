@@ -101,7 +101,7 @@ def check_fqt(method, batch: int) -> None:
     if p.name in ("uint8", "mixed") and (p.weight_rounding != "nearest" or p.relative_update):
         raise ExportError(f"fqt {p.name} in C rounds weights to nearest with absolute steps; "
                           "drop the weight_rounding / relative_update overrides")
-    if method.partial.active and batch != 1:
+    if method.decisions.partial and batch != 1:
         raise ExportError("fqt partial updates (lambda_min < 1) run in C with --batch 1 so far (the update "
                           "mask of a batch is not kept yet)")
     if p.name == "int8" and (p.weight_rounding != "stochastic" or p.relative_update):

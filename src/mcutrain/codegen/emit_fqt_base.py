@@ -26,8 +26,7 @@ class FqtEmitter:
         self.err_key = self._error_keys()
         self.seed_pass = False
         self.u8 = method.prec.acts == "u8"      # uint8 weights and activations: uint8 and mixed
-        self.partial = [n for n in self.trained if method.partial.active
-                        and (n != self.g.output or method.cfg.partial_output)]
+        self.partial = list(s.decisions.partial_layers)   # the schedule's decision, not re-derived
         self.q = "u8" if self.u8 else "s8"
 
     def err_qp(self, node: str, scale: str, zp: str) -> list[str]:

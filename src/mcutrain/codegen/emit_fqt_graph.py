@@ -81,7 +81,7 @@ def check_graph(method, batch: int) -> None:
                                       "C step sums a shared tensor's errors from convs, adds, pools and "
                                       "flatten")
     shared = [n.name for n in g.nodes if needs[n.name] and (n.op == Op.ADD or len(g.consumers(n.name)) > 1)]
-    if method.partial.active and shared:
+    if method.decisions.partial and shared:
         raise ExportError(f"fqt partial updates (lambda_min < 1) run in C on sequential graphs; node "
                           f"'{shared[0]}' shares an error between branches (train without --partial)")
 

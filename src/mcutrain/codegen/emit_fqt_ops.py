@@ -125,16 +125,16 @@ def keep_counts(e: FqtEmitter, loss: str) -> list[str]:
     of the update's draws (the kept rows of the earlier layers in graph order)."""
     if not e.partial:
         return []
-    c = e.m.cfg
     lines, off = [], []
     for n in e.g.parametric():
         if n.name not in e.trained:
             continue
         lid, w = e.lid(n.name), n.params["weight"]
         per = w.size // w.shape[0]
-        if n.name in e.partial:
-            lines.append(f"fqt_k_{lid} = mt_fqt_keep_count({loss}[0], fqt_loss_max, {c_float(c.lambda_min)}, "
-                         f"{c_float(c.lambda_max)}, {w.shape[0]});")
+        policy = e.s.decisions.partial_policy(n.name)
+        if policy is not None:
+            lines.append(f"fqt_k_{lid} = mt_fqt_keep_count({loss}[0], fqt_loss_max, "
+                         f"{c_float(policy.lambda_min)}, {c_float(policy.lambda_max)}, {w.shape[0]});")
         lines.append(f"fqt_off_{lid} = {' + '.join(off) or '0'};")
         off.append(f"fqt_k_{lid} * {per}" if n.name in e.partial else str(w.size))
     return [*lines, f"fqt_draws = {' + '.join(off)};"]

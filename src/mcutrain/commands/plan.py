@@ -45,7 +45,12 @@ def register(subparsers) -> None:
     p.add_argument("--target", required=True, help="board or core (see the error for the list)")
     p.add_argument("--batch", type=positive_int, default=1, help="samples per training step (default 1)")
     p.add_argument("--partial", type=unit_interval, default=1.0, metavar="LAMBDA_MIN",
-                   help="fqt: dynamic partial updates (planned at their worst case: every structure)")
+                   help="fqt: dynamic partial updates, lambda_min (planned at their worst case: every "
+                        "structure of each layer that runs them)")
+    p.add_argument("--partial-max", type=unit_interval, default=1.0, metavar="LAMBDA_MAX",
+                   help="fqt partial updates: lambda_max (default 1.0)")
+    p.add_argument("--partial-output", action="store_true",
+                   help="fqt: the output layer runs partial updates too (default: it trains fully)")
     p.add_argument("--perturb", default="mix", help="zo: wp | np | mix | mix:LAYER | model-wp (default mix)")
     p.add_argument("--sparse", default="none", metavar="SPEC",
                    help="zo: none | score:K | test:K (K of the trainable layers; planned for the K "
@@ -122,15 +127,17 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(str(e)) from None
     if args.batch < 1:
         raise UserError(f"--batch must be at least 1, got {args.batch}")
-    if not 0.0 <= args.partial <= 1.0:
-        raise UserError(f"--partial {args.partial}: need 0 <= LAMBDA_MIN <= 1")
+    if not 0.0 <= args.partial <= args.partial_max <= 1.0:
+        raise UserError(f"--partial {args.partial} / --partial-max {args.partial_max}: need "
+                        "0 <= LAMBDA_MIN <= LAMBDA_MAX <= 1")
     mask = "none"
     trainable = args.trainable
     try:
         if args.method == "zo" and not trainable.startswith("auto"):
             trainable, mask = _sparse(args, graph)
         common = {"batch": args.batch, "precision": args.precision, "perturb": args.perturb,
-                  "queries": args.queries, "mask": mask, "partial": args.partial < 1.0,
+                  "queries": args.queries, "mask": mask, "lambda_min": args.partial,
+                  "lambda_max": args.partial_max, "partial_output": args.partial_output,
                   "bias_last": args.bias_last}
         if trainable.startswith("auto"):
             budget = None

@@ -41,6 +41,7 @@ from mcutrain.engines import ste_kernels as sk
 from mcutrain.graph import INPUT, PARAMETRIC, Op
 from mcutrain.methods import qas
 from mcutrain.methods.base import StepStats, TrainingMethod
+from mcutrain.methods.decisions import bp_qas_decisions
 from mcutrain.methods.trainable import resolve_trainable
 from mcutrain.methods.zo import copy_quant_model, dequantized_graph
 from mcutrain.qmodel import QuantModel
@@ -79,6 +80,8 @@ class BPQASMethod(TrainingMethod):
             raise ValueError(f"bias_last must be in [0, {len(layers)}]")
         extra = layers[len(layers) - self.cfg.bias_last:] if self.cfg.bias_last else []
         self.bias_layers = [n for n in layers if n in self.weight_layers or n in extra]
+        self.decisions = bp_qas_decisions(g, self.cfg.trainable, self.cfg.bias_last, self.cfg.momentum)
+        """What the planner and the code generator read (`methods.decisions`)."""
         self.velocity: dict[str, np.ndarray] = {}
 
     def _channel_mask(self, name: str) -> np.ndarray | None:

@@ -29,6 +29,7 @@ import numpy as np
 from mcutrain.engines import float_engine as fe
 from mcutrain.graph import INPUT, Graph
 from mcutrain.methods.base import StepStats, TrainingMethod
+from mcutrain.methods.decisions import float_decisions
 from mcutrain.methods.loop import fit
 from mcutrain.methods.optim import make_optimizer
 
@@ -47,6 +48,8 @@ class FloatMethod(TrainingMethod):
             raise ValueError(f"trainable layers {unknown} are not conv2d/linear nodes of '{graph.name}'; "
                              f"layers: {', '.join(layers)}")
         self.graph = graph
+        self.decisions = float_decisions(graph, self.trainable)
+        """What the planner and the code generator read (`methods.decisions`)."""
         self.optimizer = make_optimizer(optimizer, **optimizer_kwargs)
         self.params: dict[str, np.ndarray] = {}
         for name in self.trainable:

@@ -43,6 +43,7 @@ from mcutrain.engines import fqt_kernels as K
 from mcutrain.graph import INPUT, PARAMETRIC, Graph, Node, Op
 from mcutrain.graph_passes import fold_batchnorm, fuse_activations
 from mcutrain.methods.base import StepStats, TrainingMethod
+from mcutrain.methods.decisions import fqt_decisions
 from mcutrain.methods.fqt_backward import FQTBackward
 from mcutrain.methods.fqt_common import (
     F32,
@@ -55,7 +56,6 @@ from mcutrain.methods.fqt_common import (
 )
 from mcutrain.methods.fqt_state import FQTConfig, Precision, precision
 from mcutrain.methods.fqt_update import FQTUpdate
-from mcutrain.methods.partial import PartialPolicy
 from mcutrain.methods.trainable import resolve_trainable
 from mcutrain.quant.fixedpoint import (
     activation_range,
@@ -79,7 +79,9 @@ class FQT(FQTBackward, FQTUpdate, TrainingMethod):
         self.graph = fuse_activations(fold_batchnorm(graph))
         g = self.graph
         self.trainable = resolve_trainable(g, config.trainable)
-        self.partial = PartialPolicy(config.lambda_min, config.lambda_max)
+        self.decisions = fqt_decisions(g, config)
+        """Which layers run partial updates with which lambdas, the formats: what the planner and
+        the code generator read too (`methods.decisions`)."""
         for a in ("alpha_a", "alpha_e", "alpha_w", "alpha_norm"):
             if not 0.0 < getattr(config, a) <= 1.0:
                 raise ValueError(f"{a} must be in (0, 1], got {getattr(config, a)}")
@@ -435,11 +437,6 @@ class FQT(FQTBackward, FQTUpdate, TrainingMethod):
         self.act_ema = {t: EmaRange.from_dict(d) for t, d in meta["act"].items()}
         self.err_ema = {t: EmaRange.from_dict(d) for t, d in meta["err"].items()}
         self.grad_ema = {t: EmaRange.from_dict(d) for t, d in meta["grad"].items()}
-
-    def schedule(self, batch: int):
-        """Kernel calls of one step with the tensors each reads and writes (`fqt_schedule`)."""
-        from mcutrain.methods.fqt_schedule import fqt_schedule
-        return fqt_schedule(self, batch)
 
     # ------------------------------------------------------------ export
 

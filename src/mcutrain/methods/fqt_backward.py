@@ -180,8 +180,9 @@ class FQTBackward:
         trainable = name in self.trainable
         kept = np.ones((b, o), bool)
         groups = eg = None
-        if trainable and self.partial.active and (name != self.graph.output or self.cfg.partial_output):
-            k = self.partial.keep_counts(loss_q, self.loss_max, o)
+        policy = self.decisions.partial_policy(name)
+        if policy is not None:
+            k = policy.keep_counts(loss_q, self.loss_max, o)
             kept, order = top_k(magnitudes(ec), k)
             groups = self._kept_groups(n, kept, order)
             if groups is None:

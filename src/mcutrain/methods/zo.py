@@ -44,6 +44,7 @@ from mcutrain.engines import int_engine
 from mcutrain.methods import qas
 from mcutrain.methods import zo_estimator as est
 from mcutrain.methods.base import StepStats, TrainingMethod
+from mcutrain.methods.decisions import zo_decisions
 from mcutrain.methods.trainable import resolve_trainable
 from mcutrain.qmodel import QuantModel
 from mcutrain.quant.rng import XorShift32
@@ -150,6 +151,9 @@ class ZOMethod(TrainingMethod):
         self.qm = copy_quant_model(qm)
         self.layers = resolve_trainable(self.qm.graph, self.cfg.trainable)
         self.units = plan_units(self.qm, self.layers, self.cfg.perturb)
+        c = self.cfg
+        self.decisions = zo_decisions(self.qm.graph, self.layers, c.perturb, c.queries, c.mask)
+        """What the planner and the code generator read (`methods.decisions`)."""
         self.rng = XorShift32(self.cfg.seed)
         self.steps = 0
         self.last_timing: dict[str, float] = {}

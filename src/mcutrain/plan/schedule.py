@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from mcutrain.methods.decisions import StepDecisions
+
 DTYPE_BYTES = {"u8": 1, "s8": 1, "s16": 2, "s32": 4, "s64": 8, "f32": 4}
 """Bytes per element of each dtype tag (the CMSIS-style tags of STYLE.md)."""
 
@@ -129,6 +131,8 @@ class Schedule:
     trainable: list[str] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
     """How the step was built (precision, perturbation, samples per pass, ...), for the report."""
+    decisions: StepDecisions | None = None
+    """The method's decisions this step was built from (None: inference); the code generator reads them."""
 
     def tensor(self, name: str, shape: tuple[int, ...], dtype: str, role: Role, note: str = "") -> str:
         """Declare a tensor (again with the same shape/dtype is allowed); returns its name."""

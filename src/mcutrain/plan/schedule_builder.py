@@ -5,48 +5,16 @@ See `mcutrain.plan.schedules` for what each method's step looks like.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from mcutrain.graph import INPUT, Graph, Node, Op
 from mcutrain.graph_passes import fold_batchnorm, fuse_activations
-from mcutrain.methods.fqt_state import precision
+from mcutrain.methods.decisions import INT8, Formats
 from mcutrain.plan.lifetimes import flash_weight_bytes, scratch_bytes
-from mcutrain.plan.schedule import Role, Schedule
+from mcutrain.plan.schedule import DTYPE_BYTES, Role, Schedule
 
 RANGE_BYTES = 16
 """One tracked range: float32 min, max, scale and int32 zero point."""
-
-
-@dataclass(frozen=True)
-class Formats:
-    """Number formats (dtype tags) of one method's tensors."""
-
-    weight: str
-    bias: str
-    act: str
-    error: str
-    grad: str
-
-
-def _fqt_formats(prec: str, batch: int) -> Formats:
-    p = precision(prec)
-    tag = {"u8": "u8", "s8": "s8", "f32": "f32"}
-    if p.name == "uint8":
-        # the per-sample gradient is quantized to uint8 (seed A); the batch sum of centred values
-        # (|g - z| <= 255) fits int16 for up to 128 samples
-        grad = "u8" if batch == 1 else ("s16" if 255 * batch <= 32767 else "s32")
-    elif p.name == "int8":
-        grad = "s32"
-    else:
-        grad = "f32"
-    return Formats(tag[p.weights], "f32" if p.weights == "f32" else "s32", tag[p.acts], tag[p.errors], grad)
-
-
-INT8 = Formats("s8", "s32", "s8", "f32", "f32")
-"""zo / bp-qas: the int8 graph; bp-qas errors and gradients are float32 (STE kernels)."""
-FLOAT = Formats("f32", "f32", "f32", "f32", "f32")
 
 
 def prepare(graph: Graph) -> Graph:
@@ -61,7 +29,7 @@ def _elems(shape: tuple[int, ...]) -> int:
 # ---------------------------------------------------------------- shared pieces
 
 
-class _Builder:
+class StepBuilder:
     """Declares parameters (resident or Flash) and emits forward kernels."""
 
     def __init__(self, g: Graph, method: str, batch: int, fmt: Formats, ram_layers: set[str],
@@ -79,11 +47,11 @@ class _Builder:
                 # training libraries keep int8 weights
                 self.s.frozen_bytes[f"{n.name}.weight"] = (
                     flash_weight_bytes(g, n, kernels) if self.inference
-                    else _elems(w.shape) * _bytes(fmt.weight))
+                    else _elems(w.shape) * DTYPE_BYTES[fmt.weight])
             if n.name in ram_layers or n.name in ram_biases:
                 self.s.tensor(f"{n.name}.bias", (o,), fmt.bias, Role.WEIGHT)
             else:
-                self.s.frozen_bytes[f"{n.name}.bias"] = o * _bytes(fmt.bias)
+                self.s.frozen_bytes[f"{n.name}.bias"] = o * DTYPE_BYTES[fmt.bias]
             # requantization constants of an int8 layer: per-channel multiplier and shift
             if fmt.act == "s8":
                 self.s.frozen_bytes[f"{n.name}.requant"] = 8 * o
@@ -119,23 +87,18 @@ class _Builder:
             if n.op == Op.MAXPOOL and role_of(f"{n.name}/argmax") == Role.KEPT:
                 writes.append(s.tensor(f"{prefix}{n.name}.argmax", (samples, *self.g.shape(n.name)), "u8",
                                        Role.KEPT))
-            op = "depthwise_conv2d" if _depthwise(self.g, n) else n.op.value
+            op = "depthwise_conv2d" if is_depthwise(self.g, n) else n.op.value
             s.kernel(f"{prefix}{n.name}.{op_suffix}", f"{op}_fwd", phase, n.name, reads, writes,
                      samples * self.g.macs(n), **kw)
             name_of[n.name] = out
 
 
-def _bytes(dtype: str) -> int:
-    from mcutrain.plan.schedule import DTYPE_BYTES
-    return DTYPE_BYTES[dtype]
-
-
-def _depthwise(g: Graph, n: Node) -> bool:
+def is_depthwise(g: Graph, n: Node) -> bool:
     return n.op == Op.CONV2D and n.attrs["groups"] == g.shape(n.inputs[0])[-1] > 1 \
         and n.params["weight"].shape[3] == 1
 
 
-def _needs(g: Graph, wanted: set[str]) -> dict[str, bool]:
+def error_path(g: Graph, wanted: set[str]) -> dict[str, bool]:
     """Tensors on the error path: a wanted layer or anything upstream of one."""
     needs = {INPUT: False}
     for n in g.nodes:
@@ -148,7 +111,7 @@ def _needs(g: Graph, wanted: set[str]) -> dict[str, bool]:
 
 def inference_schedule(g: Graph, batch: int = 1, kernels: str = "dsp") -> Schedule:
     """`none`: the int8 forward pass (tensor names = node names, as `plan_inference_arena`)."""
-    b = _Builder(g, "none", batch, INT8, set(), set(), kernels)
+    b = StepBuilder(g, "none", batch, INT8, set(), set(), kernels)
     b.s.tensor(INPUT, (batch, *g.input_shape), "s8", Role.INPUT)
     name_of = {INPUT: INPUT}
     b.forward(g.nodes, name_of, batch, "", lambda t: Role.LOGITS if t == g.output else Role.ACTIVATION)

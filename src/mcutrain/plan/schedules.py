@@ -9,8 +9,9 @@
   gradient into a gradient buffer, update in place. With `batch` 1 each layer is updated right
   after its backward (its weights are not read again in the step, so the result is the
   simulator's); with `batch` > 1 the per-sample part is a loop and the gradient buffers live
-  across it, updated after the last sample. Partial updates are planned at their worst case
-  (every structure kept), plus the ranking scratch;
+  across it, updated after the last sample. Partial updates are planned for the layers the
+  method's decisions name (`methods.decisions.fqt_partial_layers`), at their worst case (every
+  structure kept), plus the ranking scratch and the C library's kept lists as method state;
 - `bp-qas` and `float`: the whole batch in one pass, as the simulators do; errors float32
   (the STE kernels). Their update is elementwise (QAS-scaled or plain SGD), so each output
   channel's weight gradient is applied as soon as it is complete: one row of gradient at a
@@ -30,6 +31,9 @@
 from __future__ import annotations
 
 from mcutrain.graph import Graph
+from mcutrain.methods.decisions import bp_qas_decisions, float_decisions, fqt_decisions
+from mcutrain.methods.fqt_state import PRECISIONS, FQTConfig
+from mcutrain.methods.trainable import resolve_trainable
 from mcutrain.plan.schedule import Schedule
 from mcutrain.plan.schedule_builder import inference_schedule, prepare
 from mcutrain.plan.schedules_backprop import bp_qas_schedule, float_schedule, fqt_schedule
@@ -45,9 +49,13 @@ METHODS = ("none", "fqt", "zo", "bp-qas", "float")
 
 def build_schedule(graph: Graph, method: str, trainable: str = "all", batch: int = 1,
                    precision: str = "uint8", perturb: str = "mix", queries: int = 50, mask: str = "none",
-                   partial: bool = False, bias_last: int = 0, momentum: float = 0.0,
-                   kernels: str = "dsp", zo_base: str = "auto") -> Schedule:
+                   lambda_min: float = 1.0, lambda_max: float = 1.0, partial_output: bool = False,
+                   bias_last: int = 0, momentum: float = 0.0, kernels: str = "dsp",
+                   zo_base: str = "auto") -> Schedule:
     """The schedule of one training step of `method` on `graph` (see the module docstring).
+
+    The method's decisions are made by the function the method itself uses (`methods.decisions`),
+    so a plan request and a built method with the same settings give the same step.
 
     >>> from mcutrain import zoo
     >>> s = build_schedule(zoo.build("digits-cnn"), "fqt", trainable="last:1")
@@ -58,34 +66,39 @@ def build_schedule(graph: Graph, method: str, trainable: str = "all", batch: int
         raise ValueError(f"batch must be at least 1, got {batch}")
     if method == "none":
         return inference_schedule(prepare(graph), batch, kernels)
+    g = prepare(graph)
     if method == "fqt":
-        return fqt_schedule(graph, precision, trainable, batch, partial, kernels)
+        if precision not in PRECISIONS:
+            raise ValueError(f"unknown FQT precision {precision!r}; use one of {', '.join(PRECISIONS)}")
+        cfg = FQTConfig(precision=precision, trainable=trainable, lambda_min=lambda_min,
+                        lambda_max=lambda_max, partial_output=partial_output)
+        return fqt_schedule(g, fqt_decisions(g, cfg), batch, kernels)
     if method == "zo":
-        return zo_schedule(graph, trainable, batch, perturb, queries, mask, kernels, zo_base)
+        return zo_schedule(g, trainable, batch, perturb, queries, mask, kernels, zo_base)
     if method == "bp-qas":
-        return bp_qas_schedule(graph, trainable, batch, bias_last, momentum, kernels)
+        return bp_qas_schedule(g, bp_qas_decisions(g, trainable, bias_last, momentum), batch, kernels)
     if method == "float":
-        return float_schedule(graph, trainable, batch, kernels)
+        return float_schedule(g, float_decisions(g, resolve_trainable(g, trainable)), batch, kernels)
     raise ValueError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
 
 
 def schedule_for(method, batch: int = 1, kernels: str = "dsp") -> Schedule:
     """The schedule of a built training method (`FQT`, `ZOMethod`, `BPQASMethod`, `FloatMethod`).
 
-    What the code generator calls with the method a user trained: the step is derived from the
-    method's own configuration and graph, so it cannot drift from what the simulator ran.
+    What the code generator calls with the method a user trained: the step is built from the
+    method's own decisions (`method.decisions`), so it cannot drift from what the simulator ran.
     """
     name = getattr(method, "name", "")
     if name == "fqt":
-        c = method.cfg
-        return fqt_schedule(method.graph, c.precision, c.trainable, batch, c.lambda_min < 1.0, kernels)
+        return fqt_schedule(method.graph, method.decisions, batch, kernels)
     if name == "zo":
         c = method.cfg
-        return zo_schedule(method.qm.graph, "layers:" + ",".join(method.layers), batch, c.perturb, c.queries,
-                           c.mask, kernels)
+        s = zo_schedule(method.qm.graph, "layers:" + ",".join(method.layers), batch, c.perturb, c.queries,
+                        c.mask, kernels)
+        s.decisions = method.decisions
+        return s
     if name == "bp-qas":
-        c = method.cfg
-        return bp_qas_schedule(method.qm.graph, c.trainable, batch, c.bias_last, c.momentum, kernels)
+        return bp_qas_schedule(method.qm.graph, method.decisions, batch, kernels)
     if name == "float":
-        return float_schedule(method.graph, "layers:" + ",".join(method.trainable), batch, kernels)
+        return float_schedule(method.graph, method.decisions, batch, kernels)
     raise ValueError(f"no schedule for method {name!r}; known: fqt, zo, bp-qas, float")

@@ -2,52 +2,50 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from mcutrain.graph import INPUT, PARAMETRIC, Graph, Node, Op
-from mcutrain.methods.fqt_state import PRECISIONS, precision
-from mcutrain.methods.trainable import resolve_trainable
+from mcutrain.methods.decisions import Formats, StepDecisions
 from mcutrain.plan.schedule import Role, Schedule
-from mcutrain.plan.schedule_builder import (
-    FLOAT,
-    INT8,
-    RANGE_BYTES,
-    Formats,
-    _Builder,
-    _depthwise,
-    _fqt_formats,
-    _needs,
-    prepare,
-)
+from mcutrain.plan.schedule_builder import RANGE_BYTES, StepBuilder, error_path, is_depthwise, prepare
 
 
 @dataclass(frozen=True)
 class _Backprop:
-    """How a back-propagation method runs its step."""
+    """How a back-propagation method runs its step: the method's decisions and the planner's buffers."""
 
-    fmt: Formats
+    decisions: StepDecisions
+    fmt: Formats                 # the decisions' formats, the gradient as the buffer sums a batch
     samples: int                 # samples per forward/backward pass (FQT: 1)
     loop: int                    # FQT batch loop count (1: no loop)
-    weight_layers: set[str]
-    bias_layers: set[str]
     kept_output_for: str         # "act": activated outputs (masks); "all": every output (STE)
     combine_real: bool           # quantized errors summed as float32 reals at a fork (FQT)
     prescale: bool = False       # int8 FQT: int16 copy of the error before propagation
-    partial: bool = False        # FQT partial updates: ranking scratch (planned at full size)
     sample_grad_ranges: bool = False   # uint8 FQT: each per-sample gradient has its own EMA range
-    fused_update: bool = False   # elementwise update: gradient row by row, applied at once (bp-qas, float)
     momentum: bool = False       # bp-qas: SGD momentum (a float32 velocity per trained value)
+
+    @property
+    def weight_layers(self) -> set[str]:
+        return set(self.decisions.weight_layers)
+
+    @property
+    def bias_layers(self) -> set[str]:
+        return set(self.decisions.bias_layers)
+
+    @property
+    def fused_update(self) -> bool:
+        return self.decisions.fused_update
 
 
 def _backprop_schedule(g: Graph, method: str, cfg: _Backprop, kernels: str) -> Schedule:
     fmt, spl = cfg.fmt, cfg.samples
     wanted = cfg.weight_layers | cfg.bias_layers
-    needs = _needs(g, wanted)
+    needs = error_path(g, wanted)
     dynamic = needs  # quantized FQT: ranges change from the first trained layer on
     ram_biases = set(cfg.bias_layers)
     if method == "fqt" and fmt.act != "f32":
         ram_biases |= {n.name for n in g.parametric() if dynamic[n.name]}   # rescaled every step
-    b = _Builder(g, method, cfg.samples * cfg.loop, fmt, cfg.weight_layers, ram_biases, kernels)
+    b = StepBuilder(g, method, cfg.samples * cfg.loop, fmt, cfg.weight_layers, ram_biases, kernels)
     s = b.s
     loop = "sample" if cfg.loop > 1 else None
     rep = cfg.loop
@@ -130,7 +128,7 @@ def _backprop_schedule(g: Graph, method: str, cfg: _Backprop, kernels: str) -> S
             src = srcs[0]
             o = n.params["weight"].shape[0]
             per_out = g.macs(n) // o
-            if cfg.partial and n.name in cfg.weight_layers:
+            if n.name in cfg.decisions.partial_layers:
                 sel = s.tensor(f"{n.name}.topk", (o * 5,), "u8", Role.SCRATCH,
                                "per structure: float32 magnitude + keep flag")
                 s.kernel(f"{n.name}.topk", "partial_topk", "error", n.name, [e], [sel, e], **kw)
@@ -141,7 +139,7 @@ def _backprop_schedule(g: Graph, method: str, cfg: _Backprop, kernels: str) -> S
                 writes = [c]
                 if cfg.prescale:
                     writes.append(s.tensor(f"{n.name}.prescale", shape, "s16", Role.SCRATCH))
-                op = "depthwise_conv2d" if _depthwise(g, n) else n.op.value
+                op = "depthwise_conv2d" if is_depthwise(g, n) else n.op.value
                 s.kernel(f"{n.name}.bwd_in", f"{op}_bwd_in", "error", n.name, reads, writes,
                          spl * per_out * o, **kw)
                 pending.setdefault(src, []).append(c)
@@ -249,7 +247,7 @@ def _state_backprop(s: Schedule, g: Graph, method: str, fmt: Formats, cfg: _Back
                      f"{len(errs)} EMA error ranges")
         if cfg.sample_grad_ranges:
             s.tensor("state:grad_ranges", (RANGE_BYTES * len(cfg.weight_layers),), "u8", Role.STATE)
-        for name in cfg.weight_layers:
+        for name in cfg.decisions.weight_layers:
             o = g.node(name).params["weight"].shape[0]
             if fmt.weight == "u8":
                 s.tensor(f"state:{name}.wqp", (RANGE_BYTES,), "u8", Role.STATE)
@@ -257,6 +255,12 @@ def _state_backprop(s: Schedule, g: Graph, method: str, fmt: Formats, cfg: _Back
                 s.tensor(f"state:{name}.wqp", (12 * o,), "u8", Role.STATE, "per channel: min, max, scale")
                 s.tensor(f"state:{name}.step_scale", (o,), "f32", Role.STATE)
             s.tensor(f"state:{name}.norm", (9 * o,), "u8", Role.STATE, "per filter: EMA mean, sd, init flag")
+            if name in cfg.decisions.partial_layers:   # the C library's static arrays of mt_fqt_keep.h
+                s.tensor(f"state:{name}.keep", (5 * o + 8,), "u8", Role.STATE,
+                         "partial updates: kept list (int32), update mask (uint8), k and kept count")
+        if cfg.decisions.partial:
+            s.tensor("state:partial_offsets", (len(cfg.weight_layers) + 1,), "s32", Role.STATE,
+                     "partial updates: each trained layer's offset in the draw stream, the draw count")
         if quant:
             for n in g.parametric():
                 if needs[n.name]:
@@ -291,55 +295,51 @@ def _fqt_moving_constants(s: Schedule, n: Node, fmt: Formats, trained: bool) -> 
         s.tensor(f"state:{n.name}.bias_step", (o,), "f32", Role.STATE, "bias update steps")
 
 
-def fqt_schedule(g: Graph, prec: str = "uint8", trainable: str = "all", batch: int = 1,
-                 partial: bool = False, kernels: str = "dsp") -> Schedule:
-    """FQT (`prec` in uint8, mixed, float32, int8); `partial`: dynamic partial updates on (worst case)."""
-    if prec not in PRECISIONS:
-        raise ValueError(f"unknown FQT precision {prec!r}; use one of {', '.join(PRECISIONS)}")
+def batch_grad_dtype(grad: str, batch: int) -> str:
+    """The gradient buffer's dtype when `batch` per-sample gradients of format `grad` are summed.
+
+    uint8 per-sample gradients are summed centred (|g - z| <= 255): int16 holds up to 128 samples.
+    """
+    if grad != "u8" or batch == 1:
+        return grad
+    return "s16" if 255 * batch <= 32767 else "s32"
+
+
+def fqt_schedule(g: Graph, decisions: StepDecisions, batch: int = 1, kernels: str = "dsp") -> Schedule:
+    """FQT one sample at a time, as `decisions` (`methods.decisions.fqt_decisions`) say."""
     g = prepare(g)
-    layers = set(resolve_trainable(g, trainable))
-    fmt = _fqt_formats(prec, batch)
-    cfg = _Backprop(fmt, 1, batch, layers, set(), "act", combine_real=fmt.error != "f32",
-                    prescale=fmt.error == "s8", partial=partial,
-                    sample_grad_ranges=precision(prec).quantize_sample_grads)
+    f = decisions.formats
+    fmt = replace(f, grad=batch_grad_dtype(f.grad, batch))
+    cfg = _Backprop(decisions, fmt, 1, batch, "act", combine_real=f.error != "f32", prescale=f.error == "s8",
+                    sample_grad_ranges=f.grad == "u8")
     s = _backprop_schedule(g, "fqt", cfg, kernels)
-    s.trainable = [n.name for n in g.parametric() if n.name in layers]
-    s.options.update({"precision": prec, "partial": partial, "batch_loop": batch})
+    s.trainable = list(decisions.weight_layers)
+    s.decisions = decisions
+    s.options.update({"precision": decisions.precision, "partial": bool(decisions.partial),
+                      "partial_layers": {n: [p.lambda_min, p.lambda_max] for n, p in decisions.partial},
+                      "batch_loop": batch})
     return s
 
 
-def bp_qas_schedule(g: Graph, trainable: str = "all", batch: int = 1, bias_last: int = 0,
-                    momentum: float = 0.0, kernels: str = "dsp") -> Schedule:
-    """BP-QAS (Lin et al.'s static sparse update): weights of `trainable`, biases of the last `bias_last`."""
+def bp_qas_schedule(g: Graph, decisions: StepDecisions, batch: int = 1, kernels: str = "dsp") -> Schedule:
+    """BP-QAS (Lin et al.'s static sparse update), the whole batch per pass."""
     g = prepare(g)
-    weights = set(resolve_trainable(g, trainable))
-    layers = [n.name for n in g.parametric()]
-    if not 0 <= bias_last <= len(layers):
-        raise ValueError(f"bias_last must be in [0, {len(layers)}]")
-    biases = set(layers[len(layers) - bias_last:]) if bias_last else set()
-    cfg = _Backprop(INT8, batch, 1, weights, weights | biases, "all", combine_real=False,
-                    momentum=momentum > 0, fused_update=True)
-    s = _with_options(_backprop_schedule(g, "bp-qas", cfg, kernels), momentum=momentum, bias_last=bias_last)
-    s.trainable = [n for n in layers if n in weights | biases]
+    settings = dict(decisions.settings)
+    momentum = float(settings["momentum"])
+    cfg = _Backprop(decisions, decisions.formats, batch, 1, "all", combine_real=False, momentum=momentum > 0)
+    s = _backprop_schedule(g, "bp-qas", cfg, kernels)
+    s.options.update(momentum=momentum, bias_last=int(settings["bias_last"]))
+    s.trainable = list(decisions.bias_layers)
+    s.decisions = decisions
     return s
 
 
-def _with_options(s: Schedule, **kw) -> Schedule:
-    s.options.update(kw)
-    return s
-
-
-def float_schedule(g: Graph, trainable: str = "all", batch: int = 1, kernels: str = "dsp") -> Schedule:
+def float_schedule(g: Graph, decisions: StepDecisions, batch: int = 1, kernels: str = "dsp") -> Schedule:
     """float32 back-propagation with plain SGD, the whole batch per pass."""
     g = prepare(g)
-    layers = set(resolve_trainable(g, trainable))
-    cfg = _Backprop(FLOAT, batch, 1, layers, set(), "act", combine_real=False, fused_update=True)
+    cfg = _Backprop(decisions, decisions.formats, batch, 1, "act", combine_real=False)
     s = _backprop_schedule(g, "float", cfg, kernels)
-    s.trainable = [n.name for n in g.parametric() if n.name in layers]
+    s.trainable = list(decisions.weight_layers)
+    s.decisions = decisions
     s.options["precision"] = "float32"
     return s
-
-
-# ---------------------------------------------------------------- zeroth order
-
-

@@ -5,18 +5,17 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from mcutrain.graph import INPUT, Graph
+from mcutrain.methods import zo_forward as zf
+from mcutrain.methods.decisions import INT8, zo_decisions
 from mcutrain.methods.trainable import resolve_trainable
+from mcutrain.methods.zo import plan_units
 from mcutrain.plan.schedule import Role, Schedule
-from mcutrain.plan.schedule_builder import (
-    INT8,
-    _Builder,
-    prepare,
-)
+from mcutrain.plan.schedule_builder import StepBuilder, prepare
+from mcutrain.plan.training import plan_training
 
 
 def zo_units(g: Graph, layers: list[str], perturb: str):
     """The method's own perturbation units (`zo.plan_units`) from shapes alone."""
-    from mcutrain.methods.zo import plan_units
     shapes = SimpleNamespace(graph=g, weights={n.name: n.params["weight"] for n in g.parametric()},
                              biases={n.name: n.params["bias"] for n in g.parametric()})
     return plan_units(shapes, layers, perturb)   # type: ignore[arg-type]
@@ -29,21 +28,20 @@ def zo_schedule(g: Graph, trainable: str = "all", batch: int = 1, perturb: str =
     docstring); 'auto' plans both and keeps the one with the smaller arena.
     """
     if base == "auto":
-        from mcutrain.plan.training import plan_training
         a = zo_schedule(g, trainable, batch, perturb, queries, mask, kernels, "cache")
         b = zo_schedule(g, trainable, batch, perturb, queries, mask, kernels, "recompute")
         return a if plan_training(a).arena_bytes <= plan_training(b).arena_bytes else b
     if base not in ("cache", "recompute"):
         raise ValueError(f"ZO base pass {base!r}: use auto, cache or recompute")
-    from mcutrain.methods import zo_forward as zf
     if queries < 1:
         raise ValueError(f"queries must be at least 1, got {queries}")
     g = prepare(g)
     layers = resolve_trainable(g, trainable)
     units = zo_units(g, layers, perturb)
-    b = _Builder(g, "zo", batch, INT8, set(layers), set(), kernels)
+    b = StepBuilder(g, "zo", batch, INT8, set(layers), set(), kernels)
     s = b.s
     s.trainable = list(layers)
+    s.decisions = zo_decisions(g, layers, perturb, queries, mask)
     s.options.update({"perturb": perturb, "queries": queries, "mask": mask, "samples_per_pass": batch,
                       "base": base, "units": [f"{u.kind}:{','.join(u.layers)}" for u in units]})
     s.tensor("state:counters", (2,), "s32", Role.STATE, "RNG state, step")
@@ -98,7 +96,7 @@ def zo_schedule(g: Graph, trainable: str = "all", batch: int = 1, perturb: str =
     return s
 
 
-def _zo_flush_updates(b: _Builder, waiting: list, name_b: dict[str, str], order: dict[str, int], done: int,
+def _zo_flush_updates(b: StepBuilder, waiting: list, name_b: dict[str, str], order: dict[str, int], done: int,
                       last_needed: int) -> list:
     """Update each waiting unit whose layers pass B has computed (or will never compute)."""
     keep = []
@@ -111,7 +109,7 @@ def _zo_flush_updates(b: _Builder, waiting: list, name_b: dict[str, str], order:
     return keep
 
 
-def _zo_unit(b: _Builder, plan, name_b: dict[str, str], batch: int, queries: int, mask: str) -> None:
+def _zo_unit(b: StepBuilder, plan, name_b: dict[str, str], batch: int, queries: int, mask: str) -> None:
     u, rerun, _ = plan
     s, g = b.s, b.g
     tag = f"{u.kind}:{u.layers[0]}"
@@ -155,7 +153,7 @@ def _zo_unit(b: _Builder, plan, name_b: dict[str, str], batch: int, queries: int
              s.tensors[acc].elements, **kw)
 
 
-def _zo_update(b: _Builder, plan, name_b: dict[str, str]) -> None:
+def _zo_update(b: StepBuilder, plan, name_b: dict[str, str]) -> None:
     u, _, _ = plan
     s, g = b.s, b.g
     tag = f"{u.kind}:{u.layers[0]}"

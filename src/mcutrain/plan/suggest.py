@@ -37,19 +37,26 @@ class PlanRequest:
     perturb: str = "mix"
     queries: int = 50
     mask: str = "none"
-    partial: bool = False
+    lambda_min: float = 1.0
+    """fqt partial updates: lambda_min and lambda_max (1 = off); the output layer only with partial_output."""
+    lambda_max: float = 1.0
+    partial_output: bool = False
     bias_last: int = 0
 
     def build(self, g: Graph):
         return build_schedule(g, self.method, trainable=self.trainable, batch=self.batch,
                               precision=self.precision, perturb=self.perturb, queries=self.queries,
-                              mask=self.mask, partial=self.partial, bias_last=self.bias_last)
+                              mask=self.mask, lambda_min=self.lambda_min, lambda_max=self.lambda_max,
+                              partial_output=self.partial_output, bias_last=self.bias_last)
 
     def options(self) -> str:
         """The `mcutrain plan` options naming this request."""
         parts = [f"--method {self.method}"]
         if self.method == "fqt":
             parts.append(f"--precision {self.precision}")
+            if self.lambda_min < 1.0:
+                parts.append(f"--partial {self.lambda_min} --partial-max {self.lambda_max}"
+                             + (" --partial-output" if self.partial_output else ""))
         if self.method == "zo":
             parts.append(f"--perturb {self.perturb} --queries {self.queries}")
         parts += [f"--trainable {self.trainable}", f"--batch {self.batch}"]
