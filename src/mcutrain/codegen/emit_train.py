@@ -65,8 +65,8 @@ def check_trainable(method) -> None:
     if name == "zo":
         c = method.cfg
         if c.mask != "none":
-            raise ExportError(f"zo perturbation mask '{c.mask}' (mcutrain train --sparse) has no C kernels "
-                              "yet; export and run perturb every entry (mask 'none')")
+            raise ExportError(f"zo perturbation mask '{c.mask}' has no C kernels yet (a mask of mcutrain "
+                              "train --sparse); export and run perturb every entry (mask 'none')")
         if any(len(u.layers) > 1 for u in method.units):
             raise ExportError("zo 'model-wp' (several layers in one perturbation) has no C step yet; "
                               "use --perturb wp, np or mix")
