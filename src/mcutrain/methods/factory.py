@@ -55,6 +55,9 @@ COMMANDS = ("train", "plan", "export", "run")
 ALL_METHODS = ("fqt", "zo", "bp-qas", "float", "none")
 INT8_METHODS = ("zo", "bp-qas")
 """Methods that train the int8 graph itself (their only precision is int8)."""
+COMMAND_METHODS = {"train": TRAIN_METHODS, "plan": ALL_METHODS, "export": ("none", "zo", "bp-qas", "fqt"),
+                   "run": ("none", "zo", "bp-qas", "fqt")}
+"""The methods each command offers (a refusal names only these)."""
 CALIB_SAMPLES = 64
 """Training samples that initialize the activation ranges of quantized methods."""
 
@@ -195,13 +198,14 @@ def add_options(p: argparse.ArgumentParser | argparse._ArgumentGroup, command: s
                            help=o.help)
 
 
-def refuse_foreign(given: Iterable[str], method: str) -> None:
+def refuse_foreign(given: Iterable[str], method: str, command: str) -> None:
     """FactoryError for the first option in `given` (dests) that `method` does not take."""
     for dest in given:
         o = BY_DEST[dest]
         if method not in o.methods:
-            owners = [m for m in o.methods if m != "none"]
-            raise FactoryError(f"{o.flag} is an option of {' and '.join(owners)}, not of {method}")
+            owners = [m for m in o.methods if m != "none" and m in COMMAND_METHODS[command]]
+            names = owners[0] if len(owners) == 1 else f"{', '.join(owners[:-1])} and {owners[-1]}"
+            raise FactoryError(f"{o.flag} is an option of {names}, not of {method}")
 
 
 def resolve(args: argparse.Namespace, command: str, method: str) -> argparse.Namespace:
@@ -212,7 +216,7 @@ def resolve(args: argparse.Namespace, command: str, method: str) -> argparse.Nam
     if method not in ALL_METHODS:
         raise FactoryError(f"unknown method '{method}'; available: {', '.join(ALL_METHODS)}")
     opts = options_of(command)
-    refuse_foreign([o.dest for o in opts if getattr(args, o.dest, UNSET) is not UNSET], method)
+    refuse_foreign([o.dest for o in opts if getattr(args, o.dest, UNSET) is not UNSET], method, command)
     for o in opts:
         if getattr(args, o.dest, UNSET) is UNSET:
             setattr(args, o.dest, o.default)
