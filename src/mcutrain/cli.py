@@ -13,16 +13,13 @@ import importlib
 import json
 import sys
 
-from mcutrain import __version__
+from mcutrain.errors import UserError
+from mcutrain.version import __version__
 
 COMMANDS = ["demo", "datasets", "import", "pretrain", "train", "plan", "export", "run", "bench", "report"]
 """Every subcommand, in the order of the user's path (DESIGN section 9)."""
 MODULE_NAMES = {"import": "import_model"}
 """Commands whose module name differs (`import` is a Python keyword)."""
-
-
-class UserError(Exception):
-    """A problem with the user's input: printed as one clear message, exit status 1."""
 
 
 def _not_implemented(name: str):

@@ -87,7 +87,8 @@ def test_hostile_onnx_import_export_build_and_run_never_fire(tmp_path, monkeypat
     assert main(["export", "h.npz", "--target", "cortex-m4", "--kernels", "ref", "-o", "inf"]) == 0
     capsys.readouterr()
     assert main(["export", "h.npz", "--target", "cortex-m4", "--kernels", "ref", "--method", "zo",
-                 "--trainable", f"layers:{FC_NAME}", "-o", "zo", "--json"]) == 0   # the original name
+                 "--batch", "1", "--trainable", f"layers:{FC_NAME}",   # the original name
+                 "-o", "zo", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["trainable"] == [fc]
     for lib in (Path("inf"), Path("zo")):
         files = _generated(lib) | {"README.md": (lib / "README.md").read_text()}

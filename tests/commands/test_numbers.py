@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
+from mcutrain import options as N
 from mcutrain.cli import main
-from mcutrain.commands import _numbers as N
 
 TRAIN = ["train", "--arch", "digits-cnn", "--init", "random", "--dataset", "digits", "--epochs", "1",
          "--train-samples", "40", "--test-samples", "20"]

@@ -17,7 +17,7 @@ def run_json(capsys, *argv):
 
 def test_json_contract_mcunet_fqt(capsys):
     doc = run_json(capsys, "--arch", "mcunet-5fps", "--classes", "10", "--method", "fqt", "--precision",
-                   "uint8", "--trainable", "last:7", "--target", "imxrt1062")
+                   "uint8", "--trainable", "last:7", "--batch", "1", "--target", "imxrt1062")
     assert list(doc) == KEYS
     assert doc["target"] == "imxrt1062" and doc["ram_limit"] == 1024 * 1024
     assert doc["fits"] is True and doc["suggestion"] is None
@@ -33,7 +33,7 @@ def test_json_contract_mcunet_fqt(capsys):
 
 def test_zo_sparse_and_dense(capsys):
     sparse = run_json(capsys, "--arch", "mcunet-5fps", "--method", "zo", "--trainable",
-                      "layers:blocks.4-7.pw1", "--target", "stm32f746")
+                      "layers:blocks.4-7.pw1", "--batch", "1", "--target", "stm32f746")
     assert sparse["fits"] and sparse["ram_bytes"] < 200 * 1024
     assert sparse["breakdown"]["options"]["base"] == "cache"
     assert sparse["macs_per_step"]["query"] > 0
@@ -74,10 +74,10 @@ def test_suggestion_in_json(capsys):
 
 def test_trainable_auto_and_budget(capsys):
     doc = run_json(capsys, "--arch", "small-cnn", "--method", "fqt", "--trainable", "auto",
-                   "--target", "rp2040")
+                   "--precision", "uint8", "--batch", "1", "--target", "rp2040")
     assert doc["fits"] and doc["breakdown"]["trainable"] == ["conv1", "conv2", "fc1", "fc2"]
     doc = run_json(capsys, "--arch", "small-cnn", "--method", "fqt", "--trainable", "auto:100000",
-                   "--target", "rp2040")
+                   "--precision", "uint8", "--batch", "1", "--target", "rp2040")
     assert doc["breakdown"]["trainable"] == ["fc2"] and doc["ram_bytes"] <= 100000
 
 
@@ -101,8 +101,6 @@ def test_model_file_input_size_and_picture(tmp_path, capsys):
     (["--arch", "vgg", "--method", "fqt", "--target", "rp2040"], "unknown architecture 'vgg'"),
     (["--arch", "small-cnn", "--method", "fqt", "--trainable", "last:9", "--target", "rp2040"],
      "has 4 layers with weights"),
-    (["--arch", "small-cnn", "--method", "fqt", "--precision", "int4", "--target", "rp2040"],
-     "unknown FQT precision"),
     (["--arch", "small-cnn", "--method", "zo", "--sparse", "score:9", "--target", "rp2040"],
      "K must be in 1..4"),
     (["--arch", "small-cnn", "--method", "fqt", "--trainable", "auto:lots", "--target", "rp2040"],
@@ -113,3 +111,17 @@ def test_model_file_input_size_and_picture(tmp_path, capsys):
 def test_refusals(capsys, argv, msg):
     assert cli.main(["plan", *argv]) == 1
     assert msg in capsys.readouterr().err
+
+
+def test_precision_is_checked_like_train(capsys):
+    # NOTE: --precision comes from the method factory now: argparse refuses it (exit 2), as in train
+    with pytest.raises(SystemExit) as e:
+        cli.main(["plan", "--arch", "small-cnn", "--method", "fqt", "--precision", "int4",
+                  "--target", "rp2040"])
+    assert e.value.code == 2 and "invalid choice: 'int4'" in capsys.readouterr().err
+
+
+def test_another_methods_option_is_refused(capsys):
+    assert cli.main(["plan", "--arch", "small-cnn", "--method", "fqt", "--queries", "50",
+                     "--target", "rp2040"]) == 1
+    assert "--queries is an option of zo, not of fqt" in capsys.readouterr().err

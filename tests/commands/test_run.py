@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
+from mcutrain.api.mcu_run import JSON_KEYS
 from mcutrain.cli import main
-from mcutrain.commands._run_common import JSON_KEYS
 
 
 @pytest.mark.parametrize("target", ["cortex-m0plus", "cortex-m4", "cortex-m7"])

@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
+from mcutrain.api.mcu_run import JSON_KEYS
 from mcutrain.cli import main
-from mcutrain.commands._run_common import JSON_KEYS
 
 BASE = ["run", "--arch", "digits-cnn", "--init", "random", "--seed", "0", "--dataset", "digits", "--json",
         "--method", "fqt"]
@@ -22,7 +22,7 @@ def test_fqt_int8_run_is_bit_exact(arm_tools, tmp_path, capsys):
     r = json.loads(capsys.readouterr().out)
     assert rc == 0
     assert tuple(r) == (*JSON_KEYS, "method", "batch", "precision", "partial")
-    assert (r["method"], r["batch"], r["precision"], r["partial"]) == ("fqt", 1, "int8", 1.0)
+    assert (r["method"], r["batch"], r["precision"], r["partial"]) == ("fqt", 32, "int8", 1.0)
     assert r["bit_exact"] is True and r["steps"] == 2 and r["target"] == "cortex-m4"
     assert sum(r["per_function"].values()) == pytest.approx(r["instructions_per_step"], abs=1)
     for kernel in ("mt_conv2d_fwd_s8_range", "mt_conv2d_bwd_in_s8_s16", "mt_fqt_upd_s8"):

@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
+from mcutrain.api.mcu_run import JSON_KEYS
 from mcutrain.cli import main
-from mcutrain.commands._run_common import JSON_KEYS
 
 BASE = ["run", "--arch", "digits-cnn", "--init", "random", "--seed", "0", "--dataset", "digits", "--json"]
 
@@ -24,7 +24,7 @@ def test_training_run_is_bit_exact(arm_tools, tmp_path, capsys, target, extra):
     r = json.loads(capsys.readouterr().out)
     assert rc == 0
     assert tuple(r) == (*JSON_KEYS, "method", "batch")
-    assert (r["method"], r["batch"]) == (("zo", 1) if "zo" in extra else ("bp-qas", 2))
+    assert (r["method"], r["batch"]) == (("zo", 32) if "zo" in extra else ("bp-qas", 2))
     assert r["bit_exact"] is True and r["steps"] == 2 and r["target"] == target
     per_mac = r["instructions_per_step"] / r["macs_per_step"]
     assert r["instructions_per_mac"] == pytest.approx(per_mac, rel=1e-3)

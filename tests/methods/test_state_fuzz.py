@@ -67,7 +67,7 @@ def bases(tmp_path_factory) -> dict[str, Base]:
         return real_fit(method, *args, **kwargs)
 
     with pytest.MonkeyPatch.context() as mp:
-        import mcutrain.commands.train as train_cmd
+        import mcutrain.api.training as train_cmd
         mp.setattr(train_cmd, "fit", spy)
         for name, extra in CLI_BASES.items():
             path = root / f"{name}.npz"

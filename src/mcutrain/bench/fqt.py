@@ -242,7 +242,7 @@ def pretrained(work: Path, spec: str, b: Budget, quick: bool) -> Graph:
 
 def transfer_tasks(work: Path, b: Budget, quick: bool):
     """(task, dataset spec, starting graph) for the transfer benchmarks."""
-    from mcutrain.commands.train import new_head
+    from mcutrain.api.training import new_head
     base5 = pretrained(work, "fashion-mnist[0-4]", b, quick)
     tasks = [("classes 0-4 -> 5-9", "fashion-mnist[5-9]", new_head(base5, 5, 0))]
     base10 = pretrained(work, "fashion-mnist", b, quick)

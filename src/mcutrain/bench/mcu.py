@@ -115,7 +115,7 @@ def warm_state(case: Case, prep: Prepared,
     """The state `case.warmup` simulated steps of partial training (lambda_min WARMUP_LAMBDA, one
     sample per step, lr LR) reach from the case's initial model; shared by the case's full and
     partial rows (cached per model, precision and warm-up), so both start from the same state."""
-    from mcutrain.commands.export import build_method
+    from mcutrain.api.device import build_method
 
     key = (case.model, args.precision, case.warmup)
     if key not in _WARM:
@@ -129,7 +129,7 @@ def warm_state(case: Case, prep: Prepared,
 
 def case_method(case: Case, prep: Prepared, args: argparse.Namespace, c_twin: bool = False):
     """The case's method, at the warm-up's state when the case has one."""
-    from mcutrain.commands.export import build_method
+    from mcutrain.api.device import build_method
 
     method = build_method(args, prep.qm, c_twin=c_twin)
     if case.warmup:
@@ -154,8 +154,8 @@ def simulate(prep: Prepared, args: argparse.Namespace, src, case: Case | None = 
     FQT starts from the ranges of `--init random` (uniform [0, 1) inputs of seed 0), like `run`
     without a dataset to calibrate on.
     """
-    from mcutrain.commands._run_train import simulate_steps
-    from mcutrain.commands.export import build_method
+    from mcutrain.api.device import build_method
+    from mcutrain.mcu.twin import simulate_fqt_steps, simulate_steps
 
     if not prep.sim:
         method = (case_method(case, prep, args, c_twin=True) if case
@@ -164,7 +164,6 @@ def simulate(prep: Prepared, args: argparse.Namespace, src, case: Case | None = 
             twin = case_method(case, prep, args, c_twin=True)
             prep.sim_macs = [dict(twin.step(x, y, LR).macs) for x, y in prep.batches_f]
         if args.method == "fqt":
-            from mcutrain.commands.run import simulate_fqt_steps
             prep.sim = simulate_fqt_steps(method, prep.batches_f, LR, src)
         else:
             prep.sim = simulate_steps(method, prep.batches_f, LR, [e.name for e in src.state])
@@ -174,12 +173,12 @@ def simulate(prep: Prepared, args: argparse.Namespace, src, case: Case | None = 
 def measure(case: Case, core: str, kernels: str, prep: Prepared | None,
             log) -> tuple[dict[str, Any], Prepared]:
     """One row: build, run in QEMU, compare with the simulator, count, estimate, plan."""
-    from mcutrain.cli import UserError
     from mcutrain.codegen.cross import build_mcu_train, run_mcu_train
     from mcutrain.codegen.emit import ExportError
     from mcutrain.codegen.library import export_training_library
-    from mcutrain.commands._run_common import first_mismatch
+    from mcutrain.errors import UserError
     from mcutrain.mcu import estimate_cycles
+    from mcutrain.mcu.twin import first_mismatch
     from mcutrain.plan.memory import STACK_ALLOWANCE, account
     from mcutrain.targets import get_target
 
@@ -286,7 +285,7 @@ def forward_proxy(case: Case, core: str, kernels: str, log) -> dict[str, Any]:
         b = build_mcu(Path(tmp) / "lib", target, Path(tmp) / "m.elf", kernels=kernels)
         logits, prof = run_mcu(b.elf, target, x_q, qm.graph.num_classes, Path(tmp) / "run")
         est = estimate_cycles(prof.region, target, prof.elf)
-    from mcutrain.commands.export import build_method
+    from mcutrain.api.device import build_method
     from mcutrain.plan.schedules import schedule_for
 
     rep = account(schedule_for(build_method(args, qm), batch=case.batch), board)

@@ -119,12 +119,14 @@ class Pending(Exception):
 
 def method_args(case: Case, core: str, kernels: str) -> argparse.Namespace:
     """The `mcutrain run` namespace of `case` on `core`; raises Pending if `run` cannot do it yet."""
-    from mcutrain.cli import UserError
-    from mcutrain.commands.export import add_model_args, add_training_args, resolve_target_and_kernels
+    from mcutrain.api.device import resolve_target_and_kernels
+    from mcutrain.errors import UserError
+    from mcutrain.methods import factory
 
     p = argparse.ArgumentParser(exit_on_error=False, add_help=False)
-    add_model_args(p)
-    add_training_args(p, queries=8)
+    for flag in ("--arch", "--init", "--target", "--kernels", "--method"):
+        p.add_argument(flag)
+    factory.add_options(p, "run")
     argv = ["--arch", case.model, "--init", "random", "--seed", "0", "--target", core, "--kernels", kernels,
             "--batch", str(case.batch), *case.argv]
     try:
@@ -133,8 +135,10 @@ def method_args(case: Case, core: str, kernels: str) -> argparse.Namespace:
         raise Pending(f"run does not take these options yet: {e}") from None
     if extra:
         raise Pending(f"run does not take {' '.join(extra)} yet")
+    args.model = None
     try:
-        resolve_target_and_kernels(args)
-    except UserError as e:
+        resolve_target_and_kernels(args)    # first: a method without C code is pending, not refused
+        factory.resolve(args, "run", args.method)
+    except (UserError, factory.FactoryError) as e:
         raise Pending(str(e)) from None
     return args

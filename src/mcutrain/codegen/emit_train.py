@@ -65,8 +65,8 @@ def check_trainable(method) -> None:
     if name == "zo":
         c = method.cfg
         if c.mask != "none":
-            raise ExportError(f"zo perturbation mask '{c.mask}' has no C kernels yet; "
-                              "export with --sparse none")
+            raise ExportError(f"zo perturbation mask '{c.mask}' has no C kernels yet (a mask of mcutrain "
+                              "train --sparse); export and run perturb every entry (mask 'none')")
         if any(len(u.layers) > 1 for u in method.units):
             raise ExportError("zo 'model-wp' (several layers in one perturbation) has no C step yet; "
                               "use --perturb wp, np or mix")
@@ -75,8 +75,8 @@ def check_trainable(method) -> None:
                               "at most 127 queries; use --queries 127 or fewer")
     else:
         if method.cfg.channel_ratio < 1:
-            raise ExportError("bp-qas --channel-ratio below 1 has no C step yet; "
-                              "export with --channel-ratio 1")
+            raise ExportError("bp-qas channel ratio below 1 (mcutrain train --channel-ratio) has no C step "
+                              "yet; export and run train every input channel (ratio 1)")
     if any(n.op == Op.ADD for n in method.qm.graph.nodes):
         raise ExportError("residual adds have no backward/perturbation step in the generated C yet; "
                           "train a sequential model (no add nodes)")

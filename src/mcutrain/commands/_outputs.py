@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcutrain.cli import UserError
+from mcutrain.errors import UserError
 
 
 def check_output(path: str | Path | None, option: str, suffix: str | None = None,

@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 from mcutrain import bench
-from mcutrain.cli import UserError, print_json
+from mcutrain.cli import print_json
+from mcutrain.errors import UserError
 
 
 def register(subparsers) -> None:

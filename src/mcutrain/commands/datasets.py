@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import argparse
 
-from mcutrain.cli import UserError, print_json
-from mcutrain.commands._numbers import seed_int
+from mcutrain.cli import print_json
 from mcutrain.commands._outputs import check_output
 from mcutrain.data import CORRUPTIONS, DATASETS, DatasetError, SpecError, dataset_status
 from mcutrain.data.corruptions import REGISTRY, CorruptionError
 from mcutrain.data.registry import missing_message
+from mcutrain.errors import UserError
+from mcutrain.options import seed_int
 
 
 def register(subparsers) -> None:

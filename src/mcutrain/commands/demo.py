@@ -34,8 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from mcutrain import io
-from mcutrain.cli import UserError, print_json
-from mcutrain.commands._numbers import seed_int
+from mcutrain.cli import print_json
+from mcutrain.errors import UserError
+from mcutrain.options import seed_int
 
 
 def register(subparsers) -> None:

@@ -23,8 +23,9 @@ import argparse
 import importlib
 from pathlib import Path
 
-from mcutrain.cli import UserError, print_json
+from mcutrain.cli import print_json
 from mcutrain.commands._outputs import check_output
+from mcutrain.errors import UserError
 
 CALIBRATION_SAMPLES = 512
 

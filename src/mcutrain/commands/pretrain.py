@@ -22,10 +22,11 @@ from typing import Any
 import numpy as np
 
 from mcutrain import __version__, io, zoo
-from mcutrain.cli import UserError, print_json
-from mcutrain.commands._numbers import check_lr, learning_rate, positive_int, seed_int
+from mcutrain.cli import print_json
 from mcutrain.commands._outputs import check_output
+from mcutrain.errors import UserError
 from mcutrain.graph import GraphError
+from mcutrain.options import check_lr, learning_rate, positive_int, seed_int
 
 DEFAULT_LR = 3e-3
 CALIBRATION_SAMPLES = 512

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import argparse
 
-from mcutrain.cli import UserError, print_json
-from mcutrain.commands._numbers import positive_int
+from mcutrain.cli import print_json
 from mcutrain.commands._outputs import check_output
+from mcutrain.errors import UserError
+from mcutrain.options import positive_int
 
 
 def register(subparsers) -> None:

@@ -13,9 +13,9 @@ Examples:
     mcutrain run --arch digits-cnn --init random --seed 0 --dataset digits --method none \\
         --steps 8 --target cortex-m4 --dump out --json
     mcutrain run --arch digits-cnn --init random --seed 0 --dataset digits --method zo \\
-        --steps 4 --target cortex-m4 --dump out --json
+        --batch 4 --steps 4 --target cortex-m4 --dump out --json
     mcutrain run model.npz --dataset digits --method bp-qas --batch 4 --steps 3 --target nrf52840
-    mcutrain run --arch digits-cnn --init random --seed 0 --dataset digits --method fqt \
+    mcutrain run --arch digits-cnn --init random --seed 0 --dataset digits --method fqt \\
         --precision int8 --trainable all --steps 4 --target cortex-m4 --dump out --json
 """
 
@@ -28,22 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from mcutrain.cli import UserError, print_json
-from mcutrain.commands._numbers import learning_rate, positive_int
+from mcutrain.api.mcu_run import json_result, run_args
+from mcutrain.cli import print_json
 from mcutrain.commands._outputs import check_output
-from mcutrain.commands._run_common import JSON_KEYS, first_mismatch, load_run_inputs, save_npz, step_result
-from mcutrain.commands._run_train import report, run_training
-from mcutrain.commands.export import (
-    add_model_args,
-    add_training_args,
-    build_method,
-    check_method_lr,
-    resolve_target_and_kernels,
-)
-from mcutrain.commands.train import CALIB_SAMPLES
-
-RUN_QUERIES = 8
-"""Default ZO queries of `run` (fewer than `train`'s 50: every query is a forward pass in the emulator)."""
+from mcutrain.commands.export import add_model_args, resolve_options
+from mcutrain.io import atomic_write_bytes
+from mcutrain.methods import factory
+from mcutrain.options import positive_int
 
 
 def register(subparsers) -> None:
@@ -52,9 +43,7 @@ def register(subparsers) -> None:
         description=__doc__.split("\n\n")[0], epilog="examples:\n" + __doc__.split("Examples:\n")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_args(p)
-    add_training_args(p, queries=RUN_QUERIES)
-    p.add_argument("--lr", type=learning_rate, default=0.05,
-                   help="learning rate of the training steps (default 0.05)")
+    factory.add_options(p.add_argument_group("training (--method zo | bp-qas | fqt)"), "run")
     p.add_argument("--dataset", required=True, help="dataset spec; inference: the first --steps test "
                    "samples; training: the first --steps x --batch training samples")
     p.add_argument("--steps", type=positive_int, default=8,
@@ -66,140 +55,39 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def run_on_mcu(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    """Do the whole run in `work`; returns the JSON result plus 'logits_sim'/'logits_mcu'."""
-    from mcutrain.codegen.cross import build_mcu, run_mcu
-    from mcutrain.codegen.emit import ExportError
-    from mcutrain.codegen.library import export_library
-    from mcutrain.codegen.model_source import ModelSourceError, resolve_model
-    from mcutrain.data import load_dataset
-    from mcutrain.engines import int_engine
-    from mcutrain.mcu import BuildError, QemuError, ToolchainMissingError, estimate_cycles
-
-    target, kernels = resolve_target_and_kernels(args)
-    if args.method == "fqt":
-        return run_fqt(args, work, target, kernels)
-    if args.method != "none":
-        return run_training(args, work, target, kernels)
-    if args.steps < 1:
-        raise UserError(f"--steps must be at least 1, got {args.steps}")
-    try:
-        ds = load_dataset(args.dataset, seed=args.seed)
-    except ValueError as e:
-        raise UserError(str(e)) from None
-    if args.steps > len(ds.y_test):
-        raise UserError(f"--steps {args.steps} exceeds the {len(ds.y_test)} test samples of '{args.dataset}'")
-    try:
-        qm, prov = resolve_model(args.model, args.arch, args.init, args.seed, ds.num_classes,
-                                 tuple(ds.x_test.shape[1:]), calib_x=ds.x_train)
-    except ModelSourceError as e:
-        raise UserError(str(e)) from None
-    x = ds.x_test[:args.steps]
-    if tuple(x.shape[1:]) != qm.graph.input_shape:
-        raise UserError(f"the model takes inputs {qm.graph.input_shape} but '{args.dataset}' has samples "
-                        f"{tuple(x.shape[1:])}; pick a matching dataset")
-    x_q = int_engine.quantize_input(qm, x)
-    sim = int_engine.forward(qm, x_q)
-    try:
-        export_library(qm, work / "lib", kernels=kernels, provenance=prov, target=target.name)
-        b = build_mcu(work / "lib", target, work / "model.elf", kernels=kernels)
-        mcu, prof = run_mcu(b.elf, target, x_q, qm.graph.num_classes, work / "run")
-    except (ExportError, BuildError, ToolchainMissingError, QemuError, RuntimeError) as e:
-        raise UserError(str(e)) from None
-    region = prof.region
-    if region is None:
-        raise UserError("the instruction counter saw no inference region (markers missing)")
-    est = estimate_cycles(region, target, prof.elf)
-    steps, macs = args.steps, qm.graph.total_macs()
-    per_step = region.total / steps
-    by_count = sorted(region.per_function.items(), key=lambda kv: -kv[1])
-    per_function = {k: round(v / steps, 1) for k, v in by_count}
-    result = {
-        "target": target.name, "core": target.core, "bit_exact": bool(np.array_equal(sim, mcu)),
-        "steps": steps, "instructions_per_step": round(per_step, 1), "macs_per_step": macs,
-        "instructions_per_mac": round(per_step / macs, 4) if macs else None,
-        "est_cycles_per_step": round(est.est_cycles / steps, 1),
-        "est_ms_per_step": round(est.est_ms / steps, 4),
-        "ram_bytes": b.sizes.ram_bytes, "flash_bytes": b.sizes.flash_bytes, "per_function": per_function,
-    }
-    assert tuple(result) == JSON_KEYS
-    return {**result, "kernels": kernels, "provenance": prov, "logits_sim": sim, "logits_mcu": mcu}
+def save_npz(path: Path, **arrays: np.ndarray) -> None:
+    """Write `arrays` to `path` as one .npz, atomically (a reader never sees half a file)."""
+    atomic_write_bytes(path, lambda f: np.savez(f, **arrays))
 
 
-def simulate_fqt_steps(method, batches_f: list[tuple[np.ndarray, np.ndarray]], lr: float, src):
-    """Per-step (losses, logits, state entries, rng) of the simulated FQT (stepped in place).
+def run_in_work_dir(args: argparse.Namespace) -> dict[str, Any]:
+    """The run in `--dump DIR/build` (kept, with sim.npz and mcu.npz beside it) or a private temporary dir."""
+    if not args.dump:
+        from mcutrain.contain import private_dir  # removed on Ctrl-C and SIGTERM too
 
-    Losses and logits are those before the step's update, as the C step reports them.
-    """
-    from mcutrain.codegen.emit_fqt import reported_logits, state_arrays
-
-    out = []
-    for x, y in batches_f:
-        logits, losses = method.logits_and_losses(x, y)
-        method.step(x, y, lr)
-        out.append((losses.astype(np.int32), reported_logits(method, logits), state_arrays(method, src),
-                    int(method.rng.state)))
-    return out
-
-
-def run_fqt(args: argparse.Namespace, work: Path, target, kernels: str) -> dict[str, Any]:
-    """`--method fqt`: export, cross-build, run in QEMU and compare every state entry after every step."""
-    from mcutrain.codegen.cross import build_mcu_train, run_mcu_train
-    from mcutrain.codegen.emit import ExportError
-    from mcutrain.codegen.emit_fqt import quantize_input
-    from mcutrain.codegen.library import export_training_library
-    from mcutrain.mcu import BuildError, LinkOverflowError, QemuError, ToolchainMissingError
-    from mcutrain.plan.memory import account, format_report
-
-    ds, qm, prov = load_run_inputs(args)
-    calib = ds.x_train[np.random.default_rng([args.seed, 3]).permutation(len(ds.x_train))[:CALIB_SAMPLES]]
-    method, sim_method = build_method(args, qm, calib), build_method(args, qm, calib, c_twin=True)
-    bsz = args.batch
-    batches_f = [(ds.x_train[i * bsz:(i + 1) * bsz], ds.y_train[i * bsz:(i + 1) * bsz])
-                 for i in range(args.steps)]
-    batches_q = [(quantize_input(method, x), y) for x, y in batches_f]
-    try:
-        res = export_training_library(method, work / "lib", batch=bsz, kernels=kernels,
-                                      provenance=prov, target=target.name, lr=args.lr)
-        src = res.model
-        try:
-            b = build_mcu_train(work / "lib", target, work / "train.elf", kernels=kernels)
-        except LinkOverflowError as e:
-            rep = account(src.plan.schedule, target, src.plan)
-            raise UserError(f"{e}\nthe planner's breakdown:\n{format_report(rep)}") from None
-        mcu, prof, stack = run_mcu_train(b.elf, target, batches_q, args.lr, src, qm.graph.num_classes,
-                                         work / "run")
-    except (ExportError, BuildError, ToolchainMissingError, QemuError, RuntimeError) as e:
-        raise UserError(str(e)) from None
-    sim = simulate_fqt_steps(sim_method, batches_f, args.lr, src)
-    mismatch = first_mismatch(sim, mcu)
-    result = step_result(prof, target, src, b, args.steps, mismatch)
-    dump_sim = {**sim[-1][2], "losses": np.stack([s[0] for s in sim])}
-    dump_mcu = {**{k: mcu[-1].state[k] for k in sim[-1][2]}, "losses": np.stack([r.losses for r in mcu])}
-    return {**result, "kernels": kernels, "provenance": prov, "mismatch": mismatch, "stack_used": stack,
-            "float_state_diff": (0, 0.0), "sizes": b.sizes, "src": src, "dump_sim": dump_sim,
-            "dump_mcu": dump_mcu, "method": args.method}
+        with private_dir("mcutrain-run-") as tmp:
+            return run_args(args, tmp)
+    work = Path(args.dump)
+    work.mkdir(parents=True, exist_ok=True)
+    r = run_args(args, work / "build")
+    if args.method == "none":
+        save_npz(work / "sim.npz", logits=r["logits_sim"])
+        save_npz(work / "mcu.npz", logits=r["logits_mcu"])
+    else:
+        save_npz(work / "sim.npz", **r["dump_sim"])
+        save_npz(work / "mcu.npz", **r["dump_mcu"])
+    return r
 
 
 def run(args: argparse.Namespace) -> int:
     check_output(args.dump, "--dump", directory=True)
-    check_method_lr(args, "run")
-    if args.method != "none":
-        return report(args, run_on_mcu)
-    if args.dump:
-        work = Path(args.dump)
-        work.mkdir(parents=True, exist_ok=True)
-        r = run_on_mcu(args, work / "build")
-        save_npz(work / "sim.npz", logits=r["logits_sim"])
-        save_npz(work / "mcu.npz", logits=r["logits_mcu"])
-    else:
-        from mcutrain.contain import private_dir  # removed on Ctrl-C and SIGTERM too
-
-        with private_dir("mcutrain-run-") as tmp:
-            r = run_on_mcu(args, tmp)
+    resolve_options(args, "run")
+    r = run_in_work_dir(args)
     if args.json:
-        print_json({k: r[k] for k in JSON_KEYS})
-    else:
+        print_json(json_result(r, args))
+    if args.method != "none":
+        return report_training(r, args)
+    if not args.json:
         top = ", ".join(f"{k} {v:,.0f}" for k, v in list(r["per_function"].items())[:5])
         print(f"{r['target']} ({r['core']}, {r['kernels']} kernels), {r['steps']} samples: "
               f"{'bit-exact' if r['bit_exact'] else 'MISMATCH'} with the simulator\n"
@@ -214,3 +102,28 @@ def run(args: argparse.Namespace) -> int:
               f"sample {bad[0][0]}, class {bad[0][1]}", file=sys.stderr)
         return 1
     return 0
+
+
+def report_training(r: dict[str, Any], args: argparse.Namespace) -> int:
+    """Print a training run (unless --json) and its notes; the exit status."""
+    if not args.json:
+        top = ", ".join(f"{k} {v:,.0f}" for k, v in list(r["per_function"].items())[:6])
+        print(f"{r['target']} ({r['core']}, {r['kernels']} kernels), {r['method']}: {r['steps']} training "
+              f"steps {'bit-exact' if r['bit_exact'] else 'NOT bit-exact'} with the simulator (losses, "
+              f"logits, weights, biases, RNG after every step)\n"
+              f"per step: {r['instructions_per_step']:,.0f} instructions, {r['macs_per_step']:,} MACs "
+              f"({r['instructions_per_mac']} instructions/MAC), est. {r['est_cycles_per_step']:,.0f} "
+              f"cycles = {r['est_ms_per_step']:.3f} ms (estimate)\n"
+              f"image: RAM {r['ram_bytes']:,} bytes (stack used {r['stack_used']} bytes), "
+              f"Flash {r['flash_bytes']:,} bytes\ntop functions: {top}\nmodel: {r['provenance']}")
+    n_diff, rel = r["float_state_diff"]
+    if n_diff:
+        print(f"mcutrain run: note: the float32 momentum velocity differs in {n_diff} entries (largest "
+              f"relative difference {rel:.2g}): the simulator sums gradients with BLAS, C sequentially "
+              "(docs/c-training-kernels.md); the integer weights, biases and losses are compared exactly",
+              file=sys.stderr)
+    if not r["bit_exact"]:
+        print(f"mcutrain run: the MCU differs from the simulator: {r['mismatch']}", file=sys.stderr)
+        return 1
+    return 0
+

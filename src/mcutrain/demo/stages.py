@@ -77,7 +77,7 @@ def start_adapt(cfg: DemoConfig, method: str, model: Path, out: Path) -> Job:
 
 def adapt_result(job: Job) -> dict[str, Any]:
     """The `--json` result of an adaptation job (it saved NAME.npz, its history inside)."""
-    from mcutrain.cli import UserError
+    from mcutrain.errors import UserError
     try:
         return {**job.json(), "command": job.command.removesuffix(" --json")}
     except JobError as e:
@@ -97,7 +97,7 @@ def _toolchain_missing() -> str | None:
 
 def training_in_c(method: str) -> bool:
     """Whether `mcutrain run` can build and run `method`'s training steps (not only inference) yet."""
-    from mcutrain.commands.export import METHODS_IN_C
+    from mcutrain.api.device import METHODS_IN_C
     # NOTE: export learned zo before run did; run trains only where it takes the training options
     return method in METHODS_IN_C and "--trainable" in command_options("run")
 

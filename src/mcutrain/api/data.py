@@ -1,0 +1,82 @@
+"""The dataset and model inputs every API function takes: a spec or an object, checked once.
+
+A dataset is a spec (`"digits-c:stripe:5"`, cut with `train_samples`/`test_samples` to a
+class-balanced subset drawn with the seed) or a `mcutrain.data.Dataset` already loaded; a
+model is a file path, a float `Graph` or an int8 `QuantModel`. Errors are `UserError`s that
+say what to pass instead, as the command line prints them.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from mcutrain import io
+from mcutrain.data import Dataset, load_dataset
+from mcutrain.data.subset import subset
+from mcutrain.errors import UserError
+from mcutrain.graph import Graph
+from mcutrain.methods import factory
+from mcutrain.qmodel import QuantModel
+
+Model = Graph | QuantModel
+"""What `load` returns and every API function takes: the float graph or the int8 model."""
+
+
+def dataset_of(data: str | Dataset, seed: int = 0, train_samples: int | None = None,
+               test_samples: int | None = None) -> Dataset:
+    """`data` as a Dataset: a spec is loaded with `seed` (its corruption draws); then cut to the subsets."""
+    for opt, n in (("train_samples", train_samples), ("test_samples", test_samples)):
+        if n is not None and n < 1:
+            raise UserError(f"--{opt.replace('_', '-')} must be at least 1, got {n}")
+    try:
+        ds = data if isinstance(data, Dataset) else load_dataset(data, seed=seed)
+        if train_samples is None and test_samples is None:
+            return ds
+        return subset(ds, train_samples, test_samples, seed=seed)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+
+
+def load(path: str | Path) -> Model:
+    """The model in a file: a QuantModel when the file holds int8 tensors, else the float Graph.
+
+    Example:
+        >>> qm = mcutrain.load("model.npz")       # from `mcutrain pretrain`: int8
+        >>> qm.graph.input_shape
+        (8, 8, 1)
+    """
+    mf = load_file(path)
+    if isinstance(mf.meta.get("quant"), dict):
+        try:
+            return QuantModel.from_file(mf)
+        except io.ModelFileError as e:
+            raise UserError(str(e)) from None
+    return mf.graph
+
+
+def load_file(path: str | Path) -> io.ModelFile:
+    """The model file at `path` (description and arrays), refused with a message if it cannot be read."""
+    try:
+        return io.load(path)
+    except (io.ModelFileError, OSError) as e:
+        raise UserError(str(e)) from None
+
+
+def graph_of(model: Model) -> Graph:
+    """The float graph of either kind of model."""
+    return model.graph if isinstance(model, QuantModel) else model
+
+
+def options_namespace(command: str, method: str, options: dict[str, Any],
+                      **fields: Any) -> argparse.Namespace:
+    """The namespace a command would parse: `options` (keywords, by dest) resolved by the factory
+    for `command` and `method`, plus the command's own `fields` (model, target, ...)."""
+    try:
+        args = factory.resolve_values(command, method, options)
+    except factory.FactoryError as e:
+        raise UserError(str(e)) from None
+    for k, v in {"method": method, **fields}.items():
+        setattr(args, k, v)
+    return args

@@ -1,0 +1,247 @@
+"""Simulated on-device training: one path for `mcutrain train` and `mcutrain.train(...)`.
+
+`train_args` is the command's whole work on a namespace of resolved options (the factory's
+`resolve` filled it); the API's `train` builds that namespace from keywords, so the command line
+and a notebook run the same code, the same defaults and the same checks.
+
+Example:
+    >>> import mcutrain
+    >>> r = mcutrain.train("model.npz", "digits-c:stripe:5", method="zo", queries=10, lr=0.05,
+    ...                    epochs=1, train_samples=200)
+    >>> r.result["accuracy_after"] >= 0.0
+    True
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mcutrain import io, zoo
+from mcutrain.api.data import Model, dataset_of, graph_of, load_file, options_namespace
+from mcutrain.data import Dataset
+from mcutrain.errors import UserError
+from mcutrain.graph import Graph, Op
+from mcutrain.methods import factory
+from mcutrain.methods.base import TrainingMethod
+from mcutrain.methods.loop import fit
+from mcutrain.methods.resume import check_allowed
+from mcutrain.methods.state_file import StateFileError, file_sha256
+from mcutrain.methods.trainable import internal_spec, source_names_of
+from mcutrain.options import check_lr
+from mcutrain.qmodel import QuantModel
+
+JSON_ORDER = ("method", "precision", "trainable", "train_samples", "test_samples", "accuracy_before",
+              "accuracy_after", "epochs", "steps", "samples_per_s", "forward_macs", "backward_macs",
+              "queries", "forward_passes", "history")
+"""The keys of `train --json`, in this order (zo and bp-qas add queries, zo forward_passes)."""
+
+
+@dataclass
+class TrainResult:
+    """What a training run returns.
+
+    `model` is what the simulator holds after training: the int8 QuantModel of zo and bp-qas,
+    the float graph of fqt's weights (dequantized; fqt's integer state is in `state` and in
+    `method`). `result` is the `--json` document of `mcutrain train`, `history` its per-epoch list.
+    """
+
+    model: Model
+    method: TrainingMethod
+    history: list[dict[str, Any]]
+    state: tuple[dict[str, Any], dict[str, np.ndarray]]
+    result: dict[str, Any]
+
+
+def new_head(graph: Graph, num_classes: int, seed: int) -> Graph:
+    """`graph` with its last (linear) layer replaced by a He-initialized one of `num_classes` outputs."""
+    g = graph.copy()
+    last = g.nodes[-1]
+    if last.op != Op.LINEAR:
+        raise UserError(f"the model has {graph.num_classes} outputs, the dataset {num_classes} classes, "
+                        "and its last layer is not linear, so no new head can be attached")
+    fan_in = last.params["weight"].shape[1]
+    rng = np.random.default_rng([seed, 7])
+    last.params["weight"] = (rng.standard_normal((num_classes, fan_in)) * np.sqrt(2.0 / fan_in)).astype(
+        np.float32)
+    last.params["bias"] = np.zeros(num_classes, np.float32)
+    last.attrs["out_features"] = num_classes
+    return Graph(g.input_shape, g.nodes, g.name)
+
+
+def starting_model(args: argparse.Namespace, num_classes: int, input_shape: tuple[int, ...]) -> Model:
+    """The model training starts from: a file (path), a Graph or QuantModel, or a zoo architecture.
+
+    A model file with int8 tensors gives its QuantModel (zo and bp-qas train it as is, fqt its
+    float graph); one whose output size differs from the dataset's classes gets a new,
+    He-initialized last linear layer (transfer to a new task) and is quantized again.
+    Sets `args.source_names` (an imported model's original layer names).
+    """
+    args.source_names = {}
+    if (args.model is None) == (args.arch is None):
+        raise UserError("give either a MODEL file or --arch A --init random")
+    if args.arch is not None:
+        if args.init != "random":
+            raise UserError("--arch needs --init random (or pass a model file)")
+        try:
+            return zoo.build(args.arch, num_classes, input_shape, seed=args.seed)
+        except ValueError as e:
+            raise UserError(str(e)) from None
+    model: Model
+    if isinstance(args.model, Graph | QuantModel):
+        model = args.model
+        args.source_names = source_names_of(model.provenance) if isinstance(model, QuantModel) else {}
+    else:
+        mf = load_file(args.model)
+        args.source_names = source_names_of(mf.meta.get("provenance"))
+        model = mf.graph
+        if isinstance(mf.meta.get("quant"), dict):
+            try:
+                model = QuantModel.from_file(mf)
+            except io.ModelFileError as e:
+                raise UserError(str(e)) from None
+    graph = graph_of(model)
+    try:     # an imported model's original layer names -> its IR names
+        args.trainable = internal_spec(graph, args.trainable, args.source_names)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    if graph.input_shape != tuple(input_shape):
+        raise UserError(f"model input {graph.input_shape} does not match dataset samples {input_shape}")
+    if graph.num_classes != num_classes:
+        return new_head(graph, num_classes, args.seed)
+    return model
+
+
+def calibration_samples(x_train: np.ndarray, seed: int) -> np.ndarray:
+    """The training samples that initialize the activation ranges of quantized methods."""
+    return x_train[np.random.default_rng([seed, 3]).permutation(len(x_train))[:factory.CALIB_SAMPLES]]
+
+
+def train_args(args: argparse.Namespace,
+               progress: bool | None = None) -> tuple[dict[str, Any], TrainingMethod]:
+    """The work of `mcutrain train` on resolved options; returns (the --json result, the trained method)."""
+    if args.method not in factory.TRAIN_METHODS:
+        raise UserError(f"unknown method '{args.method}'; available: {', '.join(factory.TRAIN_METHODS)}")
+    try:
+        check_lr(args.method, args.lr)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    if args.resume_changed and not args.resume:
+        raise UserError("--resume-changed needs --resume")
+    ds = args.data if isinstance(getattr(args, "data", None), Dataset) else \
+        dataset_of(args.dataset, args.seed, args.train_samples, args.test_samples)
+    model = starting_model(args, ds.num_classes, ds.shape)
+    x_tr, y_tr = ds.x_train, ds.y_train
+    calib = calibration_samples(x_tr, args.seed)
+
+    def labels() -> np.ndarray:     # NOTE: as before the factory: the first labels of the full split
+        return dataset_of(args.dataset, args.seed).y_train[:len(calib)]
+
+    try:
+        method = factory.build_method(args.method, args, model, calib, labels=labels,
+                                      source_names=args.source_names)
+    except factory.FactoryError as e:
+        raise UserError(str(e)) from None
+    try:
+        res = fit(method, x_tr, y_tr, ds.x_test, ds.y_test, epochs=args.epochs, batch=args.batch, lr=args.lr,
+                  seed=args.seed, checkpoint=args.checkpoint, resume=args.resume, progress=progress,
+                  fingerprint=run_fingerprint(args), allow_changed=args.resume_changed)
+    except StateFileError as e:
+        raise UserError(str(e)) from None
+    except FloatingPointError as e:     # the loss diverged: the message says to lower --lr
+        raise UserError(str(e)) from None
+    for note in res.notes:
+        print(f"mcutrain train: note: {note}", file=sys.stderr)
+    out = {"method": args.method, **factory.summary(args.method, args), "trainable": args.trainable,
+           "train_samples": ds.n_train, "test_samples": ds.n_test,
+           "accuracy_before": res.accuracy_before, "accuracy_after": res.accuracy_after,
+           "epochs": res.epochs, "steps": res.steps, "samples_per_s": res.samples_per_s,
+           "forward_macs": res.forward_macs, "backward_macs": res.backward_macs,
+           "history": [{"epoch": h["epoch"], "loss": h["loss"], "accuracy": h["test_accuracy"],
+                        "train_accuracy": h["train_accuracy"]} for h in res.history]}
+    if "queries" in out:  # zeroth-order methods also report their forward passes
+        out["forward_passes"] = res.forward_passes
+    out = {k: out[k] for k in JSON_ORDER if k in out}
+    if args.output:
+        save_trained(args.output, method, out, args)
+    return out, method
+
+
+def changed_options(text: str) -> tuple[str, ...]:
+    """`--resume-changed lr,epochs`: names checked against what may change on resume."""
+    try:
+        return check_allowed([n.strip() for n in text.split(",") if n.strip()])
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--resume-changed: ")) from None
+
+
+def run_fingerprint(args: argparse.Namespace) -> dict[str, Any]:
+    """What the command adds to a checkpoint's run configuration: data spec, subsets, model identity."""
+    if args.checkpoint is None and args.resume is None:
+        return {}
+    if isinstance(args.model, Graph | QuantModel):
+        raise UserError("--checkpoint and --resume need a model file or --arch (an in-memory model has no "
+                        "identity to check on resume)")
+    if args.model is not None:
+        try:
+            model = f"model file sha256 {file_sha256(args.model)}"
+        except OSError as e:
+            raise UserError(f"cannot read model file '{args.model}' ({e.strerror or e})") from None
+    else:
+        model = f"--arch {args.arch} --init {args.init}"
+    return {"dataset": args.dataset, "train-samples": args.train_samples, "test-samples": args.test_samples,
+            "model": model}
+
+
+def save_trained(path: str | Path, method: TrainingMethod, result: dict[str, Any],
+                 args: argparse.Namespace) -> None:
+    """The trained model file (float graph, dequantized) with its history inside it.
+
+    The history (the `--json` result plus dataset, batch and lr) is the model file's
+    `meta["history"]`, so model and history are written in one atomic rename and can never
+    disagree; `mcutrain report` reads it from there (older runs: `<OUT>.history.json`).
+    """
+    to_graph = getattr(method, "to_graph", None)
+    if to_graph is None:
+        raise UserError(f"method {method.name} cannot export its model yet")
+    prov = {"trained": {"method": method.config(), "dataset": args.dataset, "epochs": args.epochs,
+                        "accuracy": result["accuracy_after"]}}
+    if getattr(args, "source_names", None):   # an imported model keeps its original layer names
+        prov["source_names"] = args.source_names
+    history = {**result, "dataset": args.dataset, "batch": args.batch, "lr": args.lr}
+    try:
+        io.save(path, to_graph(), {"provenance": prov, "history": history})
+    except (io.ModelFileError, OSError) as e:
+        raise UserError(f"cannot write '{path}': {e}") from None
+
+
+def train(model: Model | str | Path | None, dataset: str | Dataset, method: str = "fqt", *,
+          arch: str | None = None, train_samples: int | None = None, test_samples: int | None = None,
+          output: str | Path | None = None, progress: bool = False, **options: Any) -> TrainResult:
+    """Train `model` on `dataset` with `method` in the exact simulator (as `mcutrain train`).
+
+    `model`: a model file, a `Graph` or a `QuantModel` (None with `arch=`: a zoo architecture,
+    He-initialized from `seed`). `options`: every training option of the method by its
+    `--flag` name with `_` (`precision`, `partial`, `epochs`, `lr`, `batch`, `trainable`, `seed`,
+    `queries`, `momentum`, ...), with the command's defaults and checks; another method's option
+    is refused. `output`: also save the trained model file, as `train -o` does.
+
+    Example:
+        >>> r = mcutrain.train("model.npz", "digits-c:stripe:5", method="fqt", partial=0.5, epochs=2)
+        >>> r.result["accuracy_after"], len(r.history)
+    """
+    args = options_namespace("train", method, options, model=None if arch else model, arch=arch,
+                             init="random",
+                             dataset=dataset if isinstance(dataset, str) else dataset.name,
+                             train_samples=train_samples, test_samples=test_samples, output=output,
+                             checkpoint=None, resume=None, resume_changed=())
+    if not isinstance(dataset, str):
+        args.data = dataset_of(dataset, args.seed, train_samples, test_samples)
+    result, trained = train_args(args, progress=progress)
+    held = trained.qm if isinstance(getattr(trained, "qm", None), QuantModel) else trained.to_graph()
+    return TrainResult(held, trained, result["history"], trained.state(), result)
