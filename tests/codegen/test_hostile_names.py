@@ -89,7 +89,8 @@ def test_hostile_onnx_import_export_build_and_run_never_fire(tmp_path, monkeypat
     assert main(["export", "h.npz", "--target", "cortex-m4", "--kernels", "ref", "--method", "zo",
                  "--batch", "1", "--trainable", f"layers:{FC_NAME}",   # the original name
                  "-o", "zo", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["trainable"] == [fc]
+    exported = json.loads(capsys.readouterr().out)
+    assert exported["trainable"] == [fc] and exported["source_names"] == {fc: FC_NAME}
     for lib in (Path("inf"), Path("zo")):
         files = _generated(lib) | {"README.md": (lib / "README.md").read_text()}
         assert not [m for m in (*MARKERS, PAYLOAD, FC_NAME) for t in files.values() if m in t]

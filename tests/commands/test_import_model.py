@@ -67,10 +67,15 @@ def test_renamed_layers_keep_their_original_names_for_plan_and_train(tmp_path, c
     fc = next(k for k, v in names.items() if v == FC_NAME)
     assert cli.main(["plan", str(tmp_path / "h.npz"), "--method", "bp-qas", "--trainable",
                      f"layers:{FC_NAME}", "--target", "cortex-m4", "--json"]) == 0
-    assert fc in capsys.readouterr().out
+    planned = json.loads(capsys.readouterr().out)
+    assert fc in json.dumps(planned) and planned["source_names"] == {fc: FC_NAME}   # the user's name too
+    assert cli.main(["plan", str(tmp_path / "h.npz"), "--method", "bp-qas", "--trainable",
+                     f"layers:{FC_NAME}", "--target", "cortex-m4"]) == 0
+    assert f"renamed on import: {fc} = '{FC_NAME}'" in capsys.readouterr().out
     assert cli.main(["train", str(tmp_path / "h.npz"), "--dataset", "digits", "--method", "bp-qas",
                      "--trainable", f"layers:{FC_NAME}", "--epochs", "1", "--train-samples", "64",
                      "--json", "-o", str(tmp_path / "trained.npz")]) == 0
-    assert json.loads(capsys.readouterr().out)["trainable"] == f"layers:{fc}"
+    trained = json.loads(capsys.readouterr().out)
+    assert trained["trainable"] == f"layers:{fc}" and trained["source_names"] == {fc: FC_NAME}
     # the trained model keeps the mapping, so a further train still speaks the original names
     assert io.load(tmp_path / "trained.npz").meta["provenance"]["source_names"] == names

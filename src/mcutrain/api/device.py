@@ -24,7 +24,7 @@ from mcutrain.api.data import Model, dataset_of, graph_of, load_file, options_na
 from mcutrain.errors import UserError
 from mcutrain.graph import Graph
 from mcutrain.methods import factory
-from mcutrain.methods.trainable import internal_spec, resolve_trainable, source_names_of
+from mcutrain.methods.trainable import internal_spec, resolve_trainable, source_names_of, user_names
 from mcutrain.options import check_lr
 from mcutrain.qmodel import QuantModel
 
@@ -124,6 +124,9 @@ def export_args(args: argparse.Namespace) -> dict[str, Any]:
     if method is not None:
         src = res.model
         s = src.plan.schedule
+        renamed = user_names(list(s.trainable), source_names_of(qm.provenance))
+        if renamed:     # an imported model: its trained layers by the names the user gave them
+            out["source_names"] = renamed
         out.update({"batch": args.batch, "trainable": list(s.trainable),
                     "train_arena_bytes": src.plan.arena_bytes,
                     "inference_arena_bytes": src.inference_arena_bytes,
@@ -150,8 +153,9 @@ def plan_graph(args: argparse.Namespace) -> Graph:
         except ValueError as e:
             raise UserError(str(e)) from None
     mf = load_file(args.model)
+    args.source_names = source_names_of(mf.meta.get("provenance"))
     try:     # an imported model's original layer names -> its IR names
-        args.trainable = internal_spec(mf.graph, args.trainable, source_names_of(mf.meta.get("provenance")))
+        args.trainable = internal_spec(mf.graph, args.trainable, args.source_names)
     except ValueError as e:
         raise UserError(str(e)) from None
     return mf.graph

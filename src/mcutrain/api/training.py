@@ -32,14 +32,15 @@ from mcutrain.methods.base import TrainingMethod
 from mcutrain.methods.loop import fit
 from mcutrain.methods.resume import check_allowed
 from mcutrain.methods.state_file import StateFileError, file_sha256
-from mcutrain.methods.trainable import internal_spec, source_names_of
+from mcutrain.methods.trainable import internal_spec, resolve_trainable, source_names_of, user_names
 from mcutrain.options import check_lr
 from mcutrain.qmodel import QuantModel
 
 JSON_ORDER = ("method", "precision", "trainable", "train_samples", "test_samples", "accuracy_before",
               "accuracy_after", "epochs", "steps", "samples_per_s", "forward_macs", "backward_macs",
-              "queries", "forward_passes", "history")
-"""The keys of `train --json`, in this order (zo and bp-qas add queries, zo forward_passes)."""
+              "queries", "forward_passes", "source_names", "history")
+"""The keys of `train --json`, in this order (zo and bp-qas add queries, zo forward_passes; an
+imported model whose trained layers were renamed adds `source_names`, {IR name: original name})."""
 
 
 @dataclass
@@ -166,6 +167,10 @@ def train_args(args: argparse.Namespace,
                         "train_accuracy": h["train_accuracy"]} for h in res.history]}
     if "queries" in out:  # zeroth-order methods also report their forward passes
         out["forward_passes"] = res.forward_passes
+    if args.source_names:   # an imported model: the trained layers by the names the user gave them
+        renamed = user_names(resolve_trainable(graph_of(model), args.trainable), args.source_names)
+        if renamed:
+            out["source_names"] = renamed
     out = {k: out[k] for k in JSON_ORDER if k in out}
     if args.output:
         save_trained(args.output, method, out, args)

@@ -25,6 +25,7 @@ from mcutrain.cli import print_json
 from mcutrain.commands._outputs import check_output
 from mcutrain.commands.export import resolve_options
 from mcutrain.methods import factory
+from mcutrain.methods.trainable import user_names
 from mcutrain.options import positive_int
 
 
@@ -52,14 +53,18 @@ def run(args: argparse.Namespace) -> int:
     from mcutrain.plan.memory import format_report
 
     check_output(args.picture, "--picture", ".png")
-    report = plan_args(resolve_options(args, "plan"))
+    opts = resolve_options(args, "plan")
+    report = plan_args(opts)
+    renamed = user_names(list(report.schedule.trainable), getattr(opts, "source_names", {}))
     if args.picture:
         from mcutrain.plan.picture import draw
         draw(report.plan, args.picture, report=report)
-    if args.json:
-        print_json(report.to_json())
+    if args.json:     # an imported model adds its trained layers' original names
+        print_json({**report.to_json(), **({"source_names": renamed} if renamed else {})})
         return 0
     print(format_report(report))
+    if renamed:
+        print("renamed on import: " + ", ".join(f"{k} = '{v}'" for k, v in renamed.items()))
     if report.suggestion is not None:
         best = report.suggestion["best"]
         if best is None:

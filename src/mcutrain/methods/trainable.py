@@ -40,6 +40,12 @@ def source_names_of(provenance: Any) -> dict[str, str]:
     return {k: v for k, v in names.items() if isinstance(k, str) and isinstance(v, str)}
 
 
+def user_names(layers: list[str], source_names: dict[str, str]) -> dict[str, str]:
+    """`{IR name: original name}` of those `layers` an import renamed: what reports add so that
+    they speak the names the user's framework gave (the IR names stay the identifiers)."""
+    return {n: source_names[n] for n in layers if source_names.get(n, n) != n}
+
+
 def _matches(pattern: str, layers: list[str], source_names: dict[str, str]) -> set[str]:
     """Layers whose IR name or original name matches `pattern` (a name, glob or range)."""
     if pattern in layers:     # an exact name first: 'conv1-2' is a name, not the range 1-2
