@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 from mcutrain.codegen.flags import HOST_SANITIZE
-from mcutrain.codegen.harness import find_host_cc
+from mcutrain.mcu.hostbuild import find_host_cc
 
 
 def build_probe(tmp_path: Path, source: str) -> Path:

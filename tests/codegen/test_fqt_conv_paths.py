@@ -17,8 +17,8 @@ import pytest
 
 from conftest import needs_gcc
 from mcutrain.codegen.flags import HOST_SANITIZE
-from mcutrain.codegen.harness import find_host_cc
 from mcutrain.codegen.library import runtime_files
+from mcutrain.mcu.hostbuild import find_host_cc
 from mcutrain.quant.fixedpoint import quantize_multiplier, requantize_output
 
 pytestmark = needs_gcc

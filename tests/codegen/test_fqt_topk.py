@@ -16,7 +16,7 @@ import pytest
 
 from conftest import needs_gcc
 from mcutrain.codegen.flags import HOST_SANITIZE
-from mcutrain.codegen.harness import find_host_cc
+from mcutrain.mcu.hostbuild import find_host_cc
 from mcutrain.methods.partial import magnitudes, top_k_mask
 
 pytestmark = needs_gcc

@@ -20,6 +20,7 @@ import numpy as np
 from mcutrain.codegen.library import INFERENCE_RUNTIME
 from mcutrain.mcu import BuildResult, Profile, build, count_instructions, get_target
 from mcutrain.mcu.targets import Target
+from mcutrain.mcu.train_data import read_train_results, write_train_data
 
 
 def build_mcu(lib_dir: str | Path, target: str | Target, elf: str | Path, kernels: str = "dsp",
@@ -79,8 +80,6 @@ def run_mcu_train(elf: str | Path, target: str | Target, batches: list[tuple[np.
     The data file travels by semihosting; the instruction counts cover `model_train_step` only.
     """
     import re
-
-    from mcutrain.codegen.train_harness import read_train_results, write_train_data
 
     work = Path(workdir)
     work.mkdir(parents=True, exist_ok=True)
