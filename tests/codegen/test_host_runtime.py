@@ -188,7 +188,7 @@ int main(void)
 
 @pytest.mark.parametrize("dsp", [False, True])
 def test_requantize_and_rounding_match_python_at_the_extremes(tmp_path, dsp):
-    from mcutrain.codegen.library import runtime_files
+    from mcutrain.codegen.runtime_files import runtime_files
 
     rt = tmp_path / "rt"
     rt.mkdir()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mcutrain.codegen.library import INFERENCE_RUNTIME
+from mcutrain.codegen.runtime_files import runtime_sources
 from mcutrain.mcu import BuildResult, Profile, build, count_instructions, get_target
 from mcutrain.mcu.targets import Target
 from mcutrain.mcu.train_data import read_train_results, write_train_data
@@ -31,7 +31,7 @@ def build_mcu(lib_dir: str | Path, target: str | Target, elf: str | Path, kernel
     from `__ARM_FEATURE_DSP`); 'ref' forces the portable loops (`MT_KERNELS_REF`).
     """
     lib = Path(lib_dir)
-    srcs = [lib / "model.c", *(lib / "runtime" / n for n in INFERENCE_RUNTIME if n.endswith(".c")),
+    srcs = [lib / "model.c", *(lib / "runtime" / n for n in runtime_sources()),
             lib / "harness" / "main.c"]
     defines = ["MT_BOARD"] + (["MT_KERNELS_REF"] if kernels == "ref" else [])
     return build(srcs, get_target(target), elf, include_dirs=[lib, lib / "runtime"], defines=defines, opt=opt)
