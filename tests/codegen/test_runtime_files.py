@@ -41,3 +41,12 @@ def test_dsp_build_takes_the_same_named_twin(tmp_path, monkeypatch):
 def test_unknown_kernel_choice_is_refused():
     with pytest.raises(ValueError, match="kernels must be one of ref, dsp"):
         rf.runtime_files("neon")
+
+
+def test_every_dsp_file_replaces_a_reference_of_its_name():
+    dsp = sorted(p.name for p in (rf.RUNTIME_DIR / rf.DSP_FOLDER).glob("*.[ch]"))
+    assert dsp, "the DSP twins live in runtime/dsp"
+    ref, fast = rf.runtime_paths("ref", training=True), rf.runtime_paths("dsp", training=True)
+    for name in dsp:
+        assert ref[name].parent.name != rf.DSP_FOLDER and fast[name].parent.name == rf.DSP_FOLDER, name
+    assert rf.runtime_paths("dsp")["mt_linear_fwd_s8.c"].parent.name == rf.DSP_FOLDER

@@ -1,21 +1,16 @@
 /*
  * mcutrain runtime: mt_linear_fwd_s8, the fully connected layer (see mt_nn.h).
  *
- * Reference path: one dot product per output. DSP path: the input row is centred into int16
- * once (SMLAD order), then every weight row reuses it through mt_mat_mult_s8_s16_1col.
+ * Reference kernel: one dot product per output (mt_linear_fwd_s8_ref.h); no scratch.
+ * dsp/mt_linear_fwd_s8.c is its DSP twin.
  */
-#include "mt_fixedpoint.h"
+#include "mt_linear_fwd_s8_ref.h"
 #include "mt_nn.h"
-#include "mt_support.h"
 
 int32_t mt_linear_fwd_s8_get_buffer_size(int32_t in_features)
 {
-#if MT_DSP
-    return 2 * in_features;
-#else  /* !MT_DSP */
     (void)in_features;
     return 0;
-#endif /* MT_DSP */
 }
 
 mt_status mt_linear_fwd_s8(const mt_context *ctx,
@@ -29,54 +24,11 @@ mt_status mt_linear_fwd_s8(const mt_context *ctx,
                            int32_t out_features,
                            int8_t *output)
 {
-    const int32_t zx = params ? params->input_zero_point : 0;
-    int32_t n, o, i;
+    (void)ctx;
     if (!params || !quant || !quant->multiplier || !quant->shift || !input || !weight || !bias || !output ||
         batch < 1 || in_features < 1 || out_features < 1) {
         return MT_ERR_ARG;
     }
-#if MT_DSP
-    if (ctx && ctx->buf && ctx->size >= mt_linear_fwd_s8_get_buffer_size(in_features)) {
-        int16_t *col = (int16_t *)ctx->buf;
-        mt_gemm_out qo;
-        qo.bias = bias;
-        qo.multiplier = quant->multiplier;
-        qo.shift = quant->shift;
-        qo.zero_point = params->output_zero_point;
-        qo.act_min = params->act_min;
-        qo.act_max = params->act_max;
-        for (n = 0; n < batch; n++) {
-            const int8_t *x = input + n * in_features;
-            /* -z_x in both halves; SXTAB16 centres two bytes at once, already in SMLAD order */
-            const int32_t off2 = (int32_t)(((uint32_t)(-zx) & 0xFFFFu) | ((uint32_t)(-zx) << 16));
-            for (i = 0; i + 4 <= in_features; i += 4) {
-                const int32_t v = mt_read_s8x4(x + i);
-                mt_write_s16x2(col + i, mt_sxtab16(off2, v));
-                mt_write_s16x2(col + i + 2, mt_sxtab16_ror8(off2, v));
-            }
-            for (; i < in_features; i++) {
-                col[i] = (int16_t)((int32_t)x[i] - zx);
-            }
-            mt_mat_mult_s8_s16_1col(weight, col, out_features, in_features, &qo, output + n * out_features);
-        }
-        return MT_OK;
-    }
-#else  /* !MT_DSP */
-    (void)ctx;
-#endif /* MT_DSP */
-    for (n = 0; n < batch; n++) {
-        const int8_t *x = input + n * in_features;
-        for (o = 0; o < out_features; o++) {
-            const int8_t *w = weight + o * in_features;
-            int32_t acc = bias[o];
-            /* NOTE: |acc| <= |bias| + 255 * sum|w| < 2^31 (checked at export) */
-            for (i = 0; i < in_features; i++) {
-                acc += ((int32_t)x[i] - zx) * (int32_t)w[i];
-            }
-            output[n * out_features + o] = mt_requantize(acc, quant->multiplier[o], quant->shift[o],
-                                                         params->output_zero_point, params->act_min,
-                                                         params->act_max);
-        }
-    }
+    mt_linear_fwd_s8_ref(params, quant, batch, input, in_features, weight, bias, out_features, output);
     return MT_OK;
 }
