@@ -34,7 +34,7 @@ def test_dsp_build_takes_the_same_named_twin(tmp_path, monkeypatch):
     assert rf.runtime_paths("ref")["mt_relu_fwd_s8.c"] == root / "nn" / "mt_relu_fwd_s8.c"
     assert rf.runtime_sources("dsp") == rf.runtime_sources("ref")
     (root / "dsp" / "mt_orphan.c").write_text("/* no reference */\n")
-    with pytest.raises(rf.RuntimeLayoutError, match="mt_orphan.c has no reference"):
+    with pytest.raises(rf.RuntimeLayoutError, match=r"mt_orphan\.c has no reference"):
         rf.runtime_paths("dsp")
 
 
