@@ -25,13 +25,13 @@
 #define MT_DSP_NATIVE 1
 #elif defined(MT_EMULATE_DSP)
 #define MT_DSP 1
-#else
+#else  /* no DSP, no emulation */
 #define MT_DSP 0
 #endif /* MT_KERNELS_REF / __ARM_FEATURE_DSP / MT_EMULATE_DSP */
 
 #if defined(__GNUC__)
 #define MT_INLINE static inline __attribute__((always_inline))
-#else
+#else  /* !defined(__GNUC__) */
 #define MT_INLINE static inline
 #endif /* __GNUC__ */
 

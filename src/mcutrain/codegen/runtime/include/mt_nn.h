@@ -26,7 +26,7 @@
 
 #ifdef __cplusplus
 extern "C" {
-#endif
+#endif /* defined(__cplusplus) */
 
 /*
  * 2-d convolution, plain or grouped:
@@ -211,6 +211,6 @@ mt_status mt_relu_fwd_s8(int32_t act_min, int32_t act_max, int32_t size, const i
 
 #ifdef __cplusplus
 }
-#endif
+#endif /* defined(__cplusplus) */
 
 #endif /* MT_NN_H */

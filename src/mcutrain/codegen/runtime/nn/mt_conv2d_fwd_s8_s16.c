@@ -146,7 +146,7 @@ typedef struct {
 
 #if defined(__GNUC__)
 #define MT_NOINLINE __attribute__((noinline))
-#else
+#else  /* !defined(__GNUC__) */
 #define MT_NOINLINE
 #endif /* __GNUC__ */
 

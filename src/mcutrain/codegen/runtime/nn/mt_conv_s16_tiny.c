@@ -27,7 +27,7 @@
 
 #if defined(__GNUC__)
 #define MT_NOINLINE __attribute__((noinline))
-#else
+#else  /* !defined(__GNUC__) */
 #define MT_NOINLINE
 #endif /* __GNUC__ */
 

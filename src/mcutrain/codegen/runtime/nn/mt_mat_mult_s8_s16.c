@@ -23,7 +23,7 @@ void mt_reorder_s16(int16_t *col, int32_t k)
 
 #if defined(__GNUC__)
 #define MT_NOINLINE __attribute__((noinline))
-#else
+#else  /* !defined(__GNUC__) */
 #define MT_NOINLINE
 #endif /* __GNUC__ */
 

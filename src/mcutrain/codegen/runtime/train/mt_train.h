@@ -34,7 +34,7 @@
 
 #ifdef __cplusplus
 extern "C" {
-#endif
+#endif /* defined(__cplusplus) */
 
 /* ------------------------------------------------------------------ xorshift32 (section 5) */
 
@@ -424,6 +424,6 @@ mt_status mt_linear_bwd_w_qas_upd_s8_s32(int32_t input_zero_point,
 
 #ifdef __cplusplus
 }
-#endif
+#endif /* defined(__cplusplus) */
 
 #endif /* MT_TRAIN_H */

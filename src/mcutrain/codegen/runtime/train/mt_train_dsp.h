@@ -23,7 +23,7 @@
 #if !defined(MT_KERNELS_REF) && defined(__ARM_FP) && (__ARM_FP & 4)
 #define MT_FPU_SP 1
 #include <arm_acle.h>
-#else
+#else  /* !(!defined(MT_KERNELS_REF) && defined(__ARM_FP) && (__ARM_FP & 4)) */
 #define MT_FPU_SP 0
 #endif /* !MT_KERNELS_REF && __ARM_FP & 4 */
 
@@ -123,7 +123,7 @@ MT_INLINE float mt_cvt_s32_f32(int32_t v)
 {
 #if MT_FPU_SP
     return (float)v; /* one VCVT.F32.S32, FPSCR rounding mode: to nearest even */
-#else
+#else  /* !MT_FPU_SP */
     return mt_s32_to_f32(v);
 #endif /* MT_FPU_SP */
 }
@@ -135,7 +135,7 @@ MT_INLINE float mt_unit24_f32(uint32_t x)
     float f;
     __asm__("vmov %0, %1\n\tvcvt.f32.s32 %0, %0, #24" : "=t"(f) : "r"(x >> 8));
     return f;
-#else
+#else  /* !MT_FPU_SP */
     return (float)(int32_t)(x >> 8) * 0x1p-24f;
 #endif /* MT_FPU_SP */
 }
@@ -166,7 +166,7 @@ MT_INLINE int32_t mt_floor_clamp127_f32(float v)
         --r;
     }
     return r < -127 ? -127 : r;
-#else
+#else  /* !MT_FPU_SP */
     const float f = mt_floor_f32(v);
     return f < -127.0f ? -127 : (f > 127.0f ? 127 : (int32_t)f);
 #endif /* MT_FPU_SP */

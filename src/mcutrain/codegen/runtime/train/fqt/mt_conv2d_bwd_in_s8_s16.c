@@ -101,7 +101,7 @@ MT_INLINE void tap_dot4(const int16_t *pe, const int32_t *pw, int32_t n2, int32_
                        [pe] "+r"(pe), [pw] "+r"(pw), [n] "+r"(n2)
                      :
                      : "r8", "r9", "r10", "r11", "cc", "memory");
-#else
+#else  /* !defined(MT_DSP_NATIVE) */
     int32_t x0 = *a0, x1 = *a1, x2 = *a2, x3 = *a3;
     for (; n2 > 0; --n2) {
         const int32_t e0 = mt_read_s16x2(pe), e1 = mt_read_s16x2(pe + 2);
@@ -171,7 +171,7 @@ MT_INLINE void run_list4(const int16_t *pe, intptr_t pw, const uint8_t *li, cons
                        [u] "=&r"(u), [v] "=&r"(v), [li] "+r"(li)
                      : [pe] "r"(pe), [pw] "r"(pw), [end] "r"(end)
                      : "cc", "memory");
-#else
+#else  /* !defined(MT_DSP_NATIVE) */
     for (; li != end; ++li) {
         const int32_t q = *li;
         const int32_t e = mt_read_s16x2(pe + 2 * q);

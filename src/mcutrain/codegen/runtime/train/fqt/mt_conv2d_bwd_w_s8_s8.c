@@ -28,7 +28,7 @@ MT_INLINE int32_t pk_hi(int32_t a, int32_t b)
     int32_t r;
     __asm__("pkhtb %0, %1, %2, asr #16" : "=r"(r) : "r"(b), "r"(a));
     return r;
-#else
+#else  /* !defined(MT_DSP_NATIVE) */
     return mt_pack16(mt_hi16(a), mt_hi16(b));
 #endif /* MT_DSP_NATIVE */
 }
@@ -66,7 +66,7 @@ MT_INLINE void grad_row(const int32_t *xb, int32_t n, int32_t e0, int32_t e1, in
     if (n & 1) {
         *g = mt_smlad(xb[3], e3, mt_smlad(xb[2], e2, mt_smlad(xb[1], e1, mt_smlad(xb[0], e0, *g))));
     }
-#else
+#else  /* !defined(MT_DSP_NATIVE) */
     int32_t k;
     for (k = 0; k < n; ++k) {
         g[k] = mt_smlad(xb[4 * k + 3], e3,
@@ -102,7 +102,7 @@ MT_INLINE void grad_row1(const int32_t *xa, int32_t n, int32_t ea, int32_t *g)
     if (n & 1) {
         *g = mt_smlad(xa[0], ea, *g);
     }
-#else
+#else  /* !defined(MT_DSP_NATIVE) */
     int32_t k;
     for (k = 0; k < n; ++k) {
         g[k] = mt_smlad(xa[4 * k], ea, g[k]);
@@ -136,7 +136,7 @@ MT_INLINE void grad_row2(const int32_t *xa, const int32_t *xb, int32_t n, int32_
     if (n & 1) {
         *g = mt_smlad(xb[0], eb, mt_smlad(xa[0], ea, *g));
     }
-#else
+#else  /* !defined(MT_DSP_NATIVE) */
     int32_t k;
     for (k = 0; k < n; ++k) {
         g[k] = mt_smlad(xb[4 * k], eb, mt_smlad(xa[4 * k], ea, g[k]));
@@ -386,7 +386,7 @@ mt_status mt_conv2d_bwd_w_s8_s8(const mt_conv_params *params,
         return MT_OK; /* one input channel, 3x3: the nine sums in registers (mt_conv_c1.h) */
     }
     bwd_w_dsp(params, NULL, filter_dims->n, input_dims, input, output_dims, e, filter_dims, grad, grad_bias);
-#else
+#else  /* !MT_DSP */
     bwd_w_ref(params, NULL, filter_dims->n, input_dims, input, output_dims, e, filter_dims, grad, grad_bias);
 #endif /* MT_DSP */
     return MT_OK;
@@ -418,7 +418,7 @@ mt_status mt_conv2d_bwd_w_s8_s8_keep(const mt_conv_params *params,
     }
 #if MT_DSP
     bwd_w_dsp(params, keep, n_keep, input_dims, input, output_dims, e, filter_dims, grad, grad_bias);
-#else
+#else  /* !MT_DSP */
     bwd_w_ref(params, keep, n_keep, input_dims, input, output_dims, e, filter_dims, grad, grad_bias);
 #endif /* MT_DSP */
     return MT_OK;

@@ -127,7 +127,7 @@ MT_INLINE int8_t rq_apply(const mt_conv_params *params, const mt_per_channel_qua
 
 #if defined(__GNUC__)
 #define MT_NOINLINE_R __attribute__((noinline))
-#else
+#else  /* !defined(__GNUC__) */
 #define MT_NOINLINE_R
 #endif /* __GNUC__ */
 
@@ -170,7 +170,7 @@ static MT_NOINLINE_R void dot_2x2_off(const int8_t *wa, const int16_t *c0, int32
                        [t] "=&r"(t), [u] "=&r"(u)
                      : [kk] "r"(kk)
                      : "cc", "memory");
-#else
+#else  /* !defined(MT_DSP_NATIVE) */
     const int8_t *wb = wa + kk;
     const int16_t *c1 = c0 + kk;
     for (; n4 > 0; --n4) {

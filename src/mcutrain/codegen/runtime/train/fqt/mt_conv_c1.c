@@ -134,7 +134,7 @@ __asm__(".syntax unified\n\t"
         "strd  r11, r12, [r0, #-8]\n\t"
         "b     2b\n\t"
         ".size mt_c1_chan_floor, . - mt_c1_chan_floor");
-#else
+#else  /* !defined(MT_DSP_NATIVE) */
 static void mt_c1_chan_floor(int32_t *rec, int8_t *out, const int32_t *end, const int32_t *col)
 {
     for (; rec != end; rec += C1_REC) {
@@ -307,7 +307,7 @@ __asm__(".syntax unified\n\t"
         "stm   r3, {r4-r12}\n\t"
         "pop   {r3-r11, pc}\n\t"
         ".size mt_c1_bwdw_row, . - mt_c1_bwdw_row");
-#else
+#else  /* !defined(MT_DSP_NATIVE) */
 static void mt_c1_bwdw_row(const int32_t *ep, const int16_t *xr, int32_t n, int32_t *g)
 {
     int32_t q, i, j;

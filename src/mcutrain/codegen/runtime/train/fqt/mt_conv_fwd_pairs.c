@@ -210,7 +210,7 @@ __asm__(".syntax unified\n\t"
         "strd   r11, r12, [r2, #36]\n\t"
         "b      17b\n"
         ".size mt_fwd_pairs_run, . - mt_fwd_pairs_run");
-#else
+#else  /* !defined(MT_DSP_NATIVE) */
 static void mt_fwd_pairs_run(const int8_t *w, fp_blk *blk)
 {
     const int32_t *cols0 = blk->cols;

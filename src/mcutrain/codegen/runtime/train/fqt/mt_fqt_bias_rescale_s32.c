@@ -30,7 +30,7 @@ mt_status mt_fqt_bias_rescale_s32(int32_t channels,
 #if MT_DSP
         l1 = mt_l1_s8(w + c * per_channel, per_channel); /* four |w| per USADA8 */
         (void)k;
-#else
+#else  /* !MT_DSP */
         for (k = 0; k < per_channel; ++k) {
             const int32_t v = w[c * per_channel + k];
             l1 += v < 0 ? -v : v;

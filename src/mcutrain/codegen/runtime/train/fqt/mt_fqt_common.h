@@ -14,7 +14,7 @@
 
 #ifdef __cplusplus
 extern "C" {
-#endif
+#endif /* defined(__cplusplus) */
 
 /* One dynamic range: the EMA of a tensor's real [min, max] and what this step saw of it. */
 typedef struct {
@@ -97,6 +97,6 @@ typedef struct {
 
 #ifdef __cplusplus
 }
-#endif
+#endif /* defined(__cplusplus) */
 
 #endif /* MT_FQT_COMMON_H */

@@ -14,7 +14,7 @@
 
 #ifdef __cplusplus
 extern "C" {
-#endif
+#endif /* defined(__cplusplus) */
 
 /*
  * Seed A's mixed precision keeps uint8 weights and activations (the uint8 kernels above) with
@@ -286,6 +286,6 @@ mt_status mt_fqt_upd_f32(const mt_fqt_upd_params *p,
 
 #ifdef __cplusplus
 }
-#endif
+#endif /* defined(__cplusplus) */
 
 #endif /* MT_FQT_F32_H */

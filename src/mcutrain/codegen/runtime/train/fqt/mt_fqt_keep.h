@@ -24,7 +24,7 @@
 
 #ifdef __cplusplus
 extern "C" {
-#endif
+#endif /* defined(__cplusplus) */
 
 /*
  * Row stride of compacted errors: n_keep rounded up to a multiple of 4 (the extra columns hold 0),
@@ -228,6 +228,6 @@ mt_status mt_linear_bwd_w_f32_keep(const int32_t *keep,
 
 #ifdef __cplusplus
 }
-#endif
+#endif /* defined(__cplusplus) */
 
 #endif /* MT_FQT_KEEP_H */

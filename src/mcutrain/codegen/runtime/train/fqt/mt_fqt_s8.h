@@ -15,7 +15,7 @@
 
 #ifdef __cplusplus
 extern "C" {
-#endif
+#endif /* defined(__cplusplus) */
 
 /*
  * Conv forward that also reports per-channel accumulator extremes (FQT tracks output ranges on
@@ -315,6 +315,6 @@ mt_status mt_fqt_topk_s8(int32_t rows, int32_t channels, int32_t k, int8_t *e, i
 
 #ifdef __cplusplus
 }
-#endif
+#endif /* defined(__cplusplus) */
 
 #endif /* MT_FQT_S8_H */

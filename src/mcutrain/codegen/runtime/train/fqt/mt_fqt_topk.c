@@ -131,7 +131,7 @@ MT_INLINE uint32_t topk_uxtab16_ror8(uint32_t acc, uint32_t x)
 
 /* Rows per pass of the 16-bit lane sums: 256 * 255 < 2^16. */
 #define TOPK_ROWS 256
-#else
+#else  /* !MT_DSP */
 /* Errors from which a 256-entry table of |e - z| (on the stack) pays for its filling. */
 #define TOPK_TABLE_MIN 1024
 #endif /* MT_DSP */
@@ -192,7 +192,7 @@ MT_INLINE mt_status topk_bytes(int32_t rows, int32_t channels, int32_t k, int32_
             list[c4 + 3] = m3;
         }
     }
-#else
+#else  /* !MT_DSP */
     if (rows * channels >= TOPK_TABLE_MIN) { /* |e - z| of every byte value, looked up */
         uint8_t tab[256];
         for (p = 0; p < 256; ++p) {

@@ -15,14 +15,14 @@
 
 #if defined(__ARM_FP)
 #define TOPK_ADD(s, v) ((s) += (v))
-#else
+#else  /* !defined(__ARM_FP) */
 #define TOPK_ADD(s, v) ((v) != 0.0f ? (void)((s) += (v)) : (void)0)
 #endif /* __ARM_FP */
 
 /* |v| (+0.0 for -0.0; either adds the same to a sum >= +0.0): VABS / one bit cleared under GCC. */
 #if defined(__GNUC__)
 #define topk_abs(v) __builtin_fabsf(v)
-#else
+#else  /* !defined(__GNUC__) */
 static float topk_abs(float v)
 {
     return v < 0.0f ? -v : v;

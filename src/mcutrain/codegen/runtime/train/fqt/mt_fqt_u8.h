@@ -15,7 +15,7 @@
 
 #ifdef __cplusplus
 extern "C" {
-#endif
+#endif /* defined(__cplusplus) */
 
 /*
  * uint8 qparams of [lo, hi] (seed A; quant.qparams.qparams_from_range, uint8): lo = min(lo, 0),
@@ -191,6 +191,6 @@ void mt_xorshift32_jump_n(uint32_t *state, uint32_t n, const uint32_t *powers, i
 
 #ifdef __cplusplus
 }
-#endif
+#endif /* defined(__cplusplus) */
 
 #endif /* MT_FQT_U8_H */

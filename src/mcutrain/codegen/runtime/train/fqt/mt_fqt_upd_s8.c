@@ -23,7 +23,7 @@
 /* The FPU loops in assembly (float32 operations in the same order; MT_FPU_SP: M4F, M7). */
 #if MT_FPU_SP && defined(__GNUC__)
 #define MT_FPU_ASM 1
-#else
+#else  /* !(MT_FPU_SP && defined(__GNUC__)) */
 #define MT_FPU_ASM 0
 #endif /* MT_FPU_SP && __GNUC__ */
 
@@ -79,7 +79,7 @@ static float row_scale_sum(int32_t *g, int32_t n, float g_scale)
     }
     (void)k;
     return sum;
-#else
+#else  /* !MT_FPU_ASM */
     for (; k + 2 <= n; k += 2) {
         const float v0 = mt_cvt_s32_f32(g[k]) * g_scale;
         const float v1 = mt_cvt_s32_f32(g[k + 1]) * g_scale;
@@ -127,7 +127,7 @@ static float row_sq_dev(const int32_t *g, int32_t n, float mu)
     }
     (void)k;
     return var;
-#else
+#else  /* !MT_FPU_ASM */
     for (; k + 2 <= n; k += 2) {
         const float d0 = mt_slot_get(&g[k]) - mu;
         const float d1 = mt_slot_get(&g[k + 1]) - mu;
@@ -187,7 +187,7 @@ static float row_step(int32_t *g, const int8_t *w, int32_t n, float s_w, float l
                              : "cc", "memory");
         }
         (void)k;
-#else
+#else  /* !MT_FPU_ASM */
         for (k = 0; k < n; ++k) {
             const float gh = (mt_slot_get(&g[k]) - mu) / den;
             const float nw = (float)w[k] * s_w - lr * gh;
@@ -242,7 +242,7 @@ static uint32_t row_requant(const int32_t *g, int8_t *w, int32_t n, float s_new,
                      : [s] "t"(s_new), [rm] "r"(rm), [rn] "r"(rn)
                      : "cc", "memory");
     return x;
-#else
+#else  /* !MT_FPU_ASM */
     int32_t k;
     for (k = 0; k < n; ++k) { /* mt_xorshift32_uniform01 inlined: next(), then (u >> 8) * 2^-24 */
         x ^= x << 13;

@@ -50,7 +50,7 @@ __asm__(".syntax unified\n\t"
         "bne    1b\n\t"
         "pop    {r4-r8, pc}\n\t"
         ".size mt_lbw_rows2, . - mt_lbw_rows2");
-#else
+#else  /* !defined(MT_DSP_NATIVE) */
 static void mt_lbw_rows2(int32_t *ga, int32_t *gb, const int32_t *xs, int32_t n4, int32_t e)
 {
     for (; n4 > 0; --n4, xs += 2, ga += 4, gb += 4) {

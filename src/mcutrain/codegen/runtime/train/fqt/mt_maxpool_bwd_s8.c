@@ -24,7 +24,7 @@ MT_INLINE int32_t route_s8x4(int32_t arg, int32_t tt, int32_t e)
             : "cc");
     (void)d;
     return r;
-#else
+#else  /* !defined(MT_DSP_NATIVE) */
     uint32_t r = 0;
     int k;
     for (k = 0; k < 4; ++k) {

@@ -21,7 +21,7 @@ MT_INLINE void max_arg_s8x4(int32_t *best, int32_t *arg, int32_t v, int32_t t)
             : [v] "r"(v), [t] "r"(t)
             : "cc");
     (void)d;
-#else
+#else  /* !defined(MT_DSP_NATIVE) */
     uint32_t rb = 0, ra = 0;
     int k;
     for (k = 0; k < 4; ++k) {
