@@ -26,7 +26,7 @@ OVER_LIMIT_TODAY = {
     # Owned elsewhere and over the limit when this test was written: each entry names the
     # module with its line count that day. The list may only shrink -- split the module,
     # then delete its line here.
-    "mcutrain.engines.fqt_kernels": 784,
+    "mcutrain.engines.fqt_kernels": 709,
     "mcutrain.methods.state_file": 509,
 }
 

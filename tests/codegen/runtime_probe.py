@@ -10,12 +10,12 @@ import subprocess
 from pathlib import Path
 
 from mcutrain.buildflags import HOST_SANITIZE
-from mcutrain.codegen.harness import find_host_cc
+from mcutrain.mcu.hostbuild import find_host_cc
 
 
 def build_probe(tmp_path: Path, source: str) -> Path:
     """Write the runtime and `source` under `tmp_path`, compile them warning-free; the executable."""
-    from mcutrain.codegen.library import runtime_files
+    from mcutrain.codegen.runtime_files import runtime_files
 
     rt = tmp_path / "rt"
     rt.mkdir()

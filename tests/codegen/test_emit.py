@@ -15,7 +15,8 @@ import pytest
 
 from conftest import tiny_qmodel
 from mcutrain.codegen.emit import ExportError, emit_model
-from mcutrain.codegen.library import export_library, runtime_files
+from mcutrain.codegen.library import export_library
+from mcutrain.codegen.runtime_files import runtime_files
 from mcutrain.graph import Op
 
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "tiny"

@@ -17,8 +17,8 @@ import pytest
 
 from conftest import needs_gcc
 from mcutrain.buildflags import HOST_SANITIZE
-from mcutrain.codegen.harness import find_host_cc
-from mcutrain.codegen.library import runtime_files
+from mcutrain.codegen.runtime_files import runtime_files
+from mcutrain.mcu.hostbuild import find_host_cc
 from mcutrain.quant.fixedpoint import quantize_multiplier, requantize_output
 
 pytestmark = needs_gcc
@@ -172,7 +172,7 @@ def probe(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("convpaths")
     rt = tmp / "rt"
     rt.mkdir()
-    for name, text in runtime_files(None).items():
+    for name, text in runtime_files(training=True).items():
         (rt / name).write_text(text)
     (tmp / "probe.c").write_text(PROBE_C)
     exe = tmp / "probe"

@@ -19,7 +19,8 @@ from mcutrain.codegen.emit_fqt import (
     state_arrays,
 )
 from mcutrain.codegen.library import export_training_library
-from mcutrain.codegen.train_harness import build_host_train, run_host_train
+from mcutrain.mcu.hostbuild import build_host_train
+from mcutrain.mcu.hostrun import run_host_train
 from mcutrain.methods.fqt import FQT
 from mcutrain.methods.fqt_state import FQTConfig
 from mcutrain.plan.schedules import schedule_for

@@ -18,7 +18,8 @@ from conftest import needs_gcc
 from mcutrain import zoo
 from mcutrain.codegen.emit_fqt import quantize_input, reported_logits, state_arrays
 from mcutrain.codegen.library import export_training_library
-from mcutrain.codegen.train_harness import build_host_train, run_host_train
+from mcutrain.mcu.hostbuild import build_host_train
+from mcutrain.mcu.hostrun import run_host_train
 from mcutrain.methods.fqt import FQT
 from mcutrain.methods.fqt_state import FQTConfig
 

@@ -14,7 +14,8 @@ from mcutrain import zoo
 from mcutrain.codegen.emit import ExportError
 from mcutrain.codegen.emit_fqt import emit_fqt_training, quantize_input, reported_logits, state_arrays
 from mcutrain.codegen.library import export_training_library
-from mcutrain.codegen.train_harness import build_host_train, run_host_train
+from mcutrain.mcu.hostbuild import build_host_train
+from mcutrain.mcu.hostrun import run_host_train
 from mcutrain.methods.fqt import FQT
 from mcutrain.methods.fqt_state import FQTConfig
 

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import needs_gcc
 from mcutrain.buildflags import HOST_SANITIZE
-from mcutrain.codegen.harness import find_host_cc
+from mcutrain.mcu.hostbuild import find_host_cc
 from mcutrain.methods.partial import magnitudes, top_k_mask
 
 pytestmark = needs_gcc
@@ -81,12 +81,12 @@ PREC = {"int8": 0, "uint8": 1, "float32": 2}
 @pytest.fixture(scope="module", params=["MT_EMULATE_DSP", "MT_KERNELS_REF"])
 def probe(request, tmp_path_factory):
     """The probe built with the runtime, through the DSP word loops or the portable ones."""
-    from mcutrain.codegen.library import runtime_files
+    from mcutrain.codegen.runtime_files import runtime_files
 
     d = tmp_path_factory.mktemp("topk")
     rt = d / "rt"
     rt.mkdir()
-    for name, text in runtime_files(None).items():
+    for name, text in runtime_files(training=True).items():
         (rt / name).write_text(text)
     (d / "probe.c").write_text(PROBE_C)
     srcs = [rt / "mt_fqt_topk.c", rt / "mt_fqt_topk_f32.c"]

@@ -14,10 +14,11 @@ from hypothesis import strategies as st
 from conftest import needs_gcc, qp, tiny_qmodel
 from mcutrain import graph as G
 from mcutrain import zoo
-from mcutrain.codegen.harness import build_host, find_host_cc, run_host
 from mcutrain.codegen.library import export_library
 from mcutrain.engines import int_engine as E
 from mcutrain.engines import ptq
+from mcutrain.mcu.hostbuild import build_host, find_host_cc
+from mcutrain.mcu.hostrun import run_host
 from mcutrain.qmodel import QuantModel, share_input_qparams
 from mcutrain.quant.fixedpoint import (
     quantize_multiplier,
@@ -187,7 +188,7 @@ int main(void)
 
 @pytest.mark.parametrize("dsp", [False, True])
 def test_requantize_and_rounding_match_python_at_the_extremes(tmp_path, dsp):
-    from mcutrain.codegen.library import runtime_files
+    from mcutrain.codegen.runtime_files import runtime_files
 
     rt = tmp_path / "rt"
     rt.mkdir()

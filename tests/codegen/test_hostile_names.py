@@ -24,9 +24,10 @@ from conftest import needs_gcc, qp
 from mcutrain import graph as G
 from mcutrain import io
 from mcutrain.cli import main
-from mcutrain.codegen.harness import build_host, run_host
 from mcutrain.codegen.library import export_library, export_training_library
-from mcutrain.codegen.train_harness import build_host_train, run_host_train, write_train_data
+from mcutrain.mcu.hostbuild import build_host, build_host_train
+from mcutrain.mcu.hostrun import run_host, run_host_train
+from mcutrain.mcu.train_data import write_train_data
 from mcutrain.qmodel import QuantModel, share_input_qparams
 from mcutrain.quant.qparams import QParams
 

@@ -17,8 +17,9 @@ from mcutrain.codegen.cfloat import c_float
 from mcutrain.codegen.dispatch import emit_training
 from mcutrain.codegen.emit import ExportError
 from mcutrain.codegen.library import export_training_library
-from mcutrain.codegen.train_harness import build_host_train, run_host_train
 from mcutrain.engines import int_engine, ptq
+from mcutrain.mcu.hostbuild import build_host_train
+from mcutrain.mcu.hostrun import run_host_train
 from mcutrain.methods import zo_estimator as est
 from mcutrain.methods.bp_qas import BPQASConfig, BPQASMethod
 from mcutrain.methods.zo import ZOConfig, ZOMethod

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from test_train_kernels import compare_steps, zo_case
-from train_driver import DRIVERS, RUNTIME, read_step_results, runtime_sources, write_step_file
+from train_driver import DRIVERS, RUNTIME_INCLUDES, read_step_results, runtime_sources, write_step_file
 
 from mcutrain.engines import int_engine
 from mcutrain.mcu import build, count_instructions
@@ -23,7 +23,7 @@ def test_zo_steps_on_cortex_m(arm_tools, tmp_path, core):
     data = [(int_engine.quantize_input(qm, x), y) for x, y in batches]
     write_step_file(tmp_path / "steps.bin", qm, cfg, data)
     elf = build([DRIVERS / "train_step.c", *runtime_sources()], core, tmp_path / "train_step.elf",
-                include_dirs=[RUNTIME], defines=["MT_BOARD", "TS_ARENA_BYTES=(256*1024)"]).elf
+                include_dirs=RUNTIME_INCLUDES, defines=["MT_BOARD", "TS_ARENA_BYTES=(256*1024)"]).elf
     prof = count_instructions(elf, core, ["steps.bin", "out.bin"], cwd=tmp_path, timeout=300)
     assert prof.region is not None and prof.n_regions == steps
     results = read_step_results(tmp_path / "out.bin", qm, list(kinds), len(batches[0][1]), steps)

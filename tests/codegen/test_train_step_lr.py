@@ -15,11 +15,11 @@ from test_fqt_precisions import pool_graph
 from test_train_export import tiny_graph
 
 from conftest import needs_gcc
-from mcutrain.codegen.harness import HostBuildError
 from mcutrain.codegen.library import export_training_library
-from mcutrain.codegen.train_harness import build_host_train, run_host_train
 from mcutrain.contain import private_dir, run_program
 from mcutrain.engines import int_engine, ptq
+from mcutrain.mcu.hostbuild import HostBuildError, build_host_train
+from mcutrain.mcu.hostrun import run_host_train
 from mcutrain.methods.bp_qas import BPQASConfig, BPQASMethod
 from mcutrain.methods.fqt import FQT
 from mcutrain.methods.fqt_state import PRECISIONS, FQTConfig

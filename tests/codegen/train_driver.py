@@ -15,11 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
+from mcutrain.codegen.runtime_files import include_dirs, runtime_paths
 from mcutrain.graph import INPUT, Op
 from mcutrain.qmodel import QuantModel
 
 DRIVERS = Path(__file__).parent / "drivers"
-RUNTIME = Path(__file__).parents[2] / "src" / "mcutrain" / "codegen" / "runtime"
+RUNTIME_INCLUDES = include_dirs()
 HOST_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-ffp-contract=off", "-O1", "-g",
               "-fsanitize=address,undefined,float-cast-overflow",
               "-fno-sanitize-recover=undefined,float-cast-overflow"]
@@ -31,15 +32,16 @@ METHODS = {"zo": 1, "bp-qas": 2}
 
 
 def runtime_sources() -> list[Path]:
-    return sorted(RUNTIME.glob("*.c"))
+    """Every runtime source of a reference training build, compiled in place from the package."""
+    return [p for n, p in runtime_paths("ref", training=True).items() if n.endswith(".c")]
 
 
 def build_host_driver(name: str, out: Path, defines: tuple[str, ...] = ()) -> Path:
     """Compile drivers/<name>.c with every runtime source (host gcc, ASan + UBSan)."""
     cc = shutil.which("gcc")
     assert cc is not None
-    cmd = [cc, *HOST_FLAGS, *(f"-D{d}" for d in defines), f"-I{RUNTIME}", str(DRIVERS / f"{name}.c"),
-           *map(str, runtime_sources()), "-o", str(out)]
+    cmd = [cc, *HOST_FLAGS, *(f"-D{d}" for d in defines), *(f"-I{d}" for d in RUNTIME_INCLUDES),
+           str(DRIVERS / f"{name}.c"), *map(str, runtime_sources()), "-o", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return out

@@ -23,8 +23,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mcutrain.codegen.harness import HostBuildError, run_host
 from mcutrain.contain import host_prefix, is_root, namespace_prefix
+from mcutrain.mcu.hostbuild import HostBuildError
+from mcutrain.mcu.hostrun import run_host
 from mcutrain.mcu.qemu import QemuSandboxError, QemuTimeoutError, run_elf
 from mcutrain.mcu.toolchain import build
 

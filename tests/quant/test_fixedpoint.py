@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mcutrain.quant import fixedpoint as F
 from mcutrain.quant.fixedpoint import (
     activation_range,
     add_multipliers,
@@ -180,3 +181,58 @@ def test_add_multipliers_share_one_shift(sa: float, sb: float, sy: float) -> Non
 def test_add_multiplier_hand_values() -> None:
     assert add_multipliers(0.1, 0.05, 0.2) == (2**30, 2**29, 31)
     assert add_multipliers(0.5, 0.25, 0.5) == (2**30, 2**29, 30)
+
+
+# ---------------------------------------------------------------- the bounded (float64) form
+
+
+def _requant_ref(acc, mult, shift, z, lo, hi, bias=None):
+    a = np.asarray(acc).astype(np.int64) + (0 if bias is None else np.asarray(bias, np.int64))
+    return F.requantize_output(a, mult, shift, z, lo, hi)
+
+
+@pytest.mark.parametrize("acc_dtype", [np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("z,lo,hi", [(-7, -7, 127), (-128, -128, 127), (12, -128, 127), (0, -127, 127),
+                                     (-20, -20, 40)])
+def test_bounded_requantize_output_equals_the_int64_rule(acc_dtype, z, lo, hi, monkeypatch):
+    """Each tier (bias fused, bias added first, lean int64) on ties, signs and per-channel shifts."""
+    rng = np.random.default_rng(4)
+    acc = rng.integers(-2**19, 2**19, (300, 6))
+    acc[:8] = [[256 * k + 128] * 6 for k in range(-4, 4)]          # exact ties for the 2^-8 channel
+    acc[8] = 0
+    small_bias = rng.integers(-2**20, 2**20, 6)
+    tiers = (((2.0**-8, 0.75 * 2.0**-5, 2.0**-14, 0.3, 1e-3, 0.5), (None, small_bias)),
+             ((2.0**-8, 0.3, 2.0**-30, 1e-3, 1e-7, 0.5), (small_bias,)),      # n = 61: bias added first
+             ((2.0**-8, 0.3, 2.0**-14, 1e-3, 1e-7, 0.5), (np.full(6, 2**30),)))  # beyond 2^52: int64
+    for reals, biases in tiers:
+        mult, shift = F.quantize_multiplier(np.array(reals))
+        for bias in biases:
+            want = _requant_ref(acc, mult, shift, z, lo, hi, bias)
+            monkeypatch.setattr(F, "requantize", None)     # only for accumulators outside int32
+            amax = int(np.abs(acc + (0 if bias is None else bias)).max())
+            got = F.requantize_output(acc.astype(acc_dtype), mult, shift, z, lo, hi, np.int8, bias=bias,
+                                         acc_max=amax)
+            monkeypatch.undo()
+            assert got.dtype == np.int8 and np.array_equal(got, want)
+    # float32 ratios (24-bit multipliers) with large accumulators, as the int8 error requantization has
+    m32 = np.array([2.0**-20 * 3, 1.2345e-5, 3.0e-7], np.float32)    # a tie is exact for 3 * 2^-20
+    mult3, shift3 = F.quantize_multiplier(m32.astype(np.float64))
+    acc3 = rng.integers(-2**26, 2**26, (200, 3))
+    acc3[:4, 0] = np.array([1, 3, -1, -5]) * 2**19 // 3 * 1                    # v = k/2 * ... near ties
+    acc3[4:8, 0] = np.array([2**19, 3 * 2**19, -(2**19), -5 * 2**19]) // 3
+    want = _requant_ref(acc3, mult3, shift3, 0, -127, 127)
+    got = F.requantize_output(acc3.astype(np.float64), mult3, shift3, 0, -127, 127, np.int16,
+                              acc_max=int(np.abs(acc3).max()))
+    assert np.array_equal(got, want)
+    # an int32 overflow is still refused
+    with pytest.raises(ValueError, match="int32"):
+        F.requantize_output(np.array([[2**32, 0, 0, 0, 0, 0]]), mult, shift, z, lo, hi, acc_max=2**32)
+
+
+def test_bounded_requantize_output_hand_checked():
+    # M = 0.5: 3 * 0.5 = 1.5 -> 2, -3 * 0.5 = -1.5 -> -2 (half away from zero), then + z and the clamp
+    m, s = np.int32(2**30), np.int32(0)
+    acc = np.array([3.0, -3.0, 1.0, 400.0])
+    assert F.requantize_output(acc, m, s, 1, -128, 127, acc_max=400).tolist() == [3, -1, 2, 127]
+    assert F.requantize_output(acc, m, s, 1, 1, 127, acc_max=400).tolist() == [3, 1, 2, 127]      # relu clamp
+    assert F.requantize_output(np.array([3, -3]), m, s, 0, -127, 127, np.int32, acc_max=3).dtype == np.int32

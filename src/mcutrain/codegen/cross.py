@@ -18,8 +18,9 @@ from pathlib import Path
 import numpy as np
 
 from mcutrain.buildflags import CROSS_OPT, REF_KERNELS
-from mcutrain.codegen.library import INFERENCE_RUNTIME
+from mcutrain.codegen.runtime_files import runtime_sources
 from mcutrain.mcu import BuildResult, Profile, build, count_instructions
+from mcutrain.mcu.train_data import read_train_results, write_train_data
 from mcutrain.targets import Target, get_target
 
 
@@ -31,7 +32,7 @@ def build_mcu(lib_dir: str | Path, target: str | Target, elf: str | Path, kernel
     from `__ARM_FEATURE_DSP`); 'ref' forces the portable loops (`MT_KERNELS_REF`).
     """
     lib = Path(lib_dir)
-    srcs = [lib / "model.c", *(lib / "runtime" / n for n in INFERENCE_RUNTIME if n.endswith(".c")),
+    srcs = [lib / "model.c", *(lib / "runtime" / n for n in runtime_sources()),
             lib / "harness" / "main.c"]
     defines = ["MT_BOARD"] + ([REF_KERNELS] if kernels == "ref" else [])
     return build(srcs, get_target(target), elf, include_dirs=[lib, lib / "runtime"], defines=defines, opt=opt)
@@ -69,7 +70,7 @@ def build_mcu_train(lib_dir: str | Path, target: str | Target, elf: str | Path, 
     """
     lib = Path(lib_dir)
     srcs = [lib / "model.c", *sorted((lib / "runtime").glob("*.c")), lib / "harness" / "train_main.c"]
-    defines = ["MT_BOARD"] + (["MT_KERNELS_REF"] if kernels == "ref" else [])
+    defines = ["MT_BOARD"] + ([REF_KERNELS] if kernels == "ref" else [])
     return build(srcs, get_target(target), elf, include_dirs=[lib, lib / "runtime"], defines=defines, opt=opt)
 
 
@@ -80,8 +81,6 @@ def run_mcu_train(elf: str | Path, target: str | Target, batches: list[tuple[np.
     The data file travels by semihosting; the instruction counts cover `model_train_step` only.
     """
     import re
-
-    from mcutrain.codegen.train_harness import read_train_results, write_train_data
 
     work = Path(workdir)
     work.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,8 @@
 
 Layout of the output directory:
     model.h, model.c           the model (see `emit.py`)
-    runtime/                   the mcutrain C runtime (kernels), copied from the package
+    runtime/                   the mcutrain C runtime: the files `runtime_files.runtime_files(kernels)`
+                               picks from the package's folders, in one flat folder
     harness/main.c             a file-in, file-out driver (host or semihosting), optional to use
     Makefile, CMakeLists.txt   build `libmodel.a` (C99, -Wall -Wextra -Werror)
     README.md                  the API, the model's facts and how to build
@@ -19,38 +20,15 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
 from mcutrain.codegen.build_files import build_files, harness_sources
 from mcutrain.codegen.dispatch import emit_training
 from mcutrain.codegen.emit import ModelSource, emit_model
+from mcutrain.codegen.runtime_files import runtime_files
 from mcutrain.codegen.templates import render
 from mcutrain.io import atomic_write_bytes
 from mcutrain.qmodel import QuantModel
-
-INFERENCE_RUNTIME = (
-    "mt_types.h", "mt_arch.h", "mt_fixedpoint.h", "mt_nn.h", "mt_support.h",
-    "mt_mat_mult_s8_s16.c", "mt_mat_mult_s16_s16.c", "mt_conv2d_fwd_s8.c", "mt_conv2d_fwd_s8_s16.c",
-    "mt_conv_s16.h", "mt_conv_window.c", "mt_conv_s16_tiny.c", "mt_mat_mult_s16_s16_3col.c",
-    "mt_depthwise_conv2d_fwd_s8.c", "mt_linear_fwd_s8.c", "mt_linear_fwd_s8_rows4.c",
-    "mt_maxpool_fwd_s8.c", "mt_avgpool_fwd_s8.c", "mt_global_avgpool_fwd_s8.c", "mt_add_fwd_s8.c",
-    "mt_relu_fwd_s8.c",
-)
-"""The runtime files an inference library needs (training kernels ship beside them, unused here)."""
-
-
-def runtime_files(names: tuple[str, ...] | None = INFERENCE_RUNTIME) -> dict[str, str]:
-    """Runtime C sources and headers shipped in the package: file name -> text (None: all of them)."""
-    root = resources.files("mcutrain.codegen").joinpath("runtime")
-    if names is None:
-        names = tuple(sorted(f.name for f in root.iterdir() if f.name.endswith((".c", ".h"))))
-    return {n: root.joinpath(n).read_text() for n in names}
-
-
-def training_runtime() -> tuple[str, ...]:
-    """Every runtime file: a training library ships the inference and the training kernels."""
-    return tuple(runtime_files(None))
 
 
 @dataclass
@@ -76,7 +54,7 @@ def export_library(qm: QuantModel, out_dir: str | Path, kernels: str = "dsp", pl
     out = Path(out_dir)
     src = emit_model(qm, kernels=kernels, planner=planner, provenance=provenance)
     files: dict[str, str] = {"model.h": src.header, "model.c": src.source, **harness_sources(training=False)}
-    for name, text in runtime_files().items():
+    for name, text in runtime_files(kernels).items():
         files[f"runtime/{name}"] = text
     files.update(build_files(kernels, training=False))
     g = qm.graph
@@ -102,7 +80,7 @@ def export_training_library(method, out_dir: str | Path, batch: int = 1, kernels
     out = Path(out_dir)
     src = emit_training(method, batch=batch, kernels=kernels, provenance=provenance)
     files: dict[str, str] = {"model.h": src.header, "model.c": src.source, **harness_sources(training=True)}
-    for name, text in runtime_files(None).items():
+    for name, text in runtime_files(kernels, training=True).items():
         files[f"runtime/{name}"] = text
     files.update(build_files(kernels, training=True))
     g = method.qm.graph if hasattr(method, "qm") else method.graph   # FQT keeps its own graph

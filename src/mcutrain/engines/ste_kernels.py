@@ -19,7 +19,7 @@ these units every op's backward reads only integers and its own constants:
 - flatten: a reshape.
 
 The float32 sums follow one sequential order, the order of the C twins
-(``codegen/runtime/mt_*_bwd_*_f32.c``; ``docs/integer-semantics.md`` 12.6):
+(``codegen/runtime/train/qas/mt_*_bwd_*_f32.c``; ``docs/integer-semantics.md`` 12.6):
 every sum starts from +0.0 and adds its terms one at a time in index order,
 each product rounded to float32 before the add (no FMA):
 

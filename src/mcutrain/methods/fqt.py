@@ -60,6 +60,7 @@ from mcutrain.methods.trainable import resolve_trainable
 from mcutrain.quant.fixedpoint import (
     activation_range,
     output_multiplier,
+    requantize_output,
     rounding_divide,
     rounding_shift_right,
 )
@@ -315,7 +316,7 @@ class FQT(FQTBackward, FQTUpdate, TrainingMethod):
         """int8 output of a conv/linear from its bias-free accumulator (exact integers, any dtype).
 
         The range is `_acc_range(acc + b, s_acc)`, from per-channel extremes of acc
-        found once (extremes of acc + b are those of acc plus b); `requant_fixed` adds
+        found once (extremes of acc + b are those of acc plus b); `requantize_output` adds
         the bias exactly.
         """
         b = self.b[n.name]
@@ -331,7 +332,7 @@ class FQT(FQTBackward, FQTUpdate, TrainingMethod):
         qy = self._out_qparams(n.name, _act_clip(*rng, n.act), rec, init)
         lo, hi = activation_range(qy, n.act)
         mult, shift = output_multiplier(sx, np.broadcast_to(self._w_scale(n.name), s_acc.shape), qy.scale)
-        return K.requant_fixed(acc, mult, shift, int(qy.zero_point), lo, hi, amax, bias=b)
+        return requantize_output(acc, mult, shift, int(qy.zero_point), lo, hi, bias=b, acc_max=amax)
 
     def _fwd_add(self, n: Node, ins: list[np.ndarray], rec: _Batch | None, init: bool) -> np.ndarray:
         a, b = ins

@@ -22,6 +22,7 @@ from mcutrain.methods.partial import magnitudes, top_k
 from mcutrain.quant.fixedpoint import (
     activation_range,
     quantize_multiplier,
+    requantize_output,
     rounding_divide,
     rounding_shift_right,
 )
@@ -91,7 +92,8 @@ class FQTBackward:
             e = K.requant_f32_floor(acc, m, int(qp.zero_point), 0, 255)
             return _Err(e - qp.zero_point, F32(qp.scale))
         mult, shift = quantize_multiplier(np.float64(s) / np.float64(qp.scale))
-        e = K.requant_fixed(acc, mult, shift, 0, -ERROR_CLAMP, ERROR_CLAMP, int(max(-lo, hi)), ERR_S8)
+        e = requantize_output(acc, mult, shift, 0, -ERROR_CLAMP, ERROR_CLAMP, ERR_S8,
+                              acc_max=int(max(-lo, hi)))
         return _Err(e, F32(qp.scale))
 
     def _combine(self, t: str, parts: list[_Err], rec: _Batch) -> _Err:

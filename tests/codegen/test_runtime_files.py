@@ -1,0 +1,52 @@
+"""The runtime file lists are derived from the folders by one rule (codegen/runtime_files.py)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+from mcutrain.codegen import runtime_files as rf
+
+
+def test_inference_set_is_include_and_nn_and_includes_only_itself():
+    paths = rf.runtime_paths("ref")
+    assert {p.parent.name for p in paths.values()} == {"include", "nn"}
+    for name, p in paths.items():
+        for inc in re.findall(r'#include "([^"]+)"', p.read_text()):
+            assert inc in paths, f"{name} includes {inc}, which an inference library does not ship"
+
+
+def test_training_set_holds_every_file_once_under_its_own_name():
+    every = sorted(p for p in rf.RUNTIME_DIR.rglob("*.[ch]") if rf.DSP_FOLDER not in p.parts)
+    assert sorted(rf.runtime_paths("ref", training=True).values()) == every
+    assert len({p.name for p in every}) == len(every)
+
+
+def test_dsp_build_takes_the_same_named_twin(tmp_path, monkeypatch):
+    root = tmp_path / "runtime"
+    shutil.copytree(rf.RUNTIME_DIR, root)
+    (root / "dsp").mkdir(exist_ok=True)
+    (root / "dsp" / "mt_relu_fwd_s8.c").write_text("/* twin */\n")
+    monkeypatch.setattr(rf, "RUNTIME_DIR", root)
+    assert rf.runtime_paths("dsp")["mt_relu_fwd_s8.c"] == root / "dsp" / "mt_relu_fwd_s8.c"
+    assert rf.runtime_paths("ref")["mt_relu_fwd_s8.c"] == root / "nn" / "mt_relu_fwd_s8.c"
+    assert rf.runtime_sources("dsp") == rf.runtime_sources("ref")
+    (root / "dsp" / "mt_orphan.c").write_text("/* no reference */\n")
+    with pytest.raises(rf.RuntimeLayoutError, match=r"mt_orphan\.c has no reference"):
+        rf.runtime_paths("dsp")
+
+
+def test_unknown_kernel_choice_is_refused():
+    with pytest.raises(ValueError, match="kernels must be one of ref, dsp"):
+        rf.runtime_files("neon")
+
+
+def test_every_dsp_file_replaces_a_reference_of_its_name():
+    dsp = sorted(p.name for p in (rf.RUNTIME_DIR / rf.DSP_FOLDER).glob("*.[ch]"))
+    assert dsp, "the DSP twins live in runtime/dsp"
+    ref, fast = rf.runtime_paths("ref", training=True), rf.runtime_paths("dsp", training=True)
+    for name in dsp:
+        assert ref[name].parent.name != rf.DSP_FOLDER and fast[name].parent.name == rf.DSP_FOLDER, name
+    assert rf.runtime_paths("dsp")["mt_linear_fwd_s8.c"].parent.name == rf.DSP_FOLDER
