@@ -3,6 +3,7 @@
  * each window's error goes to its argmax tap, every other input error is 0.
  */
 #include "mt_fqt.h"
+#include "mt_maxpool_ref.h"
 
 mt_status mt_maxpool_bwd_f32(const mt_pool_params *params,
                              const mt_dims *input_dims,
@@ -11,10 +12,8 @@ mt_status mt_maxpool_bwd_f32(const mt_pool_params *params,
                              const float *e_y,
                              float *e_x)
 {
-    const int32_t h = input_dims->h, w = input_dims->w, c = input_dims->c;
-    const int32_t ho = output_dims->h, wo = output_dims->w;
-    const int32_t size = input_dims->n * h * w * c;
-    int32_t b, y, x, ch, i;
+    const int32_t size = input_dims->n * input_dims->h * input_dims->w * input_dims->c;
+    int32_t i;
     if (!params || !argmax || !e_y || !e_x || params->stride_h != params->kernel_h ||
         params->stride_w != params->kernel_w) {
         return MT_ERR_ARG;
@@ -22,18 +21,6 @@ mt_status mt_maxpool_bwd_f32(const mt_pool_params *params,
     for (i = 0; i < size; ++i) {
         e_x[i] = 0.0f;
     }
-    for (b = 0; b < input_dims->n; ++b) {
-        for (y = 0; y < ho; ++y) {
-            for (x = 0; x < wo; ++x) {
-                const int32_t out = ((b * ho + y) * wo + x) * c;
-                for (ch = 0; ch < c; ++ch) {
-                    const int32_t t = argmax[out + ch];
-                    const int32_t iy = y * params->stride_h + t / params->kernel_w;
-                    const int32_t ix = x * params->stride_w + t % params->kernel_w;
-                    e_x[((b * h + iy) * w + ix) * c + ch] = e_y[out + ch];
-                }
-            }
-        }
-    }
+    mt_maxpool_bwd_route_ref(params, input_dims, output_dims, argmax, e_y, e_x, MT_POOL_F32);
     return MT_OK;
 }

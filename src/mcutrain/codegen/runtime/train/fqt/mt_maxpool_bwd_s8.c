@@ -10,6 +10,7 @@
 
 #include "mt_arch.h"
 #include "mt_fqt.h"
+#include "mt_maxpool_ref.h"
 
 #if MT_DSP
 /* Bytewise (arg == t ? e : 0) for four channels; tt = t * 0x01010101. */
@@ -43,15 +44,15 @@ mt_status mt_maxpool_bwd_s8(const mt_pool_params *params,
                             const int8_t *e_y,
                             int8_t *e_x)
 {
-    const int32_t h = input_dims->h, w = input_dims->w, c = input_dims->c;
-    const int32_t ho = output_dims->h, wo = output_dims->w;
-    int32_t b, y, x, ch;
     if (!params || !argmax || !e_y || !e_x || params->stride_h != params->kernel_h ||
         params->stride_w != params->kernel_w) {
         return MT_ERR_ARG;
     }
 #if MT_DSP
-    if ((c & 3) == 0) {
+    if ((input_dims->c & 3) == 0) {
+        const int32_t h = input_dims->h, w = input_dims->w, c = input_dims->c;
+        const int32_t ho = output_dims->h, wo = output_dims->w;
+        int32_t b, y, x, ch;
         const int32_t kh = params->kernel_h, kw = params->kernel_w;
         if (ho * kh != h || wo * kw != w) { /* rows or columns past the last window: their errors are 0 */
             memset(e_x, 0, (size_t)(input_dims->n * h * w * c));
@@ -85,19 +86,7 @@ mt_status mt_maxpool_bwd_s8(const mt_pool_params *params,
         return MT_OK;
     }
 #endif /* MT_DSP */
-    memset(e_x, 0, (size_t)(input_dims->n * h * w * c));
-    for (b = 0; b < input_dims->n; ++b) {
-        for (y = 0; y < ho; ++y) {
-            for (x = 0; x < wo; ++x) {
-                const int32_t out = ((b * ho + y) * wo + x) * c;
-                for (ch = 0; ch < c; ++ch) {
-                    const int32_t t = argmax[out + ch];
-                    const int32_t iy = y * params->stride_h + t / params->kernel_w;
-                    const int32_t ix = x * params->stride_w + t % params->kernel_w;
-                    e_x[((b * h + iy) * w + ix) * c + ch] = e_y[out + ch];
-                }
-            }
-        }
-    }
+    memset(e_x, 0, (size_t)(input_dims->n * input_dims->h * input_dims->w * input_dims->c));
+    mt_maxpool_bwd_route_ref(params, input_dims, output_dims, argmax, e_y, e_x, MT_POOL_S8);
     return MT_OK;
 }
