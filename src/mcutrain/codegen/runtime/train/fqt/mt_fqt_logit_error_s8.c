@@ -4,23 +4,16 @@
  */
 #include "mt_fixedpoint.h"
 #include "mt_fqt.h"
+#include "mt_fqt_logit_error.h"
 #include "mt_train_math.h"
 
 mt_status mt_fqt_logit_error_s8(int32_t size, const int32_t *err, int32_t seed, mt_fqt_range *r, int8_t *e_out)
 {
-    int32_t lo = 0, hi = 0, i, e, n;
+    int32_t i, e, n;
     if (!err || !r || !e_out || size < 1) {
         return MT_ERR_ARG;
     }
-    for (i = 0; i < size; ++i) {
-        lo = (i == 0 || err[i] < lo) ? err[i] : lo;
-        hi = (i == 0 || err[i] > hi) ? err[i] : hi;
-    }
-    mt_fqt_range_see(r, mt_s64_to_f32(lo) * mt_pow2_f32(-24), mt_s64_to_f32(hi) * mt_pow2_f32(-24));
-    if (seed) {
-        mt_fqt_range_seed(r);
-    }
-    if (!r->initialized) {
+    if (!mt_fqt_logit_error_range(size, err, seed, r)) {
         return MT_OK;
     }
     e = mt_fqt_err_exp(r->lo, r->hi);

@@ -4,24 +4,17 @@
  * e = clamp(floor(float32(err) * float32(2^-24 / s_e)) + z_e, 0, 255) with r's uint8 qparams.
  */
 #include "mt_fqt.h"
+#include "mt_fqt_logit_error.h"
 #include "mt_fqt_math.h"
 
 mt_status mt_fqt_logit_error_u8(int32_t size, const int32_t *err, int32_t seed, mt_fqt_range *r, uint8_t *e_out)
 {
-    int32_t lo = 0, hi = 0, i, z;
+    int32_t i, z;
     float s, m;
     if (!err || !r || !e_out || size < 1) {
         return MT_ERR_ARG;
     }
-    for (i = 0; i < size; ++i) {
-        lo = (i == 0 || err[i] < lo) ? err[i] : lo;
-        hi = (i == 0 || err[i] > hi) ? err[i] : hi;
-    }
-    mt_fqt_range_see(r, mt_s64_to_f32(lo) * mt_pow2_f32(-24), mt_s64_to_f32(hi) * mt_pow2_f32(-24));
-    if (seed) {
-        mt_fqt_range_seed(r);
-    }
-    if (!r->initialized) {
+    if (!mt_fqt_logit_error_range(size, err, seed, r)) {
         return MT_OK;
     }
     mt_fqt_qparams_u8(r->lo, r->hi, &s, &z);

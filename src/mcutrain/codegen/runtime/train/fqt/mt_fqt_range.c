@@ -66,18 +66,27 @@ void mt_fqt_qparams_s8(float lo, float hi, float *scale, int32_t *zero_point)
     *zero_point = (int32_t)z;
 }
 
+/*
+ * ReLU6's clip in quantized steps of both precisions: round_half_away(6 / scale) in float64, clamped
+ * to 1024 (only min(qmax, z + it) matters, and the clamp keeps the int32 conversion defined).
+ */
+MT_INLINE int32_t relu6_steps(float scale)
+{
+    const double q = 6.0 / (double)scale;
+    const double t = q > 1024.0 ? 1024.0 : q;
+    int32_t six = (int32_t)t;
+    if (t - (double)six >= 0.5) {
+        ++six;
+    }
+    return six;
+}
+
 void mt_fqt_act_range_s8(float scale, int32_t zero_point, int32_t act, int32_t *act_min, int32_t *act_max)
 {
     *act_min = act == 0 ? -128 : (zero_point > -128 ? zero_point : -128);
     *act_max = 127;
     if (act == 2) {
-        const double q = 6.0 / (double)scale;
-        /* round_half_away of a positive float64 below 2^31 (clamped: only min(127, .) matters) */
-        const double t = q > 1024.0 ? 1024.0 : q;
-        int32_t six = (int32_t)t;
-        if (t - (double)six >= 0.5) {
-            ++six;
-        }
+        const int32_t six = relu6_steps(scale);
         if (zero_point + six < 127) {
             *act_max = zero_point + six;
         }
@@ -171,12 +180,7 @@ void mt_fqt_act_range_u8(float scale, int32_t zero_point, int32_t act, int32_t *
     *act_min = act == 0 ? 0 : (zero_point > 0 ? zero_point : 0);
     *act_max = 255;
     if (act == 2) {
-        const double q = 6.0 / (double)scale;
-        const double t = q > 1024.0 ? 1024.0 : q;
-        int32_t six = (int32_t)t;
-        if (t - (double)six >= 0.5) {
-            ++six;
-        }
+        const int32_t six = relu6_steps(scale);
         if (zero_point + six < 255) {
             *act_max = zero_point + six;
         }
