@@ -22,12 +22,9 @@ PACKAGE = "mcutrain"
 ROOT = Path(__file__).resolve().parents[1] / "src" / PACKAGE
 
 MAX_LINES = 500
-OVER_LIMIT_TODAY = {
-    # Owned elsewhere and over the limit when this test was written: each entry names the
-    # module with its line count that day. The list may only shrink -- split the module,
-    # then delete its line here.
-    "mcutrain.engines.fqt_kernels": 709,
-    "mcutrain.methods.state_file": 509,
+OVER_LIMIT_TODAY: dict[str, int] = {
+    # Modules allowed over the limit, each with its line count that day. Empty: every module of
+    # the package is at most MAX_LINES long. The list may only shrink.
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mcutrain.engines import fqt_kept as KEPT
 from mcutrain.engines import fqt_kernels as K
 from mcutrain.engines.im2col import out_size
 from mcutrain.methods.partial import top_k
@@ -29,12 +30,12 @@ def _case(seed: int, stride: tuple[int, int], padding: tuple[int, int, int, int]
 @pytest.mark.parametrize("e_max", [127, 2**15])
 def test_bwd_in_kept_equals_dense(stride, padding, e_max):
     xc, wc, ec, kept, order, masked = _case(0, stride, padding, e_max)
-    groups = K.kept_groups(kept, order)
+    groups = KEPT.kept_groups(kept, order)
     assert len(groups) > 1
-    eg = K.gather_kept(ec, kept, groups)
+    eg = KEPT.gather_kept(ec, kept, groups)
     for mode in ("int", "int-float"):
         dense = K.conv2d_bwd_in_acc(masked, wc, xc.shape, stride, padding, 1, mode, e_max)
-        kept_acc = K.conv2d_bwd_in_acc_kept(eg, groups, wc, xc.shape, stride, padding, mode, e_max)
+        kept_acc = KEPT.conv2d_bwd_in_acc_kept(eg, groups, wc, xc.shape, stride, padding, mode, e_max)
         assert np.array_equal(np.asarray(kept_acc, np.int64), np.asarray(dense, np.int64))
         assert np.abs(np.asarray(dense)).max() > 0
 
@@ -43,42 +44,42 @@ def test_bwd_in_kept_equals_dense(stride, padding, e_max):
 @pytest.mark.parametrize("stride,padding", [((1, 1), (1, 1, 1, 1)), ((2, 1), (0, 1, 1, 0))])
 def test_bwd_w_and_bias_kept_equal_dense(per_sample, stride, padding):
     xc, wc, ec, kept, order, masked = _case(1, stride, padding, 127)
-    groups = K.kept_groups(kept, order)
-    eg = K.gather_kept(ec, kept, groups)
+    groups = KEPT.kept_groups(kept, order)
+    eg = KEPT.gather_kept(ec, kept, groups)
     dense = K.conv2d_bwd_w_acc(xc, masked, wc.shape, stride, padding, 1, "int-float", per_sample, 255, 127)
-    got = K.conv2d_bwd_w_acc_kept(xc, eg, groups, wc.shape, stride, padding, "int-float", per_sample,
+    got = KEPT.conv2d_bwd_w_acc_kept(xc, eg, groups, wc.shape, stride, padding, "int-float", per_sample,
                                   255, 127)
     assert got.shape == dense.shape
     assert np.array_equal(got.astype(np.int64), dense.astype(np.int64))
-    assert np.array_equal(K.bias_grad_acc_kept(eg, groups, wc.shape[0]), K.bias_grad_acc(masked, "int"))
+    assert np.array_equal(KEPT.bias_grad_acc_kept(eg, groups, wc.shape[0]), K.bias_grad_acc(masked, "int"))
 
 
 def test_gather_kept_zeroes_the_padding():
     kept = np.array([[True, False, True, False, False]])
     order = np.array([[2, 0, 1, 3, 4]])
     ec = np.arange(1, 11, dtype=np.int16).reshape(1, 2, 5)           # (N, P, O)
-    (g,) = K.kept_groups(kept, order)
+    (g,) = KEPT.kept_groups(kept, order)
     assert g.idx.tolist() == [[2, 0]]
-    (e,) = K.gather_kept(ec, kept, [g])
+    (e,) = KEPT.gather_kept(ec, kept, [g])
     assert e.tolist() == [[[3, 8], [1, 6]]]
-    g4 = K.KeptGroup(np.array([0]), np.array([[2, 0, 1, 3]]))
-    (e4,) = K.gather_kept(ec, kept, [g4])
+    g4 = KEPT.KeptGroup(np.array([0]), np.array([[2, 0, 1, 3]]))
+    (e4,) = KEPT.gather_kept(ec, kept, [g4])
     assert e4[0, 2:].tolist() == [[0, 0], [0, 0]]
 
 
 def test_widths_and_fraction():
     kept = np.zeros((3, 16), bool)
     kept[0, :1] = kept[1, :3] = kept[2, :9] = True
-    w = K.kept_widths(kept)
+    w = KEPT.kept_widths(kept)
     assert w.tolist() == [1, 4, 16]
-    assert K.kept_fraction(w, 16) == pytest.approx(21 / 48)
+    assert KEPT.kept_fraction(w, 16) == pytest.approx(21 / 48)
 
 
 def test_kept_kernels_refuse_float_and_grouped():
     xc, wc, ec, kept, order, _ = _case(2, (1, 1), (1, 1, 1, 1), 127)
-    groups = K.kept_groups(kept, order)
-    eg = K.gather_kept(ec, kept, groups)
+    groups = KEPT.kept_groups(kept, order)
+    eg = KEPT.gather_kept(ec, kept, groups)
     with pytest.raises(ValueError, match="integer mode"):
-        K.conv2d_bwd_in_acc_kept(eg, groups, wc, xc.shape, (1, 1), (1, 1, 1, 1), "f32")
+        KEPT.conv2d_bwd_in_acc_kept(eg, groups, wc, xc.shape, (1, 1), (1, 1, 1, 1), "f32")
     with pytest.raises(ValueError, match="integer mode"):
-        K.conv2d_bwd_w_acc_kept(xc, eg, groups, (8, 3, 3, 1), (1, 1), (1, 1, 1, 1), "int")
+        KEPT.conv2d_bwd_w_acc_kept(xc, eg, groups, (8, 3, 3, 1), (1, 1), (1, 1, 1, 1), "int")

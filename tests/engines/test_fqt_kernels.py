@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from mcutrain.engines import fqt_kernels as K
+from mcutrain.engines import fqt_pool as POOL
 
 
 def _conv_loops(x, w, stride, pad):
@@ -125,7 +126,7 @@ def test_requant_f32_floor():
 def test_maxpool_first_max_and_routing(shape, kernel, stride):
     rng = np.random.default_rng(3)
     x = rng.integers(0, 4, shape).astype(np.uint8)       # many ties: the first maximum must win
-    y, arg = K.maxpool_fwd(x, kernel, stride)
+    y, arg = POOL.maxpool_fwd(x, kernel, stride)
     n, c = shape[0], shape[3]
     ho, wo = y.shape[1:3]
     for b in range(n):
@@ -136,7 +137,7 @@ def test_maxpool_first_max_and_routing(shape, kernel, stride):
                            for a in range(kernel[0]) for bb in range(kernel[1])]
                     assert y[b, i, j, ch] == max(win) and arg[b, i, j, ch] == int(np.argmax(win))
     e = rng.integers(-5, 6, y.shape).astype(np.int32)
-    dx = K.maxpool_bwd(e, arg, shape, kernel, stride)
+    dx = POOL.maxpool_bwd(e, arg, shape, kernel, stride)
     assert int(dx.sum()) == int(e.sum()) and dx.dtype == np.int32
 
 
@@ -206,13 +207,13 @@ def test_transposed_conv_per_tap_equals_col2im():
 def test_byte_maxpool_and_integer_routing_match_the_general_path(dtype):
     rng = np.random.default_rng(8)
     x = rng.integers(0, 3, (3, 6, 5, 4)).astype(dtype)        # ties everywhere
-    y, arg = K.maxpool_fwd(x, (2, 2), (2, 2))
+    y, arg = POOL.maxpool_fwd(x, (2, 2), (2, 2))
     x16 = x.astype(np.int16)                                   # not a byte type: the general path
-    y2, arg2 = K.maxpool_fwd(x16, (2, 2), (2, 2))
+    y2, arg2 = POOL.maxpool_fwd(x16, (2, 2), (2, 2))
     assert np.array_equal(y, y2) and np.array_equal(arg, arg2) and y.dtype == dtype
     e = rng.integers(-127, 128, y.shape).astype(np.int32)
-    got = K.maxpool_bwd(e, arg, x.shape, (2, 2), (2, 2))
-    want = K.maxpool_bwd(e.astype(np.float32), arg, x.shape, (2, 2), (2, 2))   # the select path
+    got = POOL.maxpool_bwd(e, arg, x.shape, (2, 2), (2, 2))
+    want = POOL.maxpool_bwd(e.astype(np.float32), arg, x.shape, (2, 2), (2, 2))   # the select path
     assert got.dtype == np.int32 and np.array_equal(got, want.astype(np.int32))
 
 
@@ -238,7 +239,7 @@ def test_float_maxpool_first_max_and_signed_zero_routing(kernel, stride):
     rng = np.random.default_rng(11)
     x = rng.integers(-1, 2, (2, 6, 6, 3)).astype(np.float32) * np.float32(0.5)
     x[0, 0, 0, 0], x[0, 0, 1, 0] = -0.0, 0.0                  # a signed-zero tie in the first window
-    y, arg = K.maxpool_fwd(x, kernel, stride)
+    y, arg = POOL.maxpool_fwd(x, kernel, stride)
     n, ho, wo, c = y.shape
     for b in range(n):
         for i in range(ho):
@@ -251,7 +252,7 @@ def test_float_maxpool_first_max_and_signed_zero_routing(kernel, stride):
                     assert y[b, i, j, ch].tobytes() == win[first].tobytes()
     e = rng.standard_normal(y.shape).astype(np.float32)
     e[0, 0, 0, 0] = -0.0
-    dx = K.maxpool_bwd(e, arg, x.shape, kernel, stride)
+    dx = POOL.maxpool_bwd(e, arg, x.shape, kernel, stride)
     tiled = kernel == stride
     want = np.zeros(x.shape, np.float32)
     for b, i, j, ch in np.ndindex(*y.shape):
@@ -266,7 +267,7 @@ def test_float_maxpool_first_max_and_signed_zero_routing(kernel, stride):
 def test_select_is_where_bit_for_bit():
     a = np.array([-1.5, -0.0, 0.0, 2.0, -3.0], np.float32)
     keep = np.array([True, True, False, False, True])
-    got = K.select(a, keep)
+    got = POOL.select(a, keep)
     assert got.dtype == np.float32 and got.view(np.int32).tolist() == np.where(keep, a, 0).astype(
         np.float32).view(np.int32).tolist()
-    assert K.select(np.array([5, -7], np.int16), np.array([False, True])).tolist() == [0, -7]
+    assert POOL.select(np.array([5, -7], np.int16), np.array([False, True])).tolist() == [0, -7]

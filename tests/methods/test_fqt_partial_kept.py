@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 
 from mcutrain import graph as G
-from mcutrain.engines import fqt_kernels as K
+from mcutrain.engines import fqt_kept as KEPT
 from mcutrain.methods import fqt_backward
 from mcutrain.methods.fqt import FQT
 from mcutrain.methods.fqt_state import FQTConfig
 from mcutrain.zoo import he_init
 
-_KEPT_IN, _KEPT_W = K.conv2d_bwd_in_acc_kept, K.conv2d_bwd_w_acc_kept
+_KEPT_IN, _KEPT_W = KEPT.conv2d_bwd_in_acc_kept, KEPT.conv2d_bwd_w_acc_kept
 
 
 def _graph() -> G.Graph:
@@ -38,8 +38,8 @@ def _train(prec: str, dense: bool, monkeypatch) -> tuple[dict, dict]:
         calls["w"] += 1
         return kw(*a, **k)
 
-    monkeypatch.setattr(K, "conv2d_bwd_in_acc_kept", count_in)
-    monkeypatch.setattr(K, "conv2d_bwd_w_acc_kept", count_w)
+    monkeypatch.setattr(KEPT, "conv2d_bwd_in_acc_kept", count_in)
+    monkeypatch.setattr(KEPT, "conv2d_bwd_w_acc_kept", count_w)
     rng = np.random.default_rng(3)
     x = rng.random((40, 8, 8, 1), dtype=np.float32)
     y = rng.integers(0, 3, 40)

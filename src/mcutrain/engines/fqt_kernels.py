@@ -31,14 +31,11 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from mcutrain.engines.im2col import col2im, im2col, out_size, pad_nhwc, tap_views
 from mcutrain.engines.int_gemm import (
     F32_EXACT,
-    F64_EXACT,
     exact_matmul,
     exact_matmul_split_k,
     gemm_dtype,
@@ -53,7 +50,8 @@ INT_MODES = ("int", "int-float")
 # ---------------------------------------------------------------- GEMM in a chosen mode
 
 
-def _amax(a: np.ndarray) -> int:
+def abs_max(a: np.ndarray) -> int:
+    """The largest |value| of an integer array (0 when empty): what the exact-GEMM bounds need."""
     return int(max(a.max(), -a.min())) if a.size else 0
 
 
@@ -65,8 +63,8 @@ def _bound(a: np.ndarray, b: np.ndarray, a_max: int | None = None, b_max: int | 
     """
     if a.size == 0 or b.size == 0:
         return 0
-    am = _amax(a) if a_max is None else a_max
-    bm = _amax(b) if b_max is None else b_max
+    am = abs_max(a) if a_max is None else a_max
+    bm = abs_max(b) if b_max is None else b_max
     return int(a.shape[-1]) * am * bm
 
 
@@ -273,11 +271,11 @@ def _rows_for_exact_gemm(e2: np.ndarray, wc: np.ndarray, e_max: int | None) -> t
     bound = _bound(e2, wc, e_max)
     if bound <= F32_EXACT or e2.size == 0:
         return e2.astype(np.float32, copy=False), np.dtype(np.float32)
-    em = _amax(e2) if e_max is None else e_max
+    em = abs_max(e2) if e_max is None else e_max
     if e2.shape[1] * em <= F32_EXACT:
         ef = e2.astype(np.float32, copy=False)
         row_l1 = np.abs(ef) @ np.ones(e2.shape[1], np.float32)      # exact: sums below 2^24
-        if int(row_l1.max()) * _amax(wc) <= F32_EXACT:
+        if int(row_l1.max()) * abs_max(wc) <= F32_EXACT:
             return ef, np.dtype(np.float32)
     gd = gemm_dtype(bound)
     return e2.astype(gd, copy=False), gd
@@ -418,292 +416,3 @@ def bias_grad_acc(ec: np.ndarray, mode: str, per_sample: bool = False) -> np.nda
     e3 = ec.reshape(n, -1, o)
     g = seq_sum(e3, 1) if mode == "f32seq" else e3.sum(1, dtype=acc_dtype(mode))
     return g if per_sample else _batch_sum(g, mode)
-
-
-# ---------------------------------------------------------------- kept structures (partial updates)
-
-
-@dataclass(frozen=True)
-class KeptGroup:
-    """Samples with the same padded keep count, and the structures each one multiplies.
-
-    `idx[r]` lists sample `samples[r]`'s kept structures, then pruned ones up
-    to the group's width: a pruned structure's errors are
-    exact zeros, so its products add exact zeros to integer sums.
-    """
-
-    samples: np.ndarray
-    idx: np.ndarray
-    """(m, kp): sample samples[r]'s kept structures first, then pruned ones."""
-
-
-def kept_widths(kept: np.ndarray) -> np.ndarray:
-    """Per sample of a (N, O) keep mask, its keep count rounded up to a power of two (at most O)."""
-    k = np.maximum(kept.sum(1), 1)
-    return np.minimum(np.left_shift(1, np.ceil(np.log2(k)).astype(np.int64)), kept.shape[1])
-
-
-def kept_groups(kept: np.ndarray, order: np.ndarray | None = None,
-                width: np.ndarray | None = None) -> list[KeptGroup]:
-    """Group the samples of a (N, O) keep mask by `kept_widths`.
-
-    A few groups per layer (at most log2(O) + 1), each one batched GEMM over
-    its samples; padding to powers of two wastes less than half of each
-    group's products. `order` (N, O) lists each sample's kept structures
-    first (as `partial.top_k` ranks them); integer sums are exact in any order.
-    """
-    width = kept_widths(kept) if width is None else width
-    if order is None:
-        order = np.argsort(~kept, axis=1, kind="stable")   # kept first, each part in index order
-    return [KeptGroup(s, np.ascontiguousarray(order[s, :kp]))
-            for kp in np.unique(width) for s in [np.flatnonzero(width == kp)]]
-
-
-def kept_fraction(width: np.ndarray, o: int) -> float:
-    """Share of the dense products the grouped kernels compute (padding included)."""
-    return float(width.sum()) / max(len(width) * o, 1)
-
-
-def gather_kept(ec: np.ndarray, kept: np.ndarray, groups: list[KeptGroup]) -> list[np.ndarray]:
-    """Per group, the (m, kp, P) centred errors of its samples at its structures.
-
-    Read from the unmasked errors: the padding's pruned structures are zeroed
-    here, so the errors of pruned structures never need a masked copy of the
-    whole tensor. One transposed copy (N, O, P) makes every gather a row copy.
-    """
-    n, o = kept.shape
-    et = np.ascontiguousarray(ec.reshape(n, -1, o).transpose(0, 2, 1))
-    out = []
-    for g in groups:
-        rows = g.samples[:, None]
-        eg = et[rows, g.idx]
-        keep = kept[rows, g.idx]
-        if not keep.all():
-            np.multiply(eg, keep[:, :, None], out=eg)
-        out.append(eg)
-    return out
-
-
-def bias_grad_acc_kept(eg: list[np.ndarray], groups: list[KeptGroup], o: int) -> np.ndarray:
-    """`bias_grad_acc` (integer modes, summed over the batch) from the gathered errors: int64 (O,)."""
-    out = np.zeros(o, np.int64)
-    for g, e in zip(groups, eg):
-        np.add.at(out, g.idx.ravel(), e.sum(2, dtype=np.int64).ravel())
-    return out
-
-
-def _kept_gemm_dtype(eg: np.ndarray, wc: np.ndarray, e_max: int | None) -> np.dtype:
-    """Cheapest exact dtype of the (P, kp) @ (kp, C) products of `_rows_for_exact_gemm`'s rule.
-
-    Shape bound kp * max|e| * max|w|, else the data bound max over rows of
-    sum_kp |e| times max|w| (row sums exact in float32 when kp * max|e| <= 2^24).
-    """
-    kp = eg.shape[1]
-    em = _amax(eg) if e_max is None else e_max
-    wm = _amax(wc)
-    if kp * em * wm <= F32_EXACT:
-        return np.dtype(np.float32)
-    if kp * em <= F32_EXACT:
-        l1 = np.abs(eg, dtype=np.float32).sum(1)
-        if int(l1.max(initial=0)) * wm <= F32_EXACT:
-            return np.dtype(np.float32)
-    return gemm_dtype(kp * em * wm)
-
-
-def conv2d_bwd_in_acc_kept(eg: list[np.ndarray], groups: list[KeptGroup], wc: np.ndarray,
-                           in_shape: tuple[int, int, int, int], stride: tuple[int, int],
-                           padding: tuple[int, int, int, int], mode: str,
-                           e_max: int | None = None) -> np.ndarray:
-    """`conv2d_bwd_in_acc` (dense convs, integer modes) over each sample's kept filters only.
-
-    `eg` from `gather_kept`. The same exact integers, in float64 for "int-float"
-    and int64 for "int" (exact in any order): per group and tap one batched GEMM
-    (m, P, kp) @ (m, kp, C) added into the padded input error.
-    """
-    if mode not in INT_MODES or wc.shape[3] != in_shape[3]:
-        raise ValueError("conv2d_bwd_in_acc_kept: dense convs (groups 1) in an integer mode only")
-    n, h, w, c = in_shape
-    kh, kw = wc.shape[1:3]
-    pt, pb, pl, pr = padding
-    ho, wo = out_size(h, kh, stride[0], pt + pb), out_size(w, kw, stride[1], pl + pr)
-    wt = wc.transpose(1, 2, 0, 3)                           # (kh, kw, O, C)
-    whole = _whole(groups, n)
-    wm = _amax(wc)
-    overlap = -(-kh // stride[0]) * -(-kw // stride[1])     # taps that reach one input element
-    dxp = None
-    for g, e in zip(groups, eg):
-        gd = _kept_gemm_dtype(e, wc, e_max)
-        # NOTE: the tap adds, not the GEMMs, dominate here; they run in float32 when the data
-        # bound (overlapping taps x largest row L1 of the errors x max|w|) proves every sum exact.
-        ad = np.float64
-        if gd == np.float32 and e.size:
-            l1 = int(np.abs(e, dtype=np.float32).sum(1).max())      # exact: kp * max|e| <= 2^24
-            ad = np.float32 if overlap * l1 * wm <= F32_EXACT else np.float64
-        et = e.astype(gd).transpose(0, 2, 1)                # (m, P, kp)
-        part = np.zeros((len(g.samples), h + pt + pb, w + pl + pr, c), ad)
-        for i, j, view in tap_views(part, (kh, kw), stride, (ho, wo)):
-            wg = wt[i, j].astype(gd, copy=False)[g.idx]     # (m, kp, C)
-            view += np.matmul(et, wg).reshape(view.shape)
-        if whole:
-            dxp = part
-        else:
-            if dxp is None:
-                dxp = np.zeros((n, *part.shape[1:]), np.float64)
-            dxp[g.samples] = part
-    dxp = dxp.astype(np.float64, copy=False)
-    dx = dxp[:, pt:pt + h, pl:pl + w, :]
-    return dx.astype(np.int64) if mode == "int" else dx
-
-
-def _whole(groups: list[KeptGroup], n: int) -> bool:
-    return len(groups) == 1 and len(groups[0].samples) == n
-
-
-def conv2d_bwd_w_acc_kept(xc: np.ndarray, eg: list[np.ndarray], groups: list[KeptGroup],
-                          w_shape: tuple[int, ...], stride: tuple[int, int],
-                          padding: tuple[int, int, int, int], mode: str, per_sample: bool = False,
-                          x_max: int | None = None, e_max: int | None = None,
-                          cols: np.ndarray | None = None) -> np.ndarray:
-    """`conv2d_bwd_w_acc` (dense convs, integer modes) for each sample's kept filters only.
-
-    `eg` from `gather_kept`. Per group one batched GEMM (m, kp, P) @ (m, P, K)
-    gives the kept filters' per-sample gradients; they are scattered into a zero
-    (N, O, ...) buffer, or summed over the batch by a one-hot GEMM (exact: float64
-    integers below 2^53).
-    """
-    if mode not in INT_MODES or w_shape[3] != xc.shape[3]:
-        raise ValueError("conv2d_bwd_w_acc_kept: dense convs (groups 1) in an integer mode only")
-    n = xc.shape[0]
-    o, kh, kw, _ = w_shape
-    if cols is None:
-        cols = im2col(xc, (kh, kw), stride, padding, 0)
-    k = cols.shape[1]
-    p = cols.shape[0] // n
-    c3 = cols.reshape(n, p, k)
-    whole = _whole(groups, n)
-    xm = _amax(cols) if x_max is None else x_max
-    em = max((_amax(e) for e in eg), default=0) if e_max is None else e_max
-    bound = p * xm * em                                     # of every per-sample partial sum
-    dt = gemm_dtype(bound)
-    parts = [np.matmul(e.astype(dt), (c3 if whole else c3[g.samples]).astype(dt, copy=False))
-             for g, e in zip(groups, eg)]                   # (m, kp, K) each, exact
-    if per_sample:
-        out = np.zeros((n, o, k), np.int64 if mode == "int" else dt)
-        for g, gg in zip(groups, parts):
-            out[g.samples[:, None], g.idx] = gg
-        return out.reshape(n, *w_shape)
-    idx = np.concatenate([g.idx.ravel() for g in groups])
-    sd = np.float64 if n * bound <= F64_EXACT else np.int64
-    rows = np.concatenate([gg.reshape(-1, k) for gg in parts]).astype(sd, copy=False)
-    onehot = np.zeros((o, len(idx)), sd)
-    onehot[idx, np.arange(len(idx))] = 1
-    total = (onehot @ rows).reshape(w_shape)                # exact: |sum| <= N * bound
-    return total.astype(np.int64) if mode == "int" else total
-
-
-# ---------------------------------------------------------------- pooling (any number format)
-
-
-def _as_bits(a: np.ndarray) -> np.ndarray:
-    """Integers as they are, floats as their bit patterns (a view): `bits * mask` is an exact select."""
-    if a.dtype.kind in "iu":
-        return a
-    return a.view({4: np.int32, 8: np.int64, 2: np.int16}[a.dtype.itemsize])
-
-
-def select(a: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """`where(keep, a, 0)` bit for bit (0 is +0.0 for floats), as one integer product."""
-    bits = _as_bits(a)
-    return np.multiply(bits, keep, dtype=bits.dtype).view(a.dtype)
-
-
-def _tiled(kernel: tuple[int, int], stride: tuple[int, int], h: int, w: int) -> bool:
-    """Windows that tile the input without overlap (stride == kernel): reshapes replace tap loops."""
-    return tuple(kernel) == tuple(stride) and h >= kernel[0] and w >= kernel[1]
-
-
-def maxpool_fwd(x: np.ndarray, kernel: tuple[int, int], stride: tuple[int, int]
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """Window max and the tap index (uint8) of its first maximum in (i, j) order (kept for backward)."""
-    h, w = x.shape[1:3]
-    ho, wo = out_size(h, kernel[0], stride[0], 0), out_size(w, kernel[1], stride[1], 0)
-    taps = kernel[0] * kernel[1]
-    if x.dtype.kind in "iu" and x.itemsize == 1 and taps <= 255 and _tiled(kernel, stride, h, w):
-        # NOTE: byte operations only: the window max, then the index of its first
-        # occurrence = the number of leading taps that differ from it.
-        views = [np.ascontiguousarray(v) for _, _, v in tap_views(x, kernel, stride, (ho, wo))]
-        y = views[0].copy()
-        for v in views[1:]:
-            np.maximum(y, v, out=y)
-        ahead = (views[0] != y).view(np.uint8)      # 1 while no maximum was met yet
-        arg = ahead.copy()
-        for v in views[1:-1]:
-            ahead &= (v != y).view(np.uint8)
-            arg += ahead
-        return y, arg
-    if x.dtype.kind in "iu" and x.itemsize == 1 and taps <= 256:
-        # NOTE: one max over packed keys (value << 8 | 255 - tap): the largest value wins, and
-        # among equal values the smallest tap, i.e. the first maximum in (i, j) order.
-        best = None
-        for t, (_, _, view) in enumerate(tap_views(x, kernel, stride, (ho, wo))):
-            key = (view.astype(np.int32) << 8) | (255 - t)
-            best = key if best is None else np.maximum(best, key, out=best)
-        arg = (255 - (best & 255)).astype(np.uint8)
-        return (best >> 8).astype(x.dtype), arg
-    y = arg = None
-    for t, (_, _, view) in enumerate(tap_views(x, kernel, stride, (ho, wo))):
-        if y is None:
-            y, arg = view.copy(), np.zeros(view.shape, np.uint8)
-            continue
-        better = view > y
-        y = np.where(better, view, y)
-        arg += better.view(np.uint8) * (np.uint8(t) - arg)      # t where better (uint8, mod 256)
-    return y, arg
-
-
-def maxpool_bwd(ec: np.ndarray, arg: np.ndarray, in_shape: tuple[int, ...], kernel: tuple[int, int],
-                stride: tuple[int, int]) -> np.ndarray:
-    """Route each centred window error to its argmax; other inputs get 0 (overlaps add)."""
-    ho, wo = ec.shape[1:3]
-    if _tiled(kernel, stride, in_shape[1], in_shape[2]):
-        # NOTE: windows do not overlap, so every covered input is written once:
-        # (N, Ho, kh, Wo, kw, C) is the C-order layout of the covered (N, Ho*kh, Wo*kw, C)
-        # input, and (arg == t) * e fills tap t: an integer product with a bool is exact, and a
-        # float error is selected through its bits (0 bits = +0.0, as a select writes).
-        n, kh, kw, c = in_shape[0], kernel[0], kernel[1], in_shape[3]
-        bits = _as_bits(ec)
-        d6 = np.empty((n, ho, kh, wo, kw, c), bits.dtype)
-        for i in range(kh):
-            for j in range(kw):
-                np.multiply(arg == i * kw + j, bits, out=d6[:, :, i, :, j, :])
-        d4 = d6.reshape(n, ho * kh, wo * kw, c).view(ec.dtype)
-        if d4.shape == tuple(in_shape):
-            return d4
-        dx = np.zeros(in_shape, ec.dtype)
-        dx[:, :ho * kh, :wo * kw] = d4
-        return dx
-    dx = np.zeros(in_shape, ec.dtype)
-    for t, (_, _, view) in enumerate(tap_views(dx, kernel, stride, (ho, wo))):
-        view += np.where(arg == t, ec, 0).astype(ec.dtype)
-    return dx
-
-
-def avgpool_fwd_sum(x: np.ndarray, kernel: tuple[int, int], stride: tuple[int, int]) -> np.ndarray:
-    """Window sums in tap order (int32 for integers, float32 for floats); the caller divides."""
-    n, h, w, c = x.shape
-    ho, wo = out_size(h, kernel[0], stride[0], 0), out_size(w, kernel[1], stride[1], 0)
-    dt = np.float32 if x.dtype.kind == "f" else np.int32
-    acc = np.zeros((n, ho, wo, c), dt)
-    for _, _, view in tap_views(x, kernel, stride, (ho, wo)):
-        acc += view
-    return acc
-
-
-def avgpool_bwd_spread(share: np.ndarray, in_shape: tuple[int, ...], kernel: tuple[int, int],
-                       stride: tuple[int, int]) -> np.ndarray:
-    """Add each window's (already divided) centred error share to all its inputs, in tap order."""
-    dx = np.zeros(in_shape, share.dtype)
-    ho, wo = share.shape[1:3]
-    for _, _, view in tap_views(dx, kernel, stride, (ho, wo)):
-        view += share
-    return dx

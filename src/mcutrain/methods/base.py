@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from mcutrain.io import atomic_write_bytes
-from mcutrain.methods import state_file
+from mcutrain.methods import state_file, state_schema
 from mcutrain.methods.state_file import STATE_FORMAT, STATE_VERSION, StateFileError
 
 __all__ = ["STATE_FORMAT", "STATE_VERSION", "StateFileError", "StepStats", "TrainingMethod",
@@ -76,8 +76,8 @@ class TrainingMethod(ABC):
         <= `max_steps`), using the helpers of `state_file`.
         """
         live_meta, live = self.state()
-        specs = {k: state_file.ArraySpec.like(v) for k, v in live.items()}
-        return state_file.check_arrays(arrays, specs) + state_file.conform(meta, live_meta, "state")
+        specs = {k: state_schema.ArraySpec.like(v) for k, v in live.items()}
+        return state_schema.check_arrays(arrays, specs) + state_schema.conform(meta, live_meta, "state")
 
 
 def save_state(path: str | Path, method: TrainingMethod, loop: dict[str, Any],
@@ -103,7 +103,7 @@ def verify_state(doc: dict[str, Any], arrays: dict[str, np.ndarray], method: Tra
                  path: str | Path, max_steps: int = state_file.DEFAULT_MAX_STEPS) -> None:
     """Refuse a document whose method settings or state do not fit `method` (StateFileError)."""
     check_method_settings(doc, method, path)
-    state_file.raise_problems(method.check_state(doc["state"], arrays, max_steps), path)
+    state_schema.raise_problems(method.check_state(doc["state"], arrays, max_steps), path)
 
 
 def check_method_settings(doc: dict[str, Any], method: TrainingMethod, path: str | Path) -> None:

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from mcutrain.engines import fqt_kernels as K
+from mcutrain.engines import fqt_pool as POOL
 from mcutrain.graph import INPUT, PARAMETRIC, Graph, Node, Op
 from mcutrain.graph_passes import fold_batchnorm, fuse_activations
 from mcutrain.methods.base import StepStats, TrainingMethod
@@ -244,12 +245,12 @@ class FQT(FQTBackward, FQTUpdate, TrainingMethod):
                 if rec is not None:
                     rec.macs["forward"] += g.macs(n) * len(x)
             elif n.op == Op.MAXPOOL:
-                y, arg = K.maxpool_fwd(ins[0], n.attrs["kernel"], n.attrs["stride"])
+                y, arg = POOL.maxpool_fwd(ins[0], n.attrs["kernel"], n.attrs["stride"])
                 if rec is not None and self.needs[n.name]:
                     rec.kept[f"{n.name}/argmax"] = arg
             elif n.op == Op.AVGPOOL:
                 kh, kw = n.attrs["kernel"]
-                s = K.avgpool_fwd_sum(ins[0], n.attrs["kernel"], n.attrs["stride"])
+                s = POOL.avgpool_fwd_sum(ins[0], n.attrs["kernel"], n.attrs["stride"])
                 y = (s / F32(kh * kw)).astype(F32) if s.dtype.kind == "f" else \
                     rounding_divide(s, kh * kw).astype(ins[0].dtype)
             elif n.op == Op.GLOBAL_AVGPOOL:

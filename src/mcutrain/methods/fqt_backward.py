@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from mcutrain.engines import fqt_kept as KEPT
 from mcutrain.engines import fqt_kernels as K
+from mcutrain.engines import fqt_pool as POOL
 from mcutrain.graph import PARAMETRIC, Node, Op
 from mcutrain.methods.fqt_common import (
     ERROR_CLAMP,
@@ -124,7 +126,7 @@ class FQTBackward:
             lo, hi = activation_range(qp, act)
             z = int(qp.zero_point)
             keep = (y > z) & (y < hi) if act == "relu6" else y > max(lo, z)
-        return _Err(K.select(err.ec, keep), err.scale)
+        return _Err(POOL.select(err.ec, keep), err.scale)
 
     def _backward(self, vals: dict[str, np.ndarray], err_q: np.ndarray, loss_q: np.ndarray,
                   rec: _Batch) -> None:
@@ -149,12 +151,13 @@ class FQTBackward:
             return [self._bwd_parametric(n, err, vals, loss_q, rec)]
         if n.op == Op.MAXPOOL:
             arg = rec.kept[f"{n.name}/argmax"]
-            ec = K.maxpool_bwd(err.ec, arg, vals[src].shape, a["kernel"], a["stride"])
+            ec = POOL.maxpool_bwd(err.ec, arg, vals[src].shape, a["kernel"], a["stride"])
             return [_Err(ec, err.scale)]
         if n.op == Op.AVGPOOL:
             kh, kw = a["kernel"]
             share = self._divide(err.ec, kh * kw)
-            return [_Err(K.avgpool_bwd_spread(share, vals[src].shape, a["kernel"], a["stride"]), err.scale)]
+            spread = POOL.avgpool_bwd_spread(share, vals[src].shape, a["kernel"], a["stride"])
+            return [_Err(spread, err.scale)]
         if n.op == Op.GLOBAL_AVGPOOL:
             b, h, w, c = vals[src].shape
             share = self._divide(err.ec, h * w)
@@ -190,7 +193,7 @@ class FQTBackward:
             if groups is None:
                 ec = (ec.reshape(b, -1, o) * kept.astype(ec.dtype)[:, None, :]).reshape(ec.shape)
             else:                     # only the kept filters' errors, gathered per group of samples
-                eg = K.gather_kept(ec, kept, groups)
+                eg = KEPT.gather_kept(ec, kept, groups)
         executed = int(kept.sum()) * per_filter
         if trainable:
             self._weight_grad(n, ec, err.scale, vals, kept, rec, groups, eg)
@@ -212,7 +215,7 @@ class FQTBackward:
         elif self.prec.weights == "u8":        # mixed: float32 errors, uint8 weights
             wc = wc.astype(F32)
         if groups is not None:
-            acc = K.conv2d_bwd_in_acc_kept(eg, groups, wc, vals[src].shape, a["stride"], a["padding"],
+            acc = KEPT.conv2d_bwd_in_acc_kept(eg, groups, wc, vals[src].shape, a["stride"], a["padding"],
                                            mode, self._e_max(prescaled=True))
         elif n.op == Op.CONV2D:
             acc = K.conv2d_bwd_in_acc(ein, wc, vals[src].shape, a["stride"], a["padding"], a["groups"],
@@ -225,7 +228,7 @@ class FQTBackward:
             return self._as_real(acc, s_acc)
         return self._to_err(src, acc, s_acc, rec)
 
-    def _kept_groups(self, n: Node, kept: np.ndarray, order: np.ndarray) -> list[K.KeptGroup] | None:
+    def _kept_groups(self, n: Node, kept: np.ndarray, order: np.ndarray) -> list[KEPT.KeptGroup] | None:
         """The samples' kept filters when computing only those is faster than the dense kernels.
 
         Dense convs with integer errors only: their sums are exact in any order. float
@@ -234,10 +237,10 @@ class FQTBackward:
         """
         if n.op != Op.CONV2D or n.attrs["groups"] != 1 or self.prec.errors == "f32":
             return None
-        width = K.kept_widths(kept)
-        if K.kept_fraction(width, kept.shape[1]) > KEPT_DENSE_ABOVE:
+        width = KEPT.kept_widths(kept)
+        if KEPT.kept_fraction(width, kept.shape[1]) > KEPT_DENSE_ABOVE:
             return None
-        return K.kept_groups(kept, order, width)
+        return KEPT.kept_groups(kept, order, width)
 
     def _as_real(self, acc: np.ndarray, s_acc: F32) -> _Err:
         """A contribution to a tensor with several consumers: float32 reals, requantized after the sum."""
@@ -281,7 +284,7 @@ class FQTBackward:
         return v.astype(np.int16)
 
     def _weight_grad(self, n: Node, ec: np.ndarray, s_e: F32 | None, vals, kept: np.ndarray,
-                     rec: _Batch, groups: list[K.KeptGroup] | None = None,
+                     rec: _Batch, groups: list[KEPT.KeptGroup] | None = None,
                      eg: list[np.ndarray] | None = None) -> None:
         """Weight and bias gradients; with `groups`, from the kept filters' gathered errors `eg` only."""
         a, src, name = n.attrs, n.inputs[0], n.name
@@ -294,7 +297,7 @@ class FQTBackward:
         if self.prec.errors == "f32":
             xc = xc.astype(F32)
         if groups is not None:
-            gacc = K.conv2d_bwd_w_acc_kept(xc, eg, groups, self.w[name].shape, a["stride"], a["padding"],
+            gacc = KEPT.conv2d_bwd_w_acc_kept(xc, eg, groups, self.w[name].shape, a["stride"], a["padding"],
                                            mode, per_sample, X_MAX, self._e_max(), cols=cols)
         elif n.op == Op.CONV2D:
             gacc = K.conv2d_bwd_w_acc(xc, ec, self.w[name].shape, a["stride"], a["padding"], a["groups"],
@@ -302,7 +305,8 @@ class FQTBackward:
                                       cols=cols)
         else:
             gacc = K.linear_bwd_w_acc(xc, ec, mode, per_sample, X_MAX, self._e_max())
-        gb = K.bias_grad_acc(ec, mode) if groups is None else K.bias_grad_acc_kept(eg, groups, len(kept[0]))
+        gb = (K.bias_grad_acc(ec, mode) if groups is None
+              else KEPT.bias_grad_acc_kept(eg, groups, len(kept[0])))
         sx = F32(self.act_qparams(src).scale) if self.prec.quantized_acts else None
         if per_sample:                                # uint8: quantize each sample's gradient
             s_gacc = F32(sx * s_e)

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from mcutrain.methods.loop import cosine_lr
-from mcutrain.methods.state_file import ArraySpec, conform, int_in
+from mcutrain.methods.state_schema import ArraySpec, conform, int_in
 
 __all__ = ["SGD", "Adam", "Optimizer", "cosine_lr", "make_optimizer"]
 # NOTE: the cosine schedule lives with the shared training loop; it is re-exported here

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcutrain.methods.state_file import StateFileError, _kind, int_in, raise_problems
+from mcutrain.methods.state_file import StateFileError
+from mcutrain.methods.state_schema import int_in, kind_of, raise_problems
 
 
 @dataclass(frozen=True)
@@ -182,7 +183,7 @@ def check_loop(loop: Any, run: Mapping[str, Any], path: str | Path) -> None:
     """Refuse a loop position that `fit` could not have written for this run."""
     keys = {"step", "history", "accuracy_before", "seconds", "samples", "macs", "forward_passes", "best"}
     if not isinstance(loop, dict) or set(loop) != keys:
-        raise_problems([f"loop has keys {sorted(loop)[:10] if isinstance(loop, dict) else _kind(loop)}, "
+        raise_problems([f"loop has keys {sorted(loop)[:10] if isinstance(loop, dict) else kind_of(loop)}, "
                         f"expected {sorted(keys)}"], path, "checkpoint")
     problems = int_in(loop["step"], 0, run["total-steps"], "loop.step")
     steps = loop["step"] if not problems else 0

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from mcutrain.methods.state_file import ArraySpec, check_arrays, conform, ema_range, int_in, qparams_entry
+from mcutrain.methods.state_schema import ArraySpec, check_arrays, conform, ema_range, int_in, qparams_entry
 
 RNG_MAX = 2**32 - 1
 LOSS_MAX_LIMIT = 2**31 - 1
