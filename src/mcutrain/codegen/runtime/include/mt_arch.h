@@ -29,10 +29,14 @@
 #define MT_DSP 0
 #endif /* MT_KERNELS_REF / __ARM_FEATURE_DSP / MT_EMULATE_DSP */
 
+/* MT_INLINE: bodies shared through headers, always inlined; MT_NOINLINE: a function kept out of
+   line (a hot loop whose registers must not be shared with its caller, or a cold path). */
 #if defined(__GNUC__)
 #define MT_INLINE static inline __attribute__((always_inline))
+#define MT_NOINLINE __attribute__((noinline))
 #else  /* !defined(__GNUC__) */
 #define MT_INLINE static inline
+#define MT_NOINLINE
 #endif /* __GNUC__ */
 
 #if MT_DSP

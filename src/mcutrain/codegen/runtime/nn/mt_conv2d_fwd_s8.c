@@ -8,6 +8,7 @@
  * the 2x2-blocked GEMM. Both paths compute the same exact integer sums, so the outputs are
  * identical.
  */
+#include "mt_conv_ref.h"
 #include "mt_fixedpoint.h"
 #include "mt_nn.h"
 #include "mt_support.h"
@@ -34,78 +35,6 @@ int32_t mt_conv2d_fwd_s8_get_buffer_size(const mt_dims *filter_dims)
     (void)filter_dims;
     return 0;
 #endif /* MT_DSP */
-}
-
-static mt_status check_args(const mt_conv_params *p,
-                            const mt_per_channel_quant *q,
-                            const mt_dims *in_d,
-                            const int8_t *input,
-                            const mt_dims *f_d,
-                            const int8_t *filter,
-                            const int32_t *bias,
-                            const mt_dims *out_d,
-                            const int8_t *output)
-{
-    if (!p || !q || !q->multiplier || !q->shift || !in_d || !input || !f_d || !filter || !bias || !out_d ||
-        !output) {
-        return MT_ERR_ARG;
-    }
-    if (p->groups < 1 || p->stride_h < 1 || p->stride_w < 1 || p->pad_top < 0 || p->pad_left < 0 ||
-        in_d->c % p->groups != 0 || f_d->n % p->groups != 0 || f_d->c * p->groups != in_d->c ||
-        out_d->c != f_d->n || out_d->n != in_d->n || out_d->h < 1 || out_d->w < 1) {
-        return MT_ERR_ARG;
-    }
-    return MT_OK;
-}
-
-static void conv_ref(const mt_conv_params *p,
-                     const mt_per_channel_quant *q,
-                     const mt_dims *in_d,
-                     const int8_t *input,
-                     const mt_dims *f_d,
-                     const int8_t *filter,
-                     const int32_t *bias,
-                     const mt_dims *out_d,
-                     int8_t *output)
-{
-    const int32_t cg = f_d->c;
-    const int32_t opg = f_d->n / p->groups;
-    const int32_t zx = p->input_zero_point;
-    int32_t n, oy, ox, o;
-    for (n = 0; n < in_d->n; n++) {
-        for (oy = 0; oy < out_d->h; oy++) {
-            for (ox = 0; ox < out_d->w; ox++) {
-                int8_t *y = output + ((n * out_d->h + oy) * out_d->w + ox) * out_d->c;
-                for (o = 0; o < f_d->n; o++) {
-                    const int32_t c0 = (o / opg) * cg;
-                    int32_t acc = bias[o];
-                    int32_t ky, kx, i;
-                    for (ky = 0; ky < f_d->h; ky++) {
-                        const int32_t iy = oy * p->stride_h - p->pad_top + ky;
-                        if (iy < 0 || iy >= in_d->h) {
-                            continue;
-                        }
-                        for (kx = 0; kx < f_d->w; kx++) {
-                            const int32_t ix = ox * p->stride_w - p->pad_left + kx;
-                            const int8_t *x;
-                            const int8_t *w;
-                            if (ix < 0 || ix >= in_d->w) {
-                                continue;
-                            }
-                            x = input + ((n * in_d->h + iy) * in_d->w + ix) * in_d->c + c0;
-                            w = filter + ((o * f_d->h + ky) * f_d->w + kx) * cg;
-                            /* NOTE: |acc| <= |bias| + 255 * sum|w| < 2^31 (checked at export) */
-                            for (i = 0; i < cg; i++) {
-                                acc += ((int32_t)x[i] - zx) * (int32_t)w[i];
-                            }
-                        }
-                    }
-                    y[o] = mt_requantize(acc, q->multiplier[o], q->shift[o], p->output_zero_point, p->act_min,
-                                         p->act_max);
-                }
-            }
-        }
-    }
 }
 
 #if MT_DSP
@@ -251,7 +180,7 @@ mt_status mt_conv2d_fwd_s8(const mt_context *ctx,
                            int8_t *output)
 {
     const mt_status st =
-        check_args(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output);
+        mt_conv_check_args(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output);
     if (st != MT_OK) {
         return st;
     }
@@ -264,6 +193,6 @@ mt_status mt_conv2d_fwd_s8(const mt_context *ctx,
 #else  /* !MT_DSP */
     (void)ctx;
 #endif /* MT_DSP */
-    conv_ref(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output);
+    mt_conv_ref(params, quant, input_dims, input, filter_dims, filter, 0, bias, output_dims, output);
     return MT_OK;
 }

@@ -18,16 +18,11 @@
  */
 #include <stddef.h>
 
+#include "mt_conv_ref.h"
 #include "mt_conv_s16.h"
 #include "mt_fixedpoint.h"
 #include "mt_nn.h"
 #include "mt_support.h"
-
-/* Int16 elements of one padded kernel row: kw * Cg rounded up to a multiple of four. */
-static int32_t padded_row(const mt_dims *f_d)
-{
-    return (f_d->w * f_d->c + 3) & ~3;
-}
 
 #if MT_DSP
 static int32_t general_size(const mt_conv_params *p, const mt_dims *in_d, const mt_dims *f_d, const mt_dims *out_d);
@@ -55,67 +50,6 @@ int32_t mt_conv2d_fwd_s8_s16_get_buffer_size(const mt_conv_params *params,
 #endif /* MT_DSP */
 }
 
-/* Position of element e of a padded kernel row in SMLAD order: (0, 2, 1, 3) within each four. */
-static int32_t smlad_pos(int32_t e)
-{
-    return (e & ~3) | ((e & 1) << 1) | ((e >> 1) & 1);
-}
-
-/* Element (ky, e) of weight row o: e in SMLAD order within the padded kernel row ky. */
-static int32_t weight_at(const int16_t *filter, const mt_dims *f_d, int32_t opg, int32_t o, int32_t ky, int32_t e)
-{
-    const int32_t krow4 = padded_row(f_d);
-    return filter[mt_w16_index(o, ky * krow4 + smlad_pos(e), opg, f_d->h * krow4)];
-}
-
-static void conv_ref(const mt_conv_params *p,
-                     const mt_per_channel_quant *q,
-                     const mt_dims *in_d,
-                     const int8_t *input,
-                     const mt_dims *f_d,
-                     const int16_t *filter,
-                     const int32_t *bias,
-                     const mt_dims *out_d,
-                     int8_t *output)
-{
-    const int32_t cg = f_d->c;
-    const int32_t opg = f_d->n / p->groups;
-    const int32_t zx = p->input_zero_point;
-    int32_t n, oy, ox, o;
-    for (n = 0; n < in_d->n; n++) {
-        for (oy = 0; oy < out_d->h; oy++) {
-            for (ox = 0; ox < out_d->w; ox++) {
-                int8_t *y = output + ((n * out_d->h + oy) * out_d->w + ox) * out_d->c;
-                for (o = 0; o < f_d->n; o++) {
-                    const int32_t c0 = (o / opg) * cg;
-                    int32_t acc = bias[o];
-                    int32_t ky, kx, i;
-                    for (ky = 0; ky < f_d->h; ky++) {
-                        const int32_t iy = oy * p->stride_h - p->pad_top + ky;
-                        if (iy < 0 || iy >= in_d->h) {
-                            continue;
-                        }
-                        for (kx = 0; kx < f_d->w; kx++) {
-                            const int32_t ix = ox * p->stride_w - p->pad_left + kx;
-                            const int8_t *x;
-                            if (ix < 0 || ix >= in_d->w) {
-                                continue;
-                            }
-                            x = input + ((n * in_d->h + iy) * in_d->w + ix) * in_d->c + c0;
-                            /* NOTE: |acc| <= |bias| + 255 * sum|w| < 2^31 (checked at export) */
-                            for (i = 0; i < cg; i++) {
-                                acc += ((int32_t)x[i] - zx) * weight_at(filter, f_d, opg, o, ky, kx * cg + i);
-                            }
-                        }
-                    }
-                    y[o] = mt_requantize(acc, q->multiplier[o], q->shift[o], p->output_zero_point, p->act_min,
-                                         p->act_max);
-                }
-            }
-        }
-    }
-}
-
 #if MT_DSP
 
 /* Window slots of the general path: a block of MT_GEMM3_COLS pixels in raster order spans two
@@ -133,7 +67,7 @@ static int32_t general_slots(const mt_conv_params *p, const mt_dims *f_d, const 
 static int32_t general_size(const mt_conv_params *p, const mt_dims *in_d, const mt_dims *f_d, const mt_dims *out_d)
 {
     return general_slots(p, f_d, out_d) * mt_conv_window_row_bytes(p, in_d, f_d, out_d->w) +
-           2 * MT_GEMM3_COLS * f_d->h * padded_row(f_d) + 16 * f_d->n + ((MT_GEMM3_COLS * f_d->n + 3) & ~3);
+           2 * MT_GEMM3_COLS * f_d->h * mt_conv_padded_row(f_d) + 16 * f_d->n + ((MT_GEMM3_COLS * f_d->n + 3) & ~3);
 }
 
 /* What the im2col needs, read once per call. */
@@ -143,12 +77,6 @@ typedef struct {
     int32_t off2;
     int32_t zx;
 } im2col_geom;
-
-#if defined(__GNUC__)
-#define MT_NOINLINE __attribute__((noinline))
-#else  /* !defined(__GNUC__) */
-#define MT_NOINLINE
-#endif /* __GNUC__ */
 
 /* One kernel row of the three columns of a grouped conv: each pixel's kw taps of Cg values (C
    apart in the window) gathered into one run, then read by words as in im2col3. */
@@ -313,7 +241,7 @@ static void conv_dsp(const mt_conv_params *p,
                      int8_t *output,
                      int8_t *scratch)
 {
-    const int32_t krow4 = padded_row(f_d);
+    const int32_t krow4 = mt_conv_padded_row(f_d);
     const int32_t kp = f_d->h * krow4;
     const int32_t opg = f_d->n / p->groups;
     const int32_t pixels = out_d->h * out_d->w;
@@ -376,28 +304,6 @@ static void conv_dsp(const mt_conv_params *p,
 
 #endif /* MT_DSP */
 
-static mt_status check_args(const mt_conv_params *p,
-                            const mt_per_channel_quant *q,
-                            const mt_dims *in_d,
-                            const int8_t *input,
-                            const mt_dims *f_d,
-                            const int16_t *filter,
-                            const int32_t *bias,
-                            const mt_dims *out_d,
-                            const int8_t *output)
-{
-    if (!p || !q || !q->multiplier || !q->shift || !in_d || !input || !f_d || !filter || !bias || !out_d ||
-        !output) {
-        return MT_ERR_ARG;
-    }
-    if (p->groups < 1 || p->stride_h < 1 || p->stride_w < 1 || p->pad_top < 0 || p->pad_left < 0 ||
-        in_d->c % p->groups != 0 || f_d->n % p->groups != 0 || f_d->c * p->groups != in_d->c ||
-        out_d->c != f_d->n || out_d->n != in_d->n || out_d->h < 1 || out_d->w < 1) {
-        return MT_ERR_ARG;
-    }
-    return MT_OK;
-}
-
 mt_status mt_conv2d_fwd_s8_s16(const mt_context *ctx,
                                const mt_conv_params *params,
                                const mt_per_channel_quant *quant,
@@ -410,7 +316,7 @@ mt_status mt_conv2d_fwd_s8_s16(const mt_context *ctx,
                                int8_t *output)
 {
     const mt_status st =
-        check_args(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output);
+        mt_conv_check_args(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output);
     if (st != MT_OK) {
         return st;
     }
@@ -432,6 +338,6 @@ mt_status mt_conv2d_fwd_s8_s16(const mt_context *ctx,
 #else  /* !MT_DSP */
     (void)ctx;
 #endif /* MT_DSP */
-    conv_ref(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output);
+    mt_conv_ref(params, quant, input_dims, input, filter_dims, filter, 1, bias, output_dims, output);
     return MT_OK;
 }

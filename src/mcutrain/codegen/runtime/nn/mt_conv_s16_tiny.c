@@ -25,12 +25,6 @@
 
 #if MT_DSP
 
-#if defined(__GNUC__)
-#define MT_NOINLINE __attribute__((noinline))
-#else  /* !defined(__GNUC__) */
-#define MT_NOINLINE
-#endif /* __GNUC__ */
-
 /* Full pairs and half-filled pairs of one kernel row of L values. */
 static int32_t row_full(int32_t L)
 {

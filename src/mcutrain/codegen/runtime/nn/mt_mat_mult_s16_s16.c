@@ -130,12 +130,6 @@
     } while (0)
 #endif /* MT_DSP_NATIVE */
 
-#if defined(__GNUC__)
-#define MT_NOINLINE __attribute__((noinline))
-#else  /* !defined(__GNUC__) */
-#define MT_NOINLINE
-#endif /* __GNUC__ */
-
 /*
  * rows > 0 rows against the seven columns, each requantized by the prepared form into
  * out[r + j * stride]: prep = (bias, multiplier, sh, c1) per row (mt_fixedpoint.h). Only what the

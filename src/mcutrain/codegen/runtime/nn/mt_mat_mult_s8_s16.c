@@ -21,12 +21,6 @@ void mt_reorder_s16(int16_t *col, int32_t k)
     }
 }
 
-#if defined(__GNUC__)
-#define MT_NOINLINE __attribute__((noinline))
-#else  /* !defined(__GNUC__) */
-#define MT_NOINLINE
-#endif /* __GNUC__ */
-
 /*
  * The 2x2 inner loop over n4 > 0 groups of four k on interleaved columns: s[0..3] (row 0 x A,
  * row 0 x B, row 1 x A, row 1 x B) accumulate onto their initial values.
