@@ -14,6 +14,7 @@ import json
 import sys
 
 from mcutrain.errors import UserError
+from mcutrain.io import json_plain
 from mcutrain.version import __version__
 
 COMMANDS = ["demo", "datasets", "import", "pretrain", "train", "plan", "export", "run", "bench", "report"]
@@ -54,19 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def print_json(obj) -> None:
     """Machine-readable output for `--json`: one JSON document on stdout."""
-    json.dump(obj, sys.stdout, indent=2, sort_keys=False, default=_json_default)
+    json.dump(obj, sys.stdout, indent=2, sort_keys=False, default=json_plain)
     sys.stdout.write("\n")
-
-
-def _json_default(o):
-    import numpy as np
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"not JSON serializable: {type(o).__name__}")
 
 
 def main(argv: list[str] | None = None) -> int:

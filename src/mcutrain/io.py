@@ -100,6 +100,18 @@ def glob_escape(name: str) -> str:
     return re.sub(r"([*?\[])", r"[\1]", name)
 
 
+def json_plain(o: Any) -> Any:
+    """`json.dump(default=...)` for numpy scalars and arrays: every `--json` result and benchmark
+    file holds plain numbers, whatever dtype the simulator computed them in."""
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"not JSON serializable: {type(o).__name__}")
+
+
 def atomic_write_bytes(path: str | Path, write) -> None:
     """Call `write(fileobj)` on a temp file beside `path`, then rename it over `path`.
 

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mcutrain.io import atomic_write_bytes
+from mcutrain.io import atomic_write_bytes, json_plain
 
 DOCS_PAGE = "benchmarks.md"
 PAGE_HEAD = ("# Benchmarks\n\nEvery table below is written by `mcutrain bench NAME` from "
@@ -35,20 +35,9 @@ def write_results(results: Path, name: str, rows: list[dict[str, Any]], quick: b
     """Write `{"benchmark", "rows", **extra}` to the result file atomically; returns its path."""
     path = result_path(results, name, quick)
     doc = {"benchmark": name, "rows": rows, **extra}
-    text = (json.dumps(doc, indent=2, default=_plain) + "\n").encode()
+    text = (json.dumps(doc, indent=2, default=json_plain) + "\n").encode()
     atomic_write_bytes(path, lambda f: f.write(text))
     return path
-
-
-def _plain(o: Any) -> Any:
-    import numpy as np
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"not JSON serializable: {type(o).__name__}")
 
 
 def update_docs(docs: Path, name: str, markdown: str) -> Path:

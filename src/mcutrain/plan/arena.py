@@ -20,10 +20,28 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 DEFAULT_ALIGNMENT = 4
 """Offsets are multiples of this: int16/int32 scratch and word loads need 4-byte alignment."""
+
+
+@dataclass
+class Storage:
+    """One block of arena memory: the tensors stored in it (in order) and its lifetime [first, last].
+
+    The inference plan (`lifetimes`) and the training plan (`training`) both lay tensors out in
+    such blocks; a kernel's scratch block names the node it belongs to (`scratch_of`).
+    """
+
+    name: str
+    size: int
+    first_use: int
+    last_use: int
+    tensors: list[str] = field(default_factory=list)
+    scratch_of: str | None = None
+    """For a kernel's scratch block: the node it belongs to."""
+
 
 
 class PlanError(ValueError):

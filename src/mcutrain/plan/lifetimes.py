@@ -22,11 +22,12 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from mcutrain.graph import INPUT, Graph, Node, Op
+from mcutrain.plan.arena import Storage
 
 KERNELS = ("ref", "dsp")
 """Kernel builds: the portable reference loops, or the DSP inner loops (Cortex-M4/M7)."""
@@ -163,19 +164,6 @@ def scratch_bytes(graph: Graph, node: Node, kernels: str = "dsp", widened: bool 
         # inference exports run mt_linear_fwd_s8_rows4 (the row padded to fours)
         return 2 * ((i + 3) // 4 * 4) if widened else 2 * i
     return 0
-
-
-@dataclass
-class Storage:
-    """One block of arena memory: the tensors stored in it (in order) and its lifetime."""
-
-    name: str
-    size: int
-    first_use: int
-    last_use: int
-    tensors: list[str] = field(default_factory=list)
-    scratch_of: str | None = None
-    """For a kernel's scratch block: the node it belongs to."""
 
 
 @dataclass

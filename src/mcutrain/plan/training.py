@@ -25,21 +25,10 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from mcutrain.plan.arena import Buffer, check_no_overlap, make_planner
+from mcutrain.plan.arena import Buffer, Storage, check_no_overlap, make_planner
 from mcutrain.plan.schedule import ARENA_ROLES, Role, Schedule
-
-
-@dataclass
-class Storage:
-    """One arena block: the tensors stored in it (in order) and its lifetime [first, last]."""
-
-    name: str
-    size: int
-    first_use: int
-    last_use: int
-    tensors: list[str] = field(default_factory=list)
 
 
 @dataclass
