@@ -12,7 +12,12 @@ here, in one place, and cached by the scales they come from — so a training
 method that changes a scale gets fresh constants without any invalidation.
 
 It is saved in the ordinary model file format: int tensors as extra arrays
-`q/<node>/weight` and `q/<node>/bias`, qparams in `meta["quant"]`.
+`q/<node>/weight` and `q/<node>/bias`, qparams and the rounding mode in `meta["quant"]`.
+
+`rounding` is part of the model's integer semantics (docs/integer-semantics.md 6.1):
+`single` (the default: one rounding, half away from zero) or `tflite` (TFLite's double
+rounding, what a model imported from a .tflite file runs with on TFLite Micro). A file
+written before the field existed has no key and loads as `single`, the only mode it knew.
 
 Example:
     >>> from mcutrain import zoo
@@ -33,7 +38,14 @@ import numpy as np
 
 from mcutrain import io
 from mcutrain.graph import INPUT, PARAMETRIC, Graph, Node, Op
-from mcutrain.quant.fixedpoint import activation_range, add_multipliers, output_multiplier
+from mcutrain.quant.fixedpoint import (
+    activation_range,
+    add_multipliers,
+    check_rounding,
+    output_multiplier,
+    tflite_add_params,
+    tflite_mean_params,
+)
 from mcutrain.quant.qparams import QParams
 
 QUANT_FORMAT = "int8-v1"
@@ -56,6 +68,8 @@ class QuantModel:
     biases: dict[str, np.ndarray]
     provenance: dict[str, Any] = field(default_factory=dict)
     """Where the model came from (dataset, float accuracy, calibration); saved with it."""
+    rounding: str = "single"
+    """Requantization rounding mode, "single" or "tflite" (`quant.fixedpoint.ROUNDING_MODES`)."""
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -65,6 +79,7 @@ class QuantModel:
     def validate(self) -> None:
         """Refuse a model whose tensors or qparams do not match its graph (names the node)."""
         g = self.graph
+        check_rounding(self.rounding)
         for t in [INPUT, *(n.name for n in g.nodes)]:
             qp = self.act_qparams.get(t)
             if qp is None:
@@ -126,14 +141,25 @@ class QuantModel:
             self._cache[key] = (np.asarray(mult, np.int32), np.asarray(shift, np.int32))
         return self._cache[key]
 
-    def add_params(self, node: Node | str) -> tuple[int, int, int]:
-        """(Ma, Mb, n) of an add node (`quant.fixedpoint.add_multipliers`); cached by the scales."""
+    def add_params(self, node: Node | str) -> tuple[int, ...]:
+        """Constants of an add node in the model's rounding mode; cached by the scales.
+
+        single: (Ma, Mb, n) of `quant.fixedpoint.add_multipliers`; tflite: (Ma, sa, Mb, sb, My, sy)
+        of `quant.fixedpoint.tflite_add_params` (TFLite's three requantizations).
+        """
         node = self.graph.node(node) if isinstance(node, str) else node
         s = [self.act_qparams[t].scale for t in (*node.inputs, node.name)]
-        key = ("add", node.name, *(x.tobytes() for x in s))
+        key = ("add", self.rounding, node.name, *(x.tobytes() for x in s))
         if key not in self._cache:
-            self._cache[key] = add_multipliers(*(float(x) for x in s))
+            rule = tflite_add_params if self.rounding == "tflite" else add_multipliers
+            self._cache[key] = rule(*(float(x) for x in s))
         return self._cache[key]
+
+    def mean_params(self, node: Node | str) -> tuple[int, int]:
+        """(M', s') of a global average pool in mode tflite: TFLite's MEAN over H*W inputs."""
+        node = self.graph.node(node) if isinstance(node, str) else node
+        h, w, _ = self.graph.shape(node.inputs[0])
+        return tflite_mean_params(h * w)
 
     # -- files
     def to_file(self, provenance: dict[str, Any] | None = None
@@ -143,7 +169,7 @@ class QuantModel:
         for name, w in self.weights.items():
             arrays[f"q/{name}/weight"] = w
             arrays[f"q/{name}/bias"] = self.biases[name]
-        quant = {"scheme": QUANT_FORMAT,
+        quant = {"scheme": QUANT_FORMAT, "rounding": self.rounding,
                  "activations": {t: qp.to_dict() for t, qp in self.act_qparams.items()},
                  "weights": {n: qp.to_dict() for n, qp in self.weight_qparams.items()}}
         prov = {**self.provenance, **(provenance or {})}
@@ -169,7 +195,11 @@ class QuantModel:
             wqp = {n: QParams.from_dict(d) for n, d in quant["weights"].items()}
             weights = {n: mf.arrays[f"q/{n}/weight"] for n in wqp}
             biases = {n: mf.arrays[f"q/{n}/bias"] for n in wqp}
-            return cls(mf.graph, acts, weights, wqp, biases, dict(mf.meta.get("provenance", {})))
+            rounding = quant.get("rounding", "single")   # files older than the field: single
+            if not isinstance(rounding, str):
+                raise ValueError(f"rounding must be a string, got {type(rounding).__name__}")
+            return cls(mf.graph, acts, weights, wqp, biases, dict(mf.meta.get("provenance", {})),
+                       rounding)
         except KeyError as e:
             raise io.ModelFileError(f"quantized model is incomplete: {e} is missing; "
                                     "re-create the file") from None

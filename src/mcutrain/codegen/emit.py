@@ -263,6 +263,13 @@ class InferenceEmitter:
 
 
 def check_supported(qm: QuantModel) -> None:
+    """Refuse, with what to do, a model the C runtime cannot run bit-exactly (inference and ZO/BP-QAS)."""
+    if qm.rounding != "single":
+        # NOTE: the one place a QuantModel becomes C; without this a tflite-rounding model would
+        # export and run with single rounding, silently 1 LSB off TFLite Micro on some outputs.
+        raise ExportError(f"rounding {qm.rounding!r} is not in the C runtime yet; the generated C "
+                          "rounds 'single' (one rounding, half away from zero). Run the model in "
+                          "the simulator, or re-quantize it with rounding 'single' to export it")
     g = qm.graph
     for n in g.nodes:
         if n.op not in SUPPORTED_OPS:

@@ -19,6 +19,12 @@ Semantics (docs/integer-semantics.md is normative):
   qparams in and out, so no requantization.
 - add: both inputs rescaled with one shared shift (see `QuantModel.add_params`).
 
+Rounding (`QuantModel.rounding`, section 6.1 of the spec): every requantization runs in the
+model's mode. `single` is the rule above; `tflite` is TFLite's MultiplyByQuantizedMultiplier
+for conv/depthwise/linear, TFLite's three-step ADD (`add_fwd_s8_tflite`) and TFLite's MEAN
+for the global average pool (`global_avgpool_fwd_s8_tflite`). Window average pools round
+half away from zero in both modes (TFLite's AVERAGE_POOL_2D does exactly that).
+
 Example:
     >>> from mcutrain import zoo
     >>> from mcutrain.engines import ptq
@@ -37,7 +43,13 @@ from mcutrain.engines.im2col import im2col, out_size, pad_nhwc, tap_views
 from mcutrain.engines.int_gemm import exact_matmul, gemm_dtype
 from mcutrain.graph import INPUT, Op
 from mcutrain.qmodel import QuantModel
-from mcutrain.quant.fixedpoint import requantize_output, rounding_divide, rounding_shift_right
+from mcutrain.quant.fixedpoint import (
+    TFLITE_ADD_LEFT_SHIFT,
+    requantize_output,
+    requantize_tflite,
+    rounding_divide,
+    rounding_shift_right,
+)
 
 ACC_LIMIT = (1 << 31) - 1
 """The C kernels accumulate in int32: every partial sum must stay within +-ACC_LIMIT."""
@@ -80,7 +92,7 @@ def check_accumulator(x_zp: int, w: np.ndarray, bias: np.ndarray, where: str = "
 def conv2d_fwd_s8(x: np.ndarray, x_zp: int, w: np.ndarray, bias: np.ndarray,
                   mult: np.ndarray, shift: np.ndarray, y_zp: int, act_min: int, act_max: int,
                   stride: tuple[int, int], padding: tuple[int, int, int, int],
-                  groups: int = 1) -> np.ndarray:
+                  groups: int = 1, rounding: str = "single") -> np.ndarray:
     """int8 NHWC x (N,H,W,C), OHWI w (O,kh,kw,C/groups) -> int8 (N,Ho,Wo,O).
 
     Depthwise layers (groups == C, one input channel per group) go to
@@ -90,7 +102,7 @@ def conv2d_fwd_s8(x: np.ndarray, x_zp: int, w: np.ndarray, bias: np.ndarray,
     o, kh, kw, cig = w.shape
     if groups == c and cig == 1 and groups > 1:  # NOTE: one input channel is a plain GEMM
         return depthwise_conv2d_fwd_s8(x, x_zp, w, bias, mult, shift, y_zp, act_min, act_max,
-                                       stride, padding)
+                                       stride, padding, rounding)
     bound = check_accumulator(x_zp, w, bias, "conv2d")
     dt = gemm_dtype(bound)
     xc = x.astype(dt) - dt.type(x_zp)  # padding below is 0 = z_x after centring
@@ -106,14 +118,14 @@ def conv2d_fwd_s8(x: np.ndarray, x_zp: int, w: np.ndarray, bias: np.ndarray,
     acc += bias.astype(np.int64)
     ho, wo = out_size(h, kh, stride[0], padding[0] + padding[1]), out_size(wd, kw, stride[1],
                                                                            padding[2] + padding[3])
-    y = requantize_output(acc, mult, shift, y_zp, act_min, act_max)
+    y = requantize_output(acc, mult, shift, y_zp, act_min, act_max, rounding=rounding)
     return y.reshape(n, ho, wo, o)
 
 
 def depthwise_conv2d_fwd_s8(x: np.ndarray, x_zp: int, w: np.ndarray, bias: np.ndarray,
                             mult: np.ndarray, shift: np.ndarray, y_zp: int, act_min: int,
                             act_max: int, stride: tuple[int, int],
-                            padding: tuple[int, int, int, int]) -> np.ndarray:
+                            padding: tuple[int, int, int, int], rounding: str = "single") -> np.ndarray:
     """Depthwise conv: output channel o reads input channel o // (O / C); w (O,kh,kw,1).
 
     The int32 accumulator sums the taps in (i, j) order, exactly as the C loop;
@@ -131,18 +143,18 @@ def depthwise_conv2d_fwd_s8(x: np.ndarray, x_zp: int, w: np.ndarray, bias: np.nd
     acc = np.broadcast_to(bias.astype(np.int32), (n, ho, wo, o)).copy()
     for i, j, view in tap_views(xp, (kh, kw), stride, (ho, wo)):
         acc += view * w32[:, i, j, 0]
-    return requantize_output(acc, mult, shift, y_zp, act_min, act_max)
+    return requantize_output(acc, mult, shift, y_zp, act_min, act_max, rounding=rounding)
 
 
 def linear_fwd_s8(x: np.ndarray, x_zp: int, w: np.ndarray, bias: np.ndarray,
                   mult: np.ndarray, shift: np.ndarray, y_zp: int, act_min: int,
-                  act_max: int) -> np.ndarray:
+                  act_max: int, rounding: str = "single") -> np.ndarray:
     """int8 x (N, I), w (O, I) -> int8 (N, O)."""
     bound = check_accumulator(x_zp, w, bias, "linear")
     dt = gemm_dtype(bound)
     xc = x.astype(dt) - dt.type(x_zp)
     acc = exact_matmul(xc, w.T, bound) + bias.astype(np.int64)
-    return requantize_output(acc, mult, shift, y_zp, act_min, act_max)
+    return requantize_output(acc, mult, shift, y_zp, act_min, act_max, rounding=rounding)
 
 
 def maxpool_fwd_s8(x: np.ndarray, kernel: tuple[int, int], stride: tuple[int, int]) -> np.ndarray:
@@ -175,6 +187,34 @@ def global_avgpool_fwd_s8(x: np.ndarray) -> np.ndarray:
     _, h, w, _ = x.shape
     acc = x.sum(axis=(1, 2), keepdims=True, dtype=np.int32)
     return rounding_divide(acc, h * w).astype(np.int8)
+
+
+def global_avgpool_fwd_s8_tflite(x: np.ndarray, x_zp: int, mult: int, shift: int) -> np.ndarray:
+    """TFLite's int8 MEAN over H, W with equal input/output qparams (`QuantModel.mean_params`).
+
+    ``y = clamp(requantize_tflite(sum(x) - z * H*W, M', s') + z, -128, 127)``: TFLite folds
+    1/(H*W) into the multiplier, so the result can differ by 1 from `global_avgpool_fwd_s8`.
+    NOTE: |sum(x - z)| <= 255 * H * W < 2^31 for H * W <= 2^23 (checked by `tflite_mean_params`).
+    """
+    _, h, w, _ = x.shape
+    acc = x.sum(axis=(1, 2), keepdims=True, dtype=np.int64) - np.int64(x_zp) * (h * w)
+    y = requantize_tflite(acc, mult, shift) + np.int64(x_zp)
+    return np.clip(y, -128, 127).astype(np.int8)
+
+
+def add_fwd_s8_tflite(a: np.ndarray, a_zp: int, b: np.ndarray, b_zp: int,
+                      params: tuple[int, int, int, int, int, int], y_zp: int, act_min: int,
+                      act_max: int) -> np.ndarray:
+    """TFLite's int8 ADD: each centred input times 2^20 requantized, summed, requantized again.
+
+    NOTE: |a - z_a| <= 255, so (a - z_a) * 2^20 < 2^28 (int32 in C); each scaled input has
+    |.| <= 2^27 (multipliers <= 0.5) and their sum stays below 2^28.
+    """
+    ma, sa, mb, sb, my, sy = params
+    xa = requantize_tflite((a.astype(np.int64) - a_zp) << TFLITE_ADD_LEFT_SHIFT, ma, sa)
+    xb = requantize_tflite((b.astype(np.int64) - b_zp) << TFLITE_ADD_LEFT_SHIFT, mb, sb)
+    y = requantize_tflite(xa + xb, my, sy) + y_zp
+    return np.clip(y, act_min, act_max).astype(np.int8)
 
 
 def add_fwd_s8(a: np.ndarray, a_zp: int, b: np.ndarray, b_zp: int, a_mult: int, b_mult: int,
@@ -234,14 +274,16 @@ def run_node(qm: QuantModel, node, ins: list[np.ndarray]) -> np.ndarray:
         lo, hi = qm.act_range(node)
         w, b = qm.weights[node.name], qm.biases[node.name]
         if node.op == Op.LINEAR:
-            return linear_fwd_s8(x, zx, w, b, mult, shift, zy, lo, hi)
+            return linear_fwd_s8(x, zx, w, b, mult, shift, zy, lo, hi, qm.rounding)
         return conv2d_fwd_s8(x, zx, w, b, mult, shift, zy, lo, hi, a["stride"], a["padding"],
-                             a["groups"])
+                             a["groups"], qm.rounding)
     if node.op == Op.MAXPOOL:
         return maxpool_fwd_s8(x, a["kernel"], a["stride"])
     if node.op == Op.AVGPOOL:
         return avgpool_fwd_s8(x, a["kernel"], a["stride"])
     if node.op == Op.GLOBAL_AVGPOOL:
+        if qm.rounding == "tflite":
+            return global_avgpool_fwd_s8_tflite(x, qm.zero_point(node.inputs[0]), *qm.mean_params(node))
         return global_avgpool_fwd_s8(x)
     if node.op == Op.FLATTEN:
         return flatten_fwd_s8(x)
@@ -249,10 +291,12 @@ def run_node(qm: QuantModel, node, ins: list[np.ndarray]) -> np.ndarray:
         lo, hi = qm.act_range(node)
         return relu_fwd_s8(x, lo, hi)
     if node.op == Op.ADD:
-        ma, mb, n = qm.add_params(node)
         lo, hi = qm.act_range(node)
-        return add_fwd_s8(x, qm.zero_point(node.inputs[0]), ins[1], qm.zero_point(node.inputs[1]),
-                          ma, mb, n, qm.zero_point(node.name), lo, hi)
+        za, zb, zy = (qm.zero_point(t) for t in (*node.inputs, node.name))
+        if qm.rounding == "tflite":
+            return add_fwd_s8_tflite(x, za, ins[1], zb, qm.add_params(node), zy, lo, hi)
+        ma, mb, n = qm.add_params(node)
+        return add_fwd_s8(x, za, ins[1], zb, ma, mb, n, zy, lo, hi)
     raise ValueError(f"node '{node.name}': op {node.op.value} has no int8 forward kernel "
                      "(fold BatchNorm before quantizing; losses belong to training methods)")
 

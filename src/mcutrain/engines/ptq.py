@@ -110,8 +110,13 @@ def quantize_weights(graph: Graph, act_qparams: dict[str, QParams]
 
 
 def quantize_model(graph: Graph, x_calib: np.ndarray, method: str = "minmax",
-                   percentile: float = 99.99, batch_size: int = CALIB_BATCH) -> QuantModel:
+                   percentile: float = 99.99, batch_size: int = CALIB_BATCH,
+                   rounding: str = "single") -> QuantModel:
     """Post-training int8 quantization of `graph` calibrated on `x_calib` (N, *input_shape).
+
+    `rounding` is the new model's requantization mode (`QuantModel.rounding`). The default
+    `single` is what the C runtime implements today; `tflite` makes a model that TFLite Micro
+    would run bit for bit (see docs/integer-semantics.md 6.1 for the measured difference).
 
     >>> from mcutrain import zoo
     >>> x = np.random.default_rng(1).random((16, 8, 8, 1), dtype=np.float32)
@@ -131,4 +136,4 @@ def quantize_model(graph: Graph, x_calib: np.ndarray, method: str = "minmax",
     weights, wqp, biases = quantize_weights(g, acts)
     prov = {"ptq": {"method": method, "percentile": percentile if method == "percentile" else None,
                     "calibration_samples": len(x_calib)}}
-    return QuantModel(g, acts, weights, wqp, biases, prov)
+    return QuantModel(g, acts, weights, wqp, biases, prov, rounding)

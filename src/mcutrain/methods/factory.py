@@ -327,6 +327,10 @@ def build_method(method: str, v: argparse.Namespace, model: Graph | QuantModel,
     try:     # an imported model's original layer names -> its IR names (idempotent)
         v.trainable = internal_spec(graph, v.trainable, dict(source_names or {}))
         if method == "fqt":
+            if isinstance(model, QuantModel) and model.rounding != "single":
+                raise FactoryError(f"fqt does not support rounding {model.rounding!r} yet: its int8 "
+                                   "forward and error requantizations round 'single'; train this "
+                                   "model with zo or bp-qas, which run its rounding mode")
             if calib is None:
                 calib = np.random.default_rng(v.seed).random((CALIB_SAMPLES, *graph.input_shape),
                                                              dtype=np.float32)

@@ -120,7 +120,7 @@ def copy_quant_model(qm: QuantModel) -> QuantModel:
     """A QuantModel whose weight and bias arrays can be trained without touching `qm`."""
     return QuantModel(qm.graph, dict(qm.act_qparams), {k: v.copy() for k, v in qm.weights.items()},
                       dict(qm.weight_qparams), {k: v.copy() for k, v in qm.biases.items()},
-                      copy.deepcopy(qm.provenance))
+                      copy.deepcopy(qm.provenance), qm.rounding)
 
 
 def dequantized_graph(qm: QuantModel):

@@ -102,7 +102,7 @@ def param_fwd_multi(qm: QuantModel, node: Node, x: np.ndarray, w: np.ndarray,
         else:
             acc = exact_matmul(xc, w.transpose(0, 2, 1), bound)   # (Q, B, O)
         acc += b[:, None, :].astype(np.int64)
-        return requantize_output(acc, mult, shift, zy, lo, hi)
+        return requantize_output(acc, mult, shift, zy, lo, hi, rounding=qm.rounding)
     a = node.attrs
     kh, kw = a["kernel"]
     stride, padding, groups = a["stride"], a["padding"], a["groups"]
@@ -112,7 +112,7 @@ def param_fwd_multi(qm: QuantModel, node: Node, x: np.ndarray, w: np.ndarray,
     cig = w.shape[-1]
     if groups == c and cig == 1 and c > 1:   # NOTE: a 1-channel conv is faster as a GEMM (same integers)
         acc = _depthwise_acc(x, zx, w, b, stride, padding, (ho, wo)).astype(np.int64)
-        return _pool_requantize(acc, None, pool, mult, shift, zy, lo, hi)
+        return _pool_requantize(acc, None, pool, mult, shift, zy, lo, hi, qm.rounding)
     dt = gemm_dtype(bound)
     xc = x.reshape(qx * bsz, h, wd, c).astype(dt) - dt.type(zx)
     cols = im2col(xc, (kh, kw), stride, padding, 0)           # (Qx*M, kh*kw*C)
@@ -125,18 +125,18 @@ def param_fwd_multi(qm: QuantModel, node: Node, x: np.ndarray, w: np.ndarray,
             acc = ie.maxpool_fwd_s8(acc, pool.attrs["kernel"], pool.attrs["stride"])
         hp, wp = acc.shape[1:3]
         acc = acc.reshape(bsz, hp, wp, q, o).transpose(3, 0, 1, 2, 4).astype(np.int64, order="C")
-        return _pool_requantize(acc, b, None, mult, shift, zy, lo, hi)
+        return _pool_requantize(acc, b, None, mult, shift, zy, lo, hi, qm.rounding)
     opg = o // groups
     cols_g = cols.reshape(qx, m, kh * kw, groups, cig).transpose(0, 3, 1, 2, 4)
     cols_g = cols_g.reshape(qx, groups, m, kh * kw * cig)
     w_g = w.reshape(q, groups, opg, kh * kw * cig).transpose(0, 1, 3, 2)
     acc = exact_matmul(cols_g, w_g, bound)                    # (Q, G, M, Og)
     acc = acc.transpose(0, 2, 1, 3).reshape(q, bsz, ho, wo, o)
-    return _pool_requantize(acc, b, pool, mult, shift, zy, lo, hi)
+    return _pool_requantize(acc, b, pool, mult, shift, zy, lo, hi, qm.rounding)
 
 
 def _pool_requantize(acc: np.ndarray, b: np.ndarray | None, pool: Node | None, mult, shift, zy: int,
-                     lo: int, hi: int) -> np.ndarray:
+                     lo: int, hi: int, rounding: str = "single") -> np.ndarray:
     """int64 accumulators (Q, B, H, W, O) -> optional fused maxpool -> + bias (Q, O) -> int8 output."""
     if pool is not None:
         q, bsz = acc.shape[:2]
@@ -145,7 +145,7 @@ def _pool_requantize(acc: np.ndarray, b: np.ndarray | None, pool: Node | None, m
         acc = acc.reshape(q, bsz, *acc.shape[1:])
     if b is not None:
         acc += b[:, None, None, None, :].astype(np.int64)
-    return requantize_output(acc, mult, shift, zy, lo, hi)
+    return requantize_output(acc, mult, shift, zy, lo, hi, rounding=rounding)
 
 
 def _depthwise_acc(x: np.ndarray, zx: int, w: np.ndarray, b: np.ndarray, stride, padding,
@@ -185,6 +185,10 @@ class WeightSets:
 def fusable_pool(qm: QuantModel, node: Node) -> Node | None:
     """The maxpool that alone reads conv2d `node`'s output (then the two fuse), else None."""
     if node.op != Op.CONV2D or node.name == qm.graph.output:
+        return None
+    if qm.rounding == "tflite" and int(qm.requant_params(node)[1].max()) > 0:
+        # NOTE: the fusion needs a requantization monotone in acc; TFLite's rule is, except that its
+        # left shift (shift > 0) wraps in int32 for |acc * M| >= 2^30, so such layers do not fuse.
         return None
     users = qm.graph.consumers(node.name)
     if len(users) == 1 and users[0].op == Op.MAXPOOL:

@@ -1,4 +1,12 @@
-"""Fixed-point requantization: the one requantize function, mirrored by ``mt_requantize`` in C.
+"""Fixed-point requantization: one requantize function per rounding mode (C: ``mt_requantize``).
+
+Two rounding modes are part of the integer specification (docs/integer-semantics.md 6.1);
+a `QuantModel` carries its mode in ``rounding``:
+
+- ``single`` (``requantize``): one rounding of the exact product, half away from zero.
+- ``tflite`` (``requantize_tflite``): TFLite's ``MultiplyByQuantizedMultiplier``, what the
+  TFLite Micro reference kernels and CMSIS-NN's default build compute: a saturating rounding
+  doubling high multiply, then a rounding divide by a power of two (two roundings).
 
 A positive real multiplier ``M`` is stored as ``(multiplier, shift)`` with
 ``multiplier`` an int32 in [2^30, 2^31) and ``M = multiplier * 2^(shift - 31)``.
@@ -34,6 +42,17 @@ INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
 MIN_RIGHT_SHIFT = 1
 MAX_RIGHT_SHIFT = 62
+ROUNDING_MODES = ("single", "tflite")
+"""Requantization rounding modes of the integer specification; ``single`` is the default."""
+TFLITE_ADD_LEFT_SHIFT = 20
+"""TFLite's int8 ADD scales both centred inputs by 2^20 before requantizing them (|.| < 2^28)."""
+
+
+def check_rounding(rounding: str) -> str:
+    """Return ``rounding`` if it is a known mode, else raise naming the modes."""
+    if rounding not in ROUNDING_MODES:
+        raise ValueError(f"unknown rounding mode {rounding!r}; use one of {', '.join(ROUNDING_MODES)}")
+    return rounding
 
 
 def quantize_multiplier(m: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -84,13 +103,8 @@ def rounding_shift_right(x: np.ndarray, n: int | np.ndarray) -> np.ndarray:
     return (v + (np.int64(1) << (nn - 1)) + (v >> 63)) >> nn
 
 
-def requantize(acc: np.ndarray, multiplier: int | np.ndarray, shift: int | np.ndarray) -> np.ndarray:
-    """``round_half_away(acc * multiplier / 2^(31 - shift))`` in int64, one rounding.
-
-    ``multiplier``/``shift`` broadcast against ``acc``: per-channel arrays of
-    shape (C,) apply to the last axis (NHWC channels). ``acc`` must be in
-    int32 range (accumulators are int32 by the integer contract).
-    """
+def _checked_operands(acc: np.ndarray, multiplier: int | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(acc, multiplier) as int64 after the contract checks both requantize modes rely on."""
     a = np.asarray(acc)
     if a.dtype.kind not in "iu":
         raise TypeError(f"requantize takes integer accumulators, got {a.dtype}")
@@ -100,16 +114,66 @@ def requantize(acc: np.ndarray, multiplier: int | np.ndarray, shift: int | np.nd
     mult = np.asarray(multiplier, dtype=np.int64)
     if np.any(mult < 0) or np.any(mult > INT32_MAX):
         raise ValueError(f"multiplier {mult} outside [0, 2^31)")
+    return a, mult
+
+
+def requantize(acc: np.ndarray, multiplier: int | np.ndarray, shift: int | np.ndarray) -> np.ndarray:
+    """Mode ``single``: ``round_half_away(acc * multiplier / 2^(31 - shift))`` in int64, one rounding.
+
+    ``multiplier``/``shift`` broadcast against ``acc``: per-channel arrays of
+    shape (C,) apply to the last axis (NHWC channels). ``acc`` must be in
+    int32 range (accumulators are int32 by the integer contract).
+    """
+    a, mult = _checked_operands(acc, multiplier)
     return rounding_shift_right(a * mult, 31 - np.asarray(shift, dtype=np.int64))
+
+
+def requantize_tflite(acc: np.ndarray, multiplier: int | np.ndarray, shift: int | np.ndarray) -> np.ndarray:
+    """Mode ``tflite``: TFLite's ``MultiplyByQuantizedMultiplier`` (double rounding), as int64.
+
+    With ``l = max(shift, 0)``, ``r = max(-shift, 0)`` (shift in [-31, 30]):
+    ``x = wrap32(acc * 2^l)`` (the C int32 product; it wraps only when ``|acc * M| >= 2^30``),
+    ``h = floor((x * multiplier + 2^30) / 2^31)`` (gemmlowp's SaturatingRoundingDoublingHighMul:
+    ties up; its one saturating case, both operands INT32_MIN, needs ``multiplier < 0``),
+    then ``round_half_away(h / 2^r)`` (RoundingDivideByPOT). Broadcasting as `requantize`.
+
+    Example:
+        >>> requantize_tflite(np.array([-3, 1]), 2**30, 0).tolist()   # M = 0.5: -1.5 ties up to -1
+        [-1, 1]
+        >>> requantize_tflite(np.array([1]), 2**30, -1).tolist()      # M = 0.25: 0.5 then 0.5 -> 1
+        [1]
+    """
+    a, mult = _checked_operands(acc, multiplier)
+    sh = np.asarray(shift, dtype=np.int64)
+    if np.any(sh < -31) or np.any(sh > 30):
+        raise ValueError(f"shift {sh} outside [-31, 30] (TFLite's range)")
+    left = np.maximum(sh, 0)
+    if np.any(left):
+        # |acc| <= 2^31 and l <= 30: |acc * 2^l| <= 2^61 is exact in int64; then the int32 wrap
+        a = ((a << left) + (1 << 31) & 0xFFFFFFFF) - (1 << 31)
+    # |x * m| <= 2^31 * (2^31 - 1) < 2^62, + 2^30 stays below 2^63; h in [-(2^31 - 1), 2^31 - 2]
+    h = a * mult
+    h += 1 << 30
+    h >>= 31
+    right = np.maximum(-sh, 0)
+    # NOTE: RoundingDivideByPOT is h + (remainder > threshold) on h >> r; for r >= 1 that is the
+    # half-away rule (h + 2^(r-1) - [h < 0]) >> r, and for r = 0 it is h (bias and [h < 0] both 0).
+    neg = (h >> 63) & -(right > 0).astype(np.int64)
+    h += neg
+    h += (np.int64(1) << right) >> 1
+    h >>= right
+    return h
 
 
 def requantize_output(acc: np.ndarray, multiplier: int | np.ndarray, shift: int | np.ndarray,
                       zero_point: int, act_min: int, act_max: int, dtype: str | type = "int8", *,
-                      bias: np.ndarray | None = None, acc_max: int | None = None) -> np.ndarray:
+                      bias: np.ndarray | None = None, acc_max: int | None = None,
+                      rounding: str = "single") -> np.ndarray:
     """``clamp(requantize(acc + bias) + zero_point, act_min, act_max)`` in ``dtype`` (int8, uint8, int16...).
 
     The one requantization of the golden model (C: ``mt_requantize``, whose prepared DSP forms
-    are proven-equal specializations of it). ``bias`` (int32 per channel, optional) is added
+    are proven-equal specializations of it), in the model's ``rounding`` mode (``tflite`` uses
+    `requantize_tflite`). ``bias`` (int32 per channel, optional) is added
     exactly. Given ``acc_max`` >= max |acc + bias|, ``acc`` may hold exact integers in a float
     dtype and the rule runs in float64 where that bound proves it exact (several times faster on
     the training engine's large accumulators), bit-identical to the int64 rule.
@@ -117,7 +181,17 @@ def requantize_output(acc: np.ndarray, multiplier: int | np.ndarray, shift: int 
     Example:
         >>> requantize_output(np.array([3, -3]), 2**30, 0, 1, -128, 127).tolist()   # M = 0.5
         [3, -1]
+        >>> requantize_output(np.array([3, -3]), 2**30, 0, 1, -128, 127, rounding="tflite").tolist()
+        [3, 0]
     """
+    if rounding != "single":
+        check_rounding(rounding)
+        a = np.asarray(acc)
+        a = a.astype(np.int64) if a.dtype.kind == "f" else a    # exact integers (acc_max contract)
+        if bias is not None:
+            a = np.asarray(a, np.int64) + np.asarray(bias, np.int64)
+        y = requantize_tflite(a, multiplier, shift) + np.int64(zero_point)
+        return np.clip(y, act_min, act_max).astype(np.dtype(dtype))
     if acc_max is not None:
         return _requantize_bounded(np.asarray(acc), multiplier, shift, zero_point, act_min, act_max,
                                    acc_max, np.dtype(dtype), bias)
@@ -266,3 +340,43 @@ def add_multipliers(scale_a: float, scale_b: float, scale_y: float) -> tuple[int
             return ma, mb, n
         n -= 1
     raise AssertionError("unreachable: one decrement always suffices")
+
+
+def tflite_add_params(scale_a: float, scale_b: float, scale_y: float
+                      ) -> tuple[int, int, int, int, int, int]:
+    """``(Ma, sa, Mb, sb, My, sy)`` of TFLite's int8 ADD (mode ``tflite``), from float32 scales.
+
+    TFLite's prepare, in float64: ``t = 2 * max(s_a, s_b)``, ``Ma = s_a / t``, ``Mb = s_b / t``
+    (both <= 0.5), ``My = t / (2^20 * s_y)``, each through `quantize_multiplier` (TFLite's
+    ``QuantizeMultiplier`` gives the same pairs: frexp, round half away, the 2^31 carry, flush
+    below 2^-32). TFLite requires every multiplier < 1 (shift <= 0); ``My >= 1`` is refused.
+    Then ``y = clamp(z_y + R(R((a - z_a) 2^20, Ma) + R((b - z_b) 2^20, Mb), My))`` with ``R`` =
+    `requantize_tflite`: ``|a - z_a| 2^20 < 2^28``, each scaled term below 2^27, their sum below 2^28.
+    """
+    sa, sb, sy = (float(np.float32(s)) for s in (scale_a, scale_b, scale_y))
+    if not all(np.isfinite(s) and s > 0 for s in (sa, sb, sy)):
+        raise ValueError(f"add scales must be finite and > 0: {scale_a}, {scale_b}, {scale_y}")
+    twice = 2.0 * max(sa, sb)
+    real = (sa / twice, sb / twice, twice / ((1 << TFLITE_ADD_LEFT_SHIFT) * sy))
+    if real[2] >= 1.0:
+        raise ValueError(f"add output scale {sy} is below 2^-19 of its inputs' ({sa}, {sb}); "
+                         "TFLite's ADD cannot requantize it: check the model's quantization ranges")
+    out: list[int] = []
+    for r in real:
+        m, s = quantize_multiplier(r)
+        out += [int(m), int(s)]
+    return tuple(out)   # type: ignore[return-value]
+
+
+def tflite_mean_params(count: int) -> tuple[int, int]:
+    """``(M', s')`` of TFLite's int8 MEAN over ``count`` elements with equal input/output scales.
+
+    TFLite folds ``1/count`` into ``M = s_in / s_out = 1`` (``(2^30, 1)``): ``k = min(floor(log2
+    count), 32, 31 + 1)``, ``M' = (2^30 << k) // count`` (int64, truncating), ``s' = 1 - k``;
+    then ``y = clamp(R(sum(q) - z * count, M', s') + z, -128, 127)`` with ``R`` = `requantize_tflite`.
+    ``count <= 2^23`` keeps ``|sum - z * count| <= 255 count`` inside int32.
+    """
+    if not 0 < count <= 1 << 23:
+        raise ValueError(f"mean over {count} elements: TFLite's int32 sum needs 1 <= count <= 2^23")
+    k = min(int(count).bit_length() - 1, 32)
+    return ((1 << 30) << k) // count, 1 - k
