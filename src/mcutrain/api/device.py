@@ -135,6 +135,27 @@ def export_args(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def export_file_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The work of `mcutrain export --format tflite | onnx`: the int8 model written as one file."""
+    from mcutrain.interop import InteropError
+    from mcutrain.interop.onnx_export import save_onnx
+    from mcutrain.interop.tflite_export import save_tflite
+
+    if args.method != "none":
+        raise UserError(f"--format {args.format} writes the int8 model; training (--method {args.method}) "
+                        "compiles into a C library: drop --format")
+    calib = dataset_of(args.dataset, args.seed).x_train if args.dataset else None
+    qm, prov = int8_model(args, calib)
+    try:
+        path = (save_tflite if args.format == "tflite" else save_onnx)(qm, args.output)
+    except (InteropError, ImportError) as e:     # ImportError: the tflite or onnx package is missing
+        raise UserError(str(e)) from None
+    except OSError as e:
+        raise UserError(f"cannot write '{args.output}': {e}") from None
+    return {"path": str(path), "format": args.format, "bytes": Path(path).stat().st_size,
+            "provenance": prov, "macs": qm.graph.total_macs(), "params": qm.graph.num_params()}
+
+
 def plan_graph(args: argparse.Namespace) -> Graph:
     """The float graph `plan` accounts: a file, an in-memory model or `--arch` with --classes/--input-size."""
     if isinstance(args.model, Graph | QuantModel):

@@ -26,8 +26,12 @@ from mcutrain.qmodel import QuantModel
 
 
 def import_model(path_or_module: str | Path | Any, input_shape: tuple[int, ...] | None = None,
-                 name: str | None = None) -> Graph:
-    """A float Graph from an ONNX file (a path) or a PyTorch `nn.Module` (needs `input_shape`, NHWC).
+                 name: str | None = None) -> Graph | QuantModel:
+    """An int8 QuantModel from a .tflite file, or a float Graph from an ONNX file (a path) or a
+    PyTorch `nn.Module` (needs `input_shape`, NHWC).
+
+    A .tflite is recognized by its content; its integers are kept as they are (no PTQ) and the
+    QuantModel's provenance holds what `mcutrain export --format tflite` restores.
 
     Foreign layer names are renamed into mcutrain's naming rule; `mcutrain import` keeps the
     original names in the model file it writes (this returns the graph only).
@@ -37,7 +41,14 @@ def import_model(path_or_module: str | Path | Any, input_shape: tuple[int, ...] 
     try:
         if isinstance(path_or_module, str | Path):
             if not Path(path_or_module).exists():
-                raise UserError(f"ONNX file '{path_or_module}' does not exist")
+                raise UserError(f"model file '{path_or_module}' does not exist")
+            from mcutrain.interop.tflite_import import from_tflite, is_tflite
+            if is_tflite(path_or_module):
+                if input_shape is not None:
+                    raise UserError("input_shape does not apply to a .tflite model (its shape is in "
+                                    "the file)")
+                qm, _ = from_tflite(path_or_module)
+                return qm
             graph, _ = from_onnx_mapped(path_or_module, input_shape=input_shape, name=name)
             return graph
         if input_shape is None:

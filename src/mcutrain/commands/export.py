@@ -1,4 +1,6 @@
-"""`mcutrain export`: write a self-contained C99 library (model.c/h, runtime, build files).
+"""`mcutrain export`: write a self-contained C99 library (model.c/h, runtime, build files), or
+with `--format tflite | onnx` the int8 model itself as a .tflite file (TFLite Micro runs it) or
+ONNX QDQ.
 
 The library runs int8 inference bit-exactly like the simulator and, with `--method zo`,
 `--method bp-qas` or `--method fqt` (precision int8, batch 1), trains on the device exactly as
@@ -13,6 +15,8 @@ Examples:
     mcutrain export --arch digits-cnn --init random --seed 0 --target cortex-m0plus -o out --json
     mcutrain export model.npz --method zo --perturb mix --trainable last:2 --batch 4 --target nrf52840 -o out
     mcutrain export --arch digits-cnn --init random --method fqt --precision int8 --target cortex-m4 -o out
+    mcutrain export model.npz --format tflite -o model.tflite
+    mcutrain export model.npz --format onnx -o model-int8.onnx
 """
 
 from __future__ import annotations
@@ -20,14 +24,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from mcutrain.api.device import export_args
+from mcutrain.api.device import export_args, export_file_args
 from mcutrain.cli import print_json
 from mcutrain.commands._outputs import check_output
 from mcutrain.errors import UserError
 from mcutrain.methods import factory
 
 
-def add_model_args(p: argparse.ArgumentParser) -> None:
+def add_model_args(p: argparse.ArgumentParser, target_required: bool = True) -> None:
     """The model source options shared by export and run."""
     p.add_argument("model", nargs="?", metavar="MODEL", help="model file (.npz); or use --arch")
     p.add_argument("--arch", help="zoo architecture instead of a model file (with --init random)")
@@ -35,7 +39,8 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
                    "random inputs, for trying the toolchain without a trained model")
     p.add_argument("--method", default="none", help="training method compiled in: none (inference only, "
                    "default), zo, bp-qas or fqt")
-    p.add_argument("--target", required=True, help="MCU target, e.g. cortex-m0plus, cortex-m4, cortex-m7")
+    p.add_argument("--target", required=target_required,
+                   help="MCU target, e.g. cortex-m0plus, cortex-m4, cortex-m7")
     p.add_argument("--kernels", choices=["ref", "dsp"],
                    help="kernel build: dsp (default where the core has DSP) or ref (portable loops)")
 
@@ -53,9 +58,12 @@ def register(subparsers) -> None:
         "export", help="write a C library for a model and target",
         description=__doc__.split("\n\n")[0], epilog="examples:\n" + __doc__.split("Examples:\n")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_model_args(p)
+    add_model_args(p, target_required=False)
     factory.add_options(p.add_argument_group("training (--method zo | bp-qas | fqt)"), "export")
-    p.add_argument("-o", "--output", required=True, metavar="DIR", help="directory to write the library to")
+    p.add_argument("-o", "--output", required=True, metavar="DIR|FILE",
+                   help="directory to write the library to (a file with --format)")
+    p.add_argument("--format", choices=sorted(FORMATS),
+                   help="write the int8 model as a .tflite file or as ONNX QDQ instead of a C library")
     p.add_argument("--planner", choices=["greedy", "linear"], default="greedy",
                    help="arena planner: greedy (default) or linear (never reuses memory; for debugging)")
     p.add_argument("--dataset", help="dataset spec to calibrate a float-only model file on (PTQ)")
@@ -63,7 +71,15 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+FORMATS = {"tflite": ".tflite", "onnx": ".onnx"}
+
+
 def export(args: argparse.Namespace) -> dict[str, Any]:
+    if args.format:
+        check_output(args.output, "-o/--output", FORMATS[args.format])
+        return export_file_args(resolve_options(args, "export"))
+    if args.target is None:
+        raise UserError("--target is required for a C library (or pass --format tflite | onnx)")
     check_output(args.output, "-o/--output", directory=True)
     return export_args(resolve_options(args, "export"))
 
@@ -71,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
     r = export(args)
     if args.json:
         print_json(r)
+    elif args.format:
+        print(f"wrote {r['path']} ({r['format']}, {r['bytes']:,} bytes)\nmodel: {r['provenance']}")
     else:
         print(f"wrote {len(r['files'])} files to {r['out_dir']} for {r['target']} ({r['kernels']} kernels): "
               f"arena {r['arena_bytes']:,} bytes RAM, constants {r['const_bytes']:,} bytes Flash, "

@@ -1,10 +1,16 @@
-"""`mcutrain import`: bring a float model from ONNX or PyTorch into an mcutrain model file.
+"""`mcutrain import`: bring a model from TensorFlow Lite, ONNX or PyTorch into an mcutrain model file.
 
 Examples:
+    mcutrain import model.tflite -o model.npz                       the int8 model as deployed
     mcutrain import model.onnx -o model.npz
     mcutrain import model.onnx --input-shape 28,28,1 -o model.npz
     mcutrain import --torch mypkg.models:make_net --input-shape 28,28,1 -o model.npz
     mcutrain import model.onnx -o model.npz --calibrate fashion-mnist     also quantize to int8
+
+A .tflite file (recognized by its content, whatever its name) is an int8 model already: its
+integers, scales and zero points are kept as they are (no PTQ), a SOFTMAX head is kept for
+inference and export, and the file is written as an int8 model. ONNX and PyTorch models are
+float; `--calibrate` quantizes them.
 
 `--torch MODULE:FUNCTION` calls a Python function that returns an `nn.Module`
 (no `.pt` files: they are pickles, which mcutrain never loads). Input shapes
@@ -31,9 +37,9 @@ CALIBRATION_SAMPLES = 512
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("import", help="import a float model from ONNX or PyTorch",
+    p = subparsers.add_parser("import", help="import a model from TFLite (int8), ONNX or PyTorch",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("onnx", nargs="?", metavar="MODEL.onnx", help="a float ONNX model")
+    p.add_argument("onnx", nargs="?", metavar="MODEL", help="an int8 .tflite file or a float ONNX model")
     p.add_argument("--torch", metavar="MODULE:FUNCTION", help="a function returning an nn.Module")
     p.add_argument("--input-shape", metavar="H,W,C", help="per-sample NHWC input shape")
     p.add_argument("--name", help="model name stored in the file")
@@ -79,13 +85,17 @@ def run(args: argparse.Namespace) -> int:
     from mcutrain.interop import InteropError, from_onnx_mapped, from_torch_mapped
 
     if (args.onnx is None) == (args.torch is None):
-        raise UserError("give exactly one source: an ONNX file, or --torch MODULE:FUNCTION")
+        raise UserError("give exactly one source: a .tflite or ONNX file, or --torch MODULE:FUNCTION")
     shape = _shape(args.input_shape)
     check_output(args.output, "-o/--output", ".npz")
+    if args.onnx:
+        from mcutrain.interop.tflite_import import is_tflite
+        if not Path(args.onnx).exists():
+            raise UserError(f"model file '{args.onnx}' does not exist")
+        if is_tflite(args.onnx):
+            return _run_tflite(args)
     try:
         if args.onnx:
-            if not Path(args.onnx).exists():
-                raise UserError(f"ONNX file '{args.onnx}' does not exist")
             graph, renamed = from_onnx_mapped(args.onnx, input_shape=shape, name=args.name)
             source = {"onnx": Path(args.onnx).name}
         else:
@@ -130,4 +140,43 @@ def run(args: argparse.Namespace) -> int:
             print(f"renamed {len(renamed)} layer(s) into mcutrain's naming rule; the file keeps the "
                   "original names (--trainable layers: takes either)")
         print(f"wrote {args.output}" + (" (float + int8)" if result["quantized"] else " (float)"))
+    return 0
+
+
+def _run_tflite(args: argparse.Namespace) -> int:
+    """An int8 .tflite: kept as it is (its integers are the model), written as an int8 model file."""
+    from mcutrain.interop import InteropError
+    from mcutrain.interop.tflite_import import from_tflite
+
+    for flag, value in (("--input-shape", args.input_shape), ("--calibrate", args.calibrate)):
+        if value:
+            raise UserError(f"{flag} does not apply to a .tflite model: it is int8 already, with its own "
+                            "input shape and quantization")
+    try:
+        qm, renamed = from_tflite(args.onnx)
+    except (InteropError, ImportError) as e:     # ImportError: the tflite package is missing
+        raise UserError(str(e)) from None
+    if args.name:
+        from mcutrain.graph import name_problem
+        if name_problem(args.name):
+            raise UserError(f"--name {args.name!r} {name_problem(args.name)}")
+        qm.graph.name = args.name
+    try:
+        qm.save(args.output)
+    except (ValueError, OSError) as e:
+        raise UserError(f"cannot write '{args.output}': {e}") from None
+    g = qm.graph
+    head = (qm.provenance.get("tflite") or {}).get("output", {}).get("softmax")
+    result = {"path": args.output, "params": g.num_params(), "macs": g.total_macs(),
+              "input_shape": list(g.input_shape), "classes": g.num_classes, "quantized": True,
+              "source_names": renamed, "softmax_head": bool(head),
+              "rounding": getattr(qm, "rounding", "single")}
+    if args.json:
+        print_json(result)
+    else:
+        print(g.summary())
+        if renamed:
+            print(f"renamed {len(renamed)} tensor(s) into mcutrain's naming rule; the file keeps the "
+                  "original names (--trainable layers: takes either)")
+        print(f"wrote {args.output} (int8, from TFLite" + (", SOFTMAX head kept)" if head else ")"))
     return 0
