@@ -88,6 +88,9 @@ def test_model_file_and_cli(tmp_path, capsys):
     assert res["source_names"] == {"model.conv_0.Conv2D_bias": "model/conv 0/Conv2D;bias"}
     loaded = qmodel.load(out)
     assert loaded.provenance["imported_from"] == {"tflite": "m.bin"}
+    assert loaded.rounding == "tflite"          # the model file keeps TFLite's double rounding
+    assert cli.main(["export", str(out), "--target", "cortex-m4", "-o", str(tmp_path / "lib")]) == 1
+    assert "rounding 'tflite' is not in the C runtime yet" in capsys.readouterr().err
     for fmt in ("tflite", "onnx"):
         if fmt == "onnx":
             pytest.importorskip("onnx")

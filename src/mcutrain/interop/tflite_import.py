@@ -382,7 +382,8 @@ class _Importer(ShapeOps):
             acts = {k: v for k, v in self.acts.items() if k == INPUT or k in keep}
             names = {n.name for n in nodes if n.op in (Op.CONV2D, Op.LINEAR)}
             qm = QuantModel(g, acts, {k: self.weights[k] for k in names},
-                            {k: self.wq[k] for k in names}, {k: self.biases[k] for k in names})
+                            {k: self.wq[k] for k in names}, {k: self.biases[k] for k in names},
+                            rounding=ROUNDING)
             for n in nodes:            # every multiplier TFLite would derive must be representable
                 if n.op in (Op.CONV2D, Op.LINEAR):
                     qm.requant_params(n)
@@ -395,9 +396,6 @@ class _Importer(ShapeOps):
             self.meta[key] = [k for k in self.meta[key] if k in keep]
         renamed = {k: v for k, v in self.renamed.items() if k in keep}
         qm.provenance = {"tflite": self.meta, **({"source_names": renamed} if renamed else {})}
-        # NOTE: `QuantModel.rounding` ("single" | "tflite", persisted in model files) comes with the
-        # tflite-rounding branch; until the lead merges it this attribute is set but not yet read.
-        qm.rounding = ROUNDING
         return qm, renamed
 
 
