@@ -4,7 +4,8 @@
 four trainable layers) is the scale of the FQT seed's from-scratch CNN;
 `mnist1d-cnn` is a 1-D CNN (length-40 signals as height-1 images);
 `mcunet-5fps` is rebuilt from its published layer shapes with configurable
-input size and classes (layers `stem`, `blocks.{i}.pw1|dw|pw2`, `head`).
+input size and classes (layers `stem`, `blocks.{i}.pw1|dw|pw2`, `head`);
+`mobilenet-v1-0.25` is the depthwise-separable person detector of TFLite Micro's examples.
 """
 
 from __future__ import annotations
@@ -109,11 +110,29 @@ def mcunet_5fps(num_classes: int = 10, input_shape=(128, 128, 3)) -> Graph:
     return Graph(input_shape, nodes, "mcunet-5fps")
 
 
+def mobilenet_v1_025(num_classes: int = 2, input_shape=(96, 96, 1)) -> Graph:
+    """MobileNetV1 at width 0.25 (8 channels first), four depthwise-separable blocks, relu6: the
+    shape of TFLite Micro's person-detection example, the network its users deploy most."""
+    nodes = [G.conv2d("conv0", G.INPUT, 8, 3, stride=2, padding=(0, 1, 0, 1), act="relu6",
+                      in_channels=input_shape[2])]
+    x, c = "conv0", 8
+    for i, (out, stride) in enumerate([(16, 1), (32, 2), (32, 1), (64, 2)]):
+        pad = (1, 1, 1, 1) if stride == 1 else (0, 1, 0, 1)
+        nodes.append(G.conv2d(f"dw{i}", x, c, 3, stride=stride, padding=pad, groups=c, act="relu6",
+                              in_channels=c))
+        nodes.append(G.conv2d(f"pw{i}", f"dw{i}", out, 1, act="relu6", in_channels=c))
+        x, c = f"pw{i}", out
+    nodes += [G.global_avgpool("pool", x), G.flatten("flat", "pool"),
+              G.linear("fc", "flat", num_classes, in_features=c)]
+    return Graph(input_shape, nodes, "mobilenet-v1-0.25")
+
+
 ARCHS = {
     "digits-cnn": (digits_cnn, (8, 8, 1)),
     "small-cnn": (small_cnn, (28, 28, 1)),
     "mnist1d-cnn": (mnist1d_cnn, (1, 40, 1)),
     "mcunet-5fps": (mcunet_5fps, (128, 128, 3)),
+    "mobilenet-v1-0.25": (mobilenet_v1_025, (96, 96, 1)),
 }
 
 

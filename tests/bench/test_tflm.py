@@ -1,0 +1,25 @@
+"""The `tflm` benchmark's quick run: TFLM's interpreter and mcutrain agree bit for bit in `tflite`
+rounding, and a model trained in the simulator scores the same under TFLM."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mcutrain.cli import main
+
+pytest.importorskip("tflite_micro.python.tflite_micro.runtime", reason="pip install tflite-micro (dev extra)")
+
+
+def test_quick_tflm_benchmark(tmp_path):
+    assert main(["bench", "tflm", "--quick", "--results", str(tmp_path), "--docs", str(tmp_path)]) == 0
+    doc = json.loads((tmp_path / "tflm.quick.json").read_text())
+    assert doc["complete"] and {r["model"] for r in doc["rows"]} == {"digits-cnn", "mobilenet-v1-0.25"}
+    for r in doc["rows"]:
+        assert r["tflite_logits_equal"] == 1.0 and r["tflite_max_diff"] == 0, r
+        assert r["single_logits_equal"] < 1.0, r        # the modes really differ: measured, not assumed
+    trip = doc["trained_round_trip"]
+    assert trip["rounding"] == "tflite"
+    assert trip["accuracy_after_mcutrain"] == trip["accuracy_after_tflm"]
+    assert trip["accuracy_after_mcutrain"] > trip["accuracy_before"]     # it learned something
