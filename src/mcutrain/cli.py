@@ -17,7 +17,8 @@ from mcutrain.errors import UserError
 from mcutrain.io import json_plain
 from mcutrain.version import __version__
 
-COMMANDS = ["demo", "datasets", "import", "pretrain", "train", "plan", "export", "run", "bench", "report"]
+COMMANDS = ["demo", "datasets", "import", "pretrain", "train", "eval", "plan", "export", "run", "bench",
+            "report"]
 """Every subcommand, in the order of the user's path (DESIGN section 9)."""
 MODULE_NAMES = {"import": "import_model"}
 """Commands whose module name differs (`import` is a Python keyword)."""
