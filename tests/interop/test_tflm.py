@@ -73,3 +73,15 @@ def test_tflite_rounding_is_bit_exact_with_tflm(name):
     exact = agreement(int_engine.forward(qm, x), ref)
     print(f"\n{name}: tflite rounding vs TFLM: {exact}")
     assert exact["logits_equal"] == 1.0, exact
+
+
+def test_a_tflite_rounding_model_of_our_own_exports_what_it_computes():
+    """A model made here and switched to TFLite's rounding: its global average pool is written as
+    TFLM's MEAN, so TFLM computes exactly what mcutrain simulates."""
+    import dataclasses as dc
+
+    from mcutrain.interop.tflite_export import to_tflite
+    qm = dc.replace(quant_model("mobilenet-v1-0.25"), rounding="tflite")
+    x = np.random.default_rng(3).integers(-128, 128, (200, *qm.graph.input_shape)).astype(np.int8)
+    exact = agreement(int_engine.forward(qm, x), tflm_logits(to_tflite(qm), x))
+    assert exact["logits_equal"] == 1.0, exact

@@ -13,8 +13,9 @@ So an untrained imported model is written back with every tensor byte it had.
 
 A model without that record (one made by mcutrain) is written with int8 input and output,
 its convs' padding as SAME/VALID where it is one of them (else a PAD before a VALID conv), a
-global average pool as an AVERAGE_POOL_2D over the whole map (exactly the IR's rounding;
-TFLM's MEAN rounds differently), and a flatten as RESHAPE.
+global average pool as an AVERAGE_POOL_2D over the whole map (exactly the IR's `single`
+rounding; TFLM's MEAN rounds differently, and is what a `tflite`-rounding model's global pool
+is written as), and a flatten as RESHAPE.
 
 Example:
     >>> save_tflite(qm, "model.tflite")     # doctest: +SKIP
@@ -218,6 +219,8 @@ class _Writer:
     def node_global_avgpool(self, n: Node, implicit: set[str]) -> None:
         h, w, c = self.qm.graph.shape(n.inputs[0])
         mean = (self.meta.get("mean") or {}).get(n.name)
+        if not mean and getattr(self.qm, "rounding", "single") == "tflite":
+            mean = {"keep_dims": True}   # in TFLite's rounding the IR's global pool is TFLM's MEAN
         if not mean:
             self._pool("AVERAGE_POOL_2D", n, (h, w), (h, w))
             return
