@@ -1,7 +1,7 @@
 /*
  * Linear forward with per-channel accumulator extremes (FQT; Python twin: fqt_kernels.linear_fwd_acc
- * plus the bias add and requantize_output). Reference kernel: plain loops (mt_linear_fwd_s8_range_ref.h);
- * dsp/mt_linear_fwd_s8_range.c is its DSP twin (two rows per input pass).
+ * plus the bias add and requantize_output). Reference kernel: plain loops
+ * (mt_linear_fwd_s8_range_ref.h); dsp/mt_linear_fwd_s8_range.c is its DSP twin (two rows a pass).
  */
 #include "mt_fqt.h"
 #include "mt_linear_fwd_s8_range_ref.h"

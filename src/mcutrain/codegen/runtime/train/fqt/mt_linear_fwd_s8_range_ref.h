@@ -12,9 +12,10 @@
 #include "mt_fqt.h"
 
 /*
- * Output o of sample b: zx = params->input_zero_point, x [in_features] int8 (in), weight [out_features, in_features] int8 (in), bias [out_features] int32 (in), output
- * [batch, out_features] int8 (out, row b written); acc_min/acc_max [out_features] int32 (in/out)
- * widen to each output's accumulator.
+ * Output o of sample b: zx = params->input_zero_point, x [in_features] int8 (in), weight
+ * [out_features, in_features] int8 (in), bias [out_features] int32 (in), output [batch,
+ * out_features] int8 (out: element [b, o]); acc_min/acc_max [out_features] int32 (in/out): element
+ * o widens to the accumulator.
  * NOTE: the int32 bound as in the conv kernel (checked by the exporter).
  */
 MT_INLINE void mt_linear_fwd_s8_range_ref(const mt_linear_params *params,
