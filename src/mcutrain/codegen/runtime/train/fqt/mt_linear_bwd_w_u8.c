@@ -6,30 +6,7 @@
  */
 #include "mt_fqt.h"
 #include "mt_fqt_keep.h"
-#include "mt_fqt_math.h"
-
-/* Both kernels: rows keep[0..n) (keep NULL: 0..n). */
-MT_INLINE void lin_bwd_w_u8(const int32_t *keep, int32_t n, int32_t input_zero_point, int32_t e_zero_point,
-                            const uint8_t *input, int32_t in_features, const uint8_t *e, float multiplier,
-                            int32_t grad_zero_point, uint8_t *grad, int32_t *grad_bias, int32_t *g_min, int32_t *g_max)
-{
-    int32_t t, i;
-    for (t = 0; t < n; ++t) {
-        const int32_t o = keep ? keep[t] : t;
-        const int32_t eo = (int32_t)e[o] - e_zero_point;
-        if (grad) {
-            grad_bias[o] += eo;
-        }
-        for (i = 0; i < in_features; ++i) {
-            const int32_t g = eo * ((int32_t)input[i] - input_zero_point);
-            *g_min = g < *g_min ? g : *g_min;
-            *g_max = g > *g_max ? g : *g_max;
-            if (grad) {
-                grad[o * in_features + i] = (uint8_t)mt_requant_f32_floor(g, multiplier, grad_zero_point, 0, 255);
-            }
-        }
-    }
-}
+#include "mt_linear_bwd_w_u8_ref.h"
 
 mt_status mt_linear_bwd_w_u8(int32_t input_zero_point,
                              int32_t e_zero_point,
@@ -47,8 +24,8 @@ mt_status mt_linear_bwd_w_u8(int32_t input_zero_point,
     if (!input || !e || !grad_bias || !g_min || !g_max) {
         return MT_ERR_ARG;
     }
-    lin_bwd_w_u8(NULL, out_features, input_zero_point, e_zero_point, input, in_features, e, multiplier,
-                 grad_zero_point, grad, grad_bias, g_min, g_max);
+    mt_linear_bwd_w_u8_ref(NULL, out_features, input_zero_point, e_zero_point, input, in_features, e, multiplier,
+                           grad_zero_point, grad, grad_bias, g_min, g_max, 0);
     return MT_OK;
 }
 
@@ -74,7 +51,7 @@ mt_status mt_linear_bwd_w_u8_keep(const int32_t *keep,
         *g_min = 0 < *g_min ? 0 : *g_min;
         *g_max = 0 > *g_max ? 0 : *g_max;
     }
-    lin_bwd_w_u8(keep, n_keep, input_zero_point, e_zero_point, input, in_features, e, multiplier, grad_zero_point,
-                 grad, grad_bias, g_min, g_max);
+    mt_linear_bwd_w_u8_ref(keep, n_keep, input_zero_point, e_zero_point, input, in_features, e, multiplier,
+                           grad_zero_point, grad, grad_bias, g_min, g_max, 0);
     return MT_OK;
 }

@@ -1,0 +1,63 @@
+/*
+ * The reference rows of seed A's uint8 linear weight gradient (mt_linear_bwd_w_u8, its _keep form
+ * and the batch-summing mt_linear_bwd_w_u8_s16), always inline: each kernel file instantiates it
+ * with a constant `s16`, so the per-sample and the summed gradients share one definition of the
+ * product, its range and its requantization (Python twins: fqt_kernels.linear_bwd_w_acc and
+ * fqt.FQT._weight_grad).
+ */
+#ifndef MT_LINEAR_BWD_W_U8_REF_H
+#define MT_LINEAR_BWD_W_U8_REF_H
+
+#include <stdint.h>
+
+#include "mt_arch.h"
+#include "mt_fqt_math.h"
+
+/*
+ * Rows keep[0..n) (keep NULL: 0..n) of g = (e[o] - e_zero_point) * (input[i] - input_zero_point):
+ * input in [in_features] uint8, e in [out_features] uint8; extremes of g merged into *g_min /
+ * *g_max; q = clamp(floor(float32(g) * multiplier) + grad_zero_point, 0, 255).
+ *   s16 = 0: grad (out, may be NULL: only the range) [out_features, in_features] uint8 = q, and
+ *            grad_bias[o] += e[o] - e_zero_point where grad is not NULL
+ *   s16 = 1: grad (in/out) [out_features, in_features] int16 += q - grad_zero_point (batch sums),
+ *            grad_bias[o] += e[o] - e_zero_point
+ */
+MT_INLINE void mt_linear_bwd_w_u8_ref(const int32_t *keep,
+                                      int32_t n,
+                                      int32_t input_zero_point,
+                                      int32_t e_zero_point,
+                                      const uint8_t *input,
+                                      int32_t in_features,
+                                      const uint8_t *e,
+                                      float multiplier,
+                                      int32_t grad_zero_point,
+                                      void *grad,
+                                      int32_t *grad_bias,
+                                      int32_t *g_min,
+                                      int32_t *g_max,
+                                      int32_t s16)
+{
+    int32_t t, i;
+    for (t = 0; t < n; ++t) {
+        const int32_t o = keep ? keep[t] : t;
+        const int32_t eo = (int32_t)e[o] - e_zero_point;
+        if (grad) {
+            grad_bias[o] += eo;
+        }
+        for (i = 0; i < in_features; ++i) {
+            const int32_t g = eo * ((int32_t)input[i] - input_zero_point);
+            const int32_t idx = o * in_features + i;
+            *g_min = g < *g_min ? g : *g_min;
+            *g_max = g > *g_max ? g : *g_max;
+            if (s16) {
+                int16_t *g16 = (int16_t *)grad;
+                g16[idx] = (int16_t)(g16[idx] + mt_requant_f32_floor(g, multiplier, grad_zero_point, 0, 255) -
+                                     grad_zero_point);
+            } else if (grad) {
+                ((uint8_t *)grad)[idx] = (uint8_t)mt_requant_f32_floor(g, multiplier, grad_zero_point, 0, 255);
+            }
+        }
+    }
+}
+
+#endif /* MT_LINEAR_BWD_W_U8_REF_H */
