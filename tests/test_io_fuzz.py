@@ -90,8 +90,16 @@ def _zip(members: list[tuple[str, bytes]], big: tuple[str, int, bytes] | None = 
 
 
 def _npy(arr: np.ndarray) -> bytes:
+    """`arr` as a .npy member. An object array gets its real header (`|O`) and a payload of zero
+    bytes, never a pickle: the loader must refuse it from the header alone."""
     buf = _io.BytesIO()
-    np.lib.format.write_array(buf, arr, allow_pickle=True)
+    if arr.dtype.hasobject:
+        header = {"descr": np.lib.format.dtype_to_descr(arr.dtype), "fortran_order": False,
+                  "shape": arr.shape}
+        np.lib.format.write_array_header_1_0(buf, header)
+        buf.write(bytes(8 * arr.size))
+    else:
+        np.lib.format.write_array(buf, arr, allow_pickle=False)
     return buf.getvalue()
 
 
