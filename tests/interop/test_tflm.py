@@ -17,33 +17,19 @@ import numpy as np
 import pytest
 
 pytest.importorskip("tflite", reason="pip install tflite (a dependency of mcutrain)")
-runtime = pytest.importorskip("tflite_micro.python.tflite_micro.runtime",
-                              reason="pip install tflite-micro (the dev extra has it)")
+pytest.importorskip("tflite_micro.python.tflite_micro.runtime",
+                    reason="pip install tflite-micro (the dev extra has it)")
 
-from tflite_models import MODELS, quant_model  # noqa: E402
+from tflite_models import MODELS, quant_model
 
-from mcutrain.engines import int_engine  # noqa: E402
-from mcutrain.interop.tflite_export import to_tflite  # noqa: E402
-from mcutrain.interop.tflite_import import from_tflite_bytes  # noqa: E402
-from mcutrain.qmodel import QuantModel  # noqa: E402
+from mcutrain.bench.tflm import agreement
+from mcutrain.bench.tflm import tflm_outputs as tflm_logits
+from mcutrain.engines import int_engine
+from mcutrain.interop.tflite_export import to_tflite
+from mcutrain.interop.tflite_import import from_tflite_bytes
+from mcutrain.qmodel import QuantModel
 
 SAMPLES = 1000
-
-
-def tflm_logits(data: bytes, x: np.ndarray) -> np.ndarray:
-    it = runtime.Interpreter.from_bytes(data)
-    out = np.empty((len(x), it.get_output_details(0)["shape"][-1]), np.int8)
-    for i in range(len(x)):
-        it.set_input(x[i:i + 1], 0)
-        it.invoke()
-        out[i] = it.get_output(0).reshape(-1)
-    return out
-
-
-def agreement(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
-    d = np.abs(a.astype(np.int32) - b.astype(np.int32))
-    return {"logits_equal": float(np.mean(d == 0)), "samples_equal": float(np.mean(np.all(d == 0, 1))),
-            "max_diff": int(d.max()), "argmax_equal": float(np.mean(a.argmax(1) == b.argmax(1)))}
 
 
 @functools.cache
