@@ -6,7 +6,8 @@ structure, quantization parameters and provenance. Files are written
 atomically (temp file, fsync, rename), so a crash never leaves a half-written
 model where a good one was.
 
-Loading treats the file as hostile input. It opens the zip itself and reads,
+Loading treats the file as hostile input. It opens the zip itself (through
+`mcutrain.npz_members`, which a dataset file shares) and reads,
 in order: the description alone (at most `limits.MAX_META_BYTES`, nesting at
 most `limits.MAX_JSON_DEPTH`, field types checked); then only the `.npy`
 headers of the arrays the graph references (every other member is ignored,
@@ -19,31 +20,38 @@ of the graph's parameter count, whatever the file claims.
 
 from __future__ import annotations
 
-import io as _io
 import json
 import os
 import re
-import struct
 import tempfile
 import time
 import zipfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
-from numpy.lib import format as npy_format
 
 from mcutrain import limits
 from mcutrain.graph import Graph, GraphError
 from mcutrain.graph_description import check_description
+from mcutrain.npz_members import (
+    MAX_NPY_HEADER,
+    NpyHeader,
+    Refused,
+    member_data,
+    member_header,
+    open_member,
+    open_zip,
+    read_exact,
+    read_header,
+    zip_members,
+)
 
 FORMAT = "mcutrain-model"
 VERSION = 1
 META_KEY = "__meta__"
-MAX_NPY_HEADER = 64 << 10
-"""Largest `.npy` header accepted (numpy's own default limit is 10,000 characters)."""
 STALE_TMP_SECONDS = 3600
 """Temp files of an interrupted save older than this are removed by the next save."""
 
@@ -190,82 +198,6 @@ def save(path: str | Path, graph: Graph, meta: dict[str, Any] | None = None,
 # ---------------------------------------------------------------- reading
 
 
-class _Refuse(Exception):
-    """Internal: a reason to refuse the file (turned into a ModelFileError naming it)."""
-
-
-@dataclass(frozen=True)
-class _Header:
-    dtype: np.dtype
-    shape: tuple[int, ...]
-    fortran: bool
-    offset: int   # bytes of magic + header
-
-    @property
-    def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.float64)) * self.dtype.itemsize
-
-
-def _read_exact(f: BinaryIO, n: int, what: str) -> bytes:
-    b = f.read(n)
-    if len(b) != n:
-        raise _Refuse(f"{what} is truncated")
-    return b
-
-
-def _read_header(f: BinaryIO, name: str) -> _Header:
-    """The `.npy` header of a member, read with a bounded length; refuses pickled (object) data."""
-    magic = _read_exact(f, 8, f"array '{name}'")
-    try:
-        major, minor = npy_format.read_magic(_io.BytesIO(magic))
-    except ValueError:
-        raise _Refuse(f"array '{name}' is not a .npy array (bad magic)") from None
-    if (major, minor) not in ((1, 0), (2, 0), (3, 0)):
-        raise _Refuse(f"array '{name}' has .npy format version {major}.{minor}")
-    size_fmt = "<H" if major == 1 else "<I"
-    raw = _read_exact(f, struct.calcsize(size_fmt), f"array '{name}' header")
-    hlen = struct.unpack(size_fmt, raw)[0]
-    if hlen > MAX_NPY_HEADER:
-        raise _Refuse(f"array '{name}' has a {hlen:,}-byte header (limit {MAX_NPY_HEADER:,})")
-    head = _read_exact(f, hlen, f"array '{name}' header")
-    reader = npy_format.read_array_header_1_0 if major == 1 else npy_format.read_array_header_2_0
-    try:
-        shape, fortran, dtype = reader(_io.BytesIO(raw + head))
-    except Exception as e:  # numpy's header parser raises ValueError, SyntaxError,
-        # tokenize.TokenError, RecursionError... on hostile headers; each is just a corrupt header
-        raise _Refuse(f"array '{name}' has a corrupt header ({str(e)[:120]})") from None
-    if dtype.hasobject:
-        raise _Refuse(f"array '{name}' holds Python objects that need pickle to load; "
-                      "mcutrain never loads pickled data")
-    if dtype.fields is not None or dtype.subdtype is not None or dtype.kind not in "iuf" \
-            or dtype.itemsize > 8:
-        raise _Refuse(f"array '{name}' has type {dtype}; model arrays are plain integers or floats")
-    if any(d < 0 for d in shape) or len(shape) > 8:
-        raise _Refuse(f"array '{name}' has an invalid shape {shape}")
-    n = int(np.prod(shape, dtype=np.float64))
-    if n > limits.MAX_PARAMS:
-        raise _Refuse(f"array '{name}' claims {n:,} elements, more than the limit {limits.MAX_PARAMS:,}")
-    return _Header(dtype, tuple(int(d) for d in shape), bool(fortran), 8 + len(raw) + hlen)
-
-
-def _read_data(f: BinaryIO, h: _Header, name: str) -> np.ndarray:
-    """Exactly the bytes the header declares, straight into the array (no second copy)."""
-    order = h.shape[::-1] if h.fortran else h.shape
-    arr = np.empty(order, h.dtype)
-    view = memoryview(arr.reshape(-1).view(np.uint8))
-    got = 0
-    while got < len(view):
-        k = f.readinto(view[got:])
-        if not k:
-            raise _Refuse(f"array '{name}' is truncated ({got:,} of {len(view):,} bytes)")
-        got += k
-    if h.fortran:
-        arr = np.ascontiguousarray(arr.T)
-    if not arr.dtype.isnative:
-        arr = arr.astype(arr.dtype.newbyteorder("="))
-    return arr
-
-
 def _json_depth(text: str) -> int:
     """Deepest nesting of [ and { outside strings, computed without recursion."""
     bare = re.sub(r'"(?:[^"\\]|\\.)*"', '""', text)
@@ -289,123 +221,93 @@ def _parse_meta(blob: bytes) -> dict[str, Any]:
     try:
         text = blob.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise _Refuse(f"model description is corrupt ({e})") from None
+        raise Refused(f"model description is corrupt ({e})") from None
     depth = _json_depth(text)
     if depth > limits.MAX_JSON_DEPTH:
-        raise _Refuse(f"model description is nested {depth} levels deep (limit {limits.MAX_JSON_DEPTH})")
+        raise Refused(f"model description is nested {depth} levels deep (limit {limits.MAX_JSON_DEPTH})")
     try:
         doc = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
     except (json.JSONDecodeError, ValueError, RecursionError) as e:
-        raise _Refuse(f"model description is corrupt ({str(e)[:160]})") from None
+        raise Refused(f"model description is corrupt ({str(e)[:160]})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise _Refuse("not an mcutrain model file (format tag missing)")
+        raise Refused("not an mcutrain model file (format tag missing)")
     if doc.get("version") != VERSION:
         v = doc.get("version")
-        raise _Refuse(f"has model format version {str(v)[:20]}; this mcutrain reads version {VERSION}: "
+        raise Refused(f"has model format version {str(v)[:20]}; this mcutrain reads version {VERSION}: "
                       "re-export it with a matching mcutrain")
     extra = doc.get("extra_arrays", [])
     if not isinstance(extra, list) or not all(isinstance(k, str) and 0 < len(k) <= limits.MAX_NAME_CHARS
                                               for k in extra) or len(extra) > 2 * limits.MAX_NODES:
-        raise _Refuse("'extra_arrays' must be a list of array names")
+        raise Refused("'extra_arrays' must be a list of array names")
     try:
         check_description(doc.get("graph"))
     except GraphError as e:
-        raise _Refuse(f"invalid graph: {e}") from None
+        raise Refused(f"invalid graph: {e}") from None
     return doc
-
-
-def _members(z: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
-    """Member name -> info; a duplicated name is refused (which copy counts would be ambiguous)."""
-    out: dict[str, zipfile.ZipInfo] = {}
-    dup = set()
-    for info in z.infolist():
-        if info.filename in out:
-            dup.add(info.filename)
-        out[info.filename] = info
-    if dup:
-        raise _Refuse(f"the archive holds duplicated entries {sorted(dup)[:5]}")
-    return out
-
-
-def _open_member(z: zipfile.ZipFile, info: zipfile.ZipInfo) -> BinaryIO:
-    if info.flag_bits & 0x1:
-        raise _Refuse(f"entry '{info.filename}' is encrypted")
-    return z.open(info)
 
 
 def _graph_keys(gdesc: dict[str, Any]) -> list[str]:
     return [f"{nd['name']}.{p}" for nd in gdesc["nodes"] for p in nd["params"]]
 
 
-def _placeholder(h: _Header) -> np.ndarray:
+def _placeholder(h: NpyHeader) -> np.ndarray:
     """An array of the declared shape and dtype that takes no memory (for shape checking)."""
     return np.broadcast_to(np.zeros((), h.dtype), h.shape)
 
 
 def _load(path: Path) -> ModelFile:
-    with open(path, "rb") as fh:
-        if fh.read(4) != b"PK\x03\x04":
-            raise _Refuse("is not a readable .npz model file (not a zip archive); "
-                          "re-create it with 'mcutrain pretrain'")
     try:
-        z = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError) as e:
-        raise _Refuse(f"is not a readable .npz model file ({e}); it may be truncated or not a model "
-                      "file: re-create it with 'mcutrain pretrain'") from None
+        z = open_zip(path, ".npz model file")
+    except Refused as e:
+        raise Refused(f"{e}: re-create it with 'mcutrain pretrain'") from None
     with z:
-        members = _members(z)
+        members = zip_members(z)
         meta_info = members.get(META_KEY + ".npy")
         if meta_info is None:
-            raise _Refuse(f"is an .npz file but not an mcutrain model (no '{META_KEY}' entry)")
+            raise Refused(f"is an .npz file but not an mcutrain model (no '{META_KEY}' entry)")
         if meta_info.file_size > limits.MAX_META_BYTES + MAX_NPY_HEADER:
-            raise _Refuse(f"has a {meta_info.file_size:,}-byte model description (limit "
+            raise Refused(f"has a {meta_info.file_size:,}-byte model description (limit "
                           f"{limits.MAX_META_BYTES:,})")
-        with _open_member(z, meta_info) as f:
-            h = _read_header(f, META_KEY)
+        with open_member(z, meta_info) as f:
+            h = read_header(f, META_KEY)
             if h.dtype != np.uint8 or len(h.shape) != 1 or h.nbytes > limits.MAX_META_BYTES:
-                raise _Refuse(f"model description must be at most {limits.MAX_META_BYTES:,} bytes of "
+                raise Refused(f"model description must be at most {limits.MAX_META_BYTES:,} bytes of "
                               f"uint8, got {h.dtype} {h.shape}")
-            doc = _parse_meta(_read_exact(f, h.nbytes, "model description"))
+            doc = _parse_meta(read_exact(f, h.nbytes, "model description"))
         gdesc = doc["graph"]
         extra_keys = list(dict.fromkeys(doc.get("extra_arrays", [])))
         param_keys = _graph_keys(gdesc)
         if set(extra_keys) & (set(param_keys) | {META_KEY}):
-            raise _Refuse("extra array names collide with parameters")
-        headers: dict[str, _Header] = {}
+            raise Refused("extra array names collide with parameters")
+        headers: dict[str, NpyHeader] = {}
         for key in param_keys + extra_keys:
             info = members.get(key + ".npy")
             if info is None:
                 if key in extra_keys:
                     missing = [k for k in extra_keys if k + ".npy" not in members]
-                    raise _Refuse(f"arrays listed but missing: {missing}")
-                raise _Refuse(f"invalid graph: parameter array '{key}' is missing")
-            with _open_member(z, info) as f:
-                headers[key] = _read_header(f, key)
-            if headers[key].offset + headers[key].nbytes != info.file_size:
-                raise _Refuse(f"array '{key}': the entry holds {info.file_size:,} bytes, its header "
-                              f"declares {headers[key].offset + headers[key].nbytes:,}")
+                    raise Refused(f"arrays listed but missing: {missing}")
+                raise Refused(f"invalid graph: parameter array '{key}' is missing")
+            headers[key] = member_header(z, info, key)
         for key in param_keys:
             if headers[key].dtype.kind != "f":
-                raise _Refuse(f"parameter '{key}' has type {headers[key].dtype}; parameters are floats")
+                raise Refused(f"parameter '{key}' has type {headers[key].dtype}; parameters are floats")
         try:
             skeleton = Graph.from_dict(gdesc, {k: _placeholder(headers[k]) for k in param_keys})
         except GraphError as e:
-            raise _Refuse(f"invalid graph: {e}") from None
+            raise Refused(f"invalid graph: {e}") from None
         check_limits(skeleton)
         extra_bytes = sum(headers[k].nbytes for k in extra_keys)
         bound = 4 * skeleton.num_params() + limits.EXTRA_BYTES_SLACK
         if extra_bytes > bound:
-            raise _Refuse(f"its extra arrays hold {extra_bytes:,} bytes, more than a model of "
+            raise Refused(f"its extra arrays hold {extra_bytes:,} bytes, more than a model of "
                           f"{skeleton.num_params():,} parameters needs (limit {bound:,})")
         data: dict[str, np.ndarray] = {}
         for key in param_keys + extra_keys:
-            with _open_member(z, members[key + ".npy"]) as f:
-                f.read(headers[key].offset)
-                data[key] = _read_data(f, headers[key], key)
+            data[key] = member_data(z, members[key + ".npy"], headers[key], key)
     try:
         graph = Graph.from_dict(gdesc, data)
     except GraphError as e:
-        raise _Refuse(f"invalid graph: {e}") from None
+        raise Refused(f"invalid graph: {e}") from None
     meta = {k: v for k, v in doc.items() if k not in ("format", "version", "graph", "extra_arrays")}
     return ModelFile(graph, meta, {k: data[k] for k in extra_keys})
 
@@ -435,7 +337,7 @@ def load(path: str | Path) -> ModelFile:
         raise ModelFileError(f"'{path}' is not a regular file; give a model file (.npz)")
     try:
         return _load(path)
-    except _Refuse as e:
+    except Refused as e:
         msg = str(e)
         sep = " " if msg.startswith(("is ", "has ", "not ")) else ": "
         raise ModelFileError(f"'{path}'{sep}{msg}") from None
