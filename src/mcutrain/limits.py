@@ -40,3 +40,8 @@ def load_bound_bytes(params: int) -> int:
     `EXTRA_BYTES_SLACK`) + the description (`MAX_META_BYTES`).
     """
     return 8 * params + 4 * params + EXTRA_BYTES_SLACK + MAX_META_BYTES
+MAX_DATASET_ELEMENTS = 1 << 28
+"""Largest array of a dataset file (`--dataset data.npz`): 256 Mi elements, 1 GiB as the float32
+the samples become (Fashion-MNIST's 60000 training images are 47 Mi)."""
+MAX_CLASSES = MAX_DIM
+"""Largest label + 1 a dataset file may hold: a model's last layer has at most `MAX_DIM` outputs."""

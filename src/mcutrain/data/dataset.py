@@ -41,6 +41,10 @@ class Dataset:
     `source` says where the data was found. Images are in [0, 1]; mnist1d signals
     are standardized floats (see `value_range`).
 
+    `classes_known` is False when only the labels tell the classes (a user's `.npz` file:
+    `num_classes` is the largest label + 1); a model with more outputs then keeps them rather
+    than getting a new head, and labels beyond its outputs are refused.
+
     With a corruption, `x_train`/`x_test` are the clean arrays corrupted on first
     access (train with stream 0, test with stream 1 of `seed`) and then kept, so an
     adaptation run that only uses the test set never pays for corrupting the train set.
@@ -49,7 +53,8 @@ class Dataset:
     def __init__(self, name: str, x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray,
                  y_test: np.ndarray, *, classes: tuple[int, ...] | None = None, source: str = "",
                  class_names: tuple[str, ...] = (), value_range: tuple[float, float] = (0.0, 1.0),
-                 corruption: str | None = None, severity: int = 0, seed: int = 0):
+                 corruption: str | None = None, severity: int = 0, seed: int = 0,
+                 classes_known: bool = True):
         self.name = name
         self.clean_train = x_train
         self.clean_test = x_test
@@ -64,6 +69,7 @@ class Dataset:
         self.corruption = corruption
         self.severity = severity
         self.seed = seed
+        self.classes_known = classes_known
         self.validate()
 
     def validate(self) -> None:

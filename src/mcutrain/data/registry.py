@@ -20,7 +20,8 @@ import numpy as np
 from mcutrain.data import cache
 from mcutrain.data.dataset import Dataset, DatasetError
 from mcutrain.data.idx import read_idx, read_idx_header
-from mcutrain.data.spec import DatasetSpec, format_classes, parse_spec
+from mcutrain.data.npz_file import is_npz_path, load_npz
+from mcutrain.data.spec import DatasetSpec, SpecError, format_classes, parse_spec
 from mcutrain.data.splits import stratified_split
 
 DATA_ENV = "MCUTRAIN_DATA"
@@ -198,13 +199,22 @@ _LOADERS = {"digits": _load_digits, "mnist1d": _load_mnist1d,
 # ---------------------------------------------------------------- public API
 
 def load_dataset(spec: str | DatasetSpec, seed: int = 0) -> Dataset:
-    """Load a dataset by spec, e.g. `fashion-mnist-c:gaussian_noise:5` or `digits[0-4]`.
+    """Load a dataset by spec, e.g. `fashion-mnist-c:gaussian_noise:5` or `digits[0-4]`, or a
+    user's file `path/to/data.npz` (any argument ending in .npz: `mcutrain.data.npz_file`).
 
     `seed` fixes the corruption draws (train and test get separate streams); it does
     not change any split. A missing dataset raises DatasetError saying where it
     looked and how to get it.
     """
-    sp = spec if isinstance(spec, DatasetSpec) else parse_spec(spec)
+    if is_npz_path(spec):
+        return load_npz(str(spec))
+    try:
+        sp = spec if isinstance(spec, DatasetSpec) else parse_spec(spec)
+    except SpecError:
+        if isinstance(spec, str) and Path(spec).is_file():
+            raise DatasetError(f"'{spec}' is a file, but dataset files must end in .npz (arrays x and y); "
+                               "rename it, or give a dataset spec such as digits") from None
+        raise
     info = get_info(sp.base)
     if sp.corruption and info.kind == "generated":
         raise DatasetError(f"'{sp}': corruptions are for images; {info.name} holds 1-D signals")
