@@ -45,7 +45,7 @@ def test_eval_takes_a_tflite_as_it_is(digits_model, tmp_path, capsys):
 
 @pytest.mark.parametrize(("argv", "needle"), [
     (["eval", "missing.npz", "--dataset", "digits"], "does not exist"),
-    (["eval", "{m}", "--dataset", "mnist1d"], "takes inputs"),
+    (["eval", "{m}", "--dataset", "mnist1d"], "takes samples of shape (8, 8, 1)"),
 ])
 def test_eval_refusals(argv, needle, digits_model, capsys):
     path, _ = digits_model

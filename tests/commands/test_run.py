@@ -58,4 +58,5 @@ def test_model_must_match_the_dataset(tmp_path, capsys):
     qm = ptq.quantize_model(zoo.build("mnist1d-cnn"), np.zeros((4, 1, 40, 1), np.float32))
     path = qm.save(tmp_path / "m.npz")
     assert main(["run", str(path), "--dataset", "digits", "--target", "cortex-m4"]) == 1
-    assert "pick a matching dataset" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "takes samples of shape (1, 40, 1)" in err and "has samples of shape (8, 8, 1)" in err

@@ -1,14 +1,16 @@
 """The dataset and model inputs every API function takes: a spec or an object, checked once.
 
-A dataset is a spec (`"digits-c:stripe:5"`, cut with `train_samples`/`test_samples` to a
-class-balanced subset drawn with the seed) or a `mcutrain.data.Dataset` already loaded; a
-model is a file path, a float `Graph` or an int8 `QuantModel`. Errors are `UserError`s that
-say what to pass instead, as the command line prints them.
+A dataset is a spec (`"digits-c:stripe:5"`) or a user's file (`"data.npz"`), cut with
+`train_samples`/`test_samples` to a class-balanced subset drawn with the seed, or a
+`mcutrain.data.Dataset` already loaded; a model is a file path, a float `Graph` or an int8
+`QuantModel`. Errors are `UserError`s that say what to pass instead, as the command line
+prints them.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,23 @@ def dataset_of(data: str | Dataset, seed: int = 0, train_samples: int | None = N
         return subset(ds, train_samples, test_samples, seed=seed)
     except ValueError as e:
         raise UserError(str(e)) from None
+
+
+def check_fits(graph: Graph, ds: Dataset) -> None:
+    """Refuse a dataset the model cannot take: samples of another shape than its input (both shapes
+    said, and the reshape when the sizes agree), or -- where only the labels tell the classes, a
+    user's .npz -- a label the model has no output for."""
+    if ds.shape != graph.input_shape:
+        want = "(N, " + ", ".join(map(str, graph.input_shape)) + ")"
+        fix = (f"reshape x to {want}" if math.prod(ds.shape) == math.prod(graph.input_shape)
+               else "give samples of the model's input shape, or another model")
+        raise UserError(f"the model takes samples of shape {graph.input_shape} but dataset '{ds.name}' "
+                        f"has samples of shape {ds.shape}; {fix}")
+    if not ds.classes_known and ds.num_classes > graph.num_classes:
+        top = graph.num_classes - 1
+        raise UserError(f"dataset '{ds.name}' has labels up to {ds.num_classes - 1} but the model has "
+                        f"{graph.num_classes} outputs (classes 0..{top}); relabel the data to 0..{top}, "
+                        "or train a new model with --arch")
 
 
 def load(path: str | Path) -> Model:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from mcutrain.api.data import Model, dataset_of, options_namespace
+from mcutrain.api.data import Model, check_fits, dataset_of, options_namespace
 from mcutrain.api.device import build_method, check_method_lr, int8_model, resolve_target_and_kernels
 from mcutrain.api.training import calibration_samples
 from mcutrain.errors import UserError
@@ -42,9 +42,7 @@ def load_run_inputs(args: argparse.Namespace):
         raise UserError(f"--steps {args.steps} x --batch {args.batch} exceeds the {len(ds.y_train)} training "
                         f"samples of '{args.dataset}'")
     qm, prov = int8_model(args, ds.x_train, ds.num_classes, tuple(ds.x_train.shape[1:]))
-    if tuple(ds.x_train.shape[1:]) != qm.graph.input_shape:
-        raise UserError(f"the model takes inputs {qm.graph.input_shape} but '{args.dataset}' has samples "
-                        f"{tuple(ds.x_train.shape[1:])}; pick a matching dataset")
+    check_fits(qm.graph, ds)
     return ds, qm, prov
 
 
@@ -85,9 +83,7 @@ def run_inference(args: argparse.Namespace, work: Path, target, kernels: str) ->
         raise UserError(f"--steps {args.steps} exceeds the {len(ds.y_test)} test samples of '{args.dataset}'")
     qm, prov = int8_model(args, ds.x_train, ds.num_classes, tuple(ds.x_test.shape[1:]))
     x = ds.x_test[:args.steps]
-    if tuple(x.shape[1:]) != qm.graph.input_shape:
-        raise UserError(f"the model takes inputs {qm.graph.input_shape} but '{args.dataset}' has samples "
-                        f"{tuple(x.shape[1:])}; pick a matching dataset")
+    check_fits(qm.graph, ds)
     x_q = int_engine.quantize_input(qm, x)
     sim = int_engine.forward(qm, x_q)
     try:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from mcutrain.api.data import Model, dataset_of
+from mcutrain.api.data import Model, check_fits, dataset_of
 from mcutrain.data import Dataset
 from mcutrain.engines import float_engine, int_engine
 from mcutrain.errors import UserError
@@ -84,10 +84,7 @@ def predict(model: Model, x: np.ndarray) -> np.ndarray:
 def evaluate(model: Model, dataset: str | Dataset, seed: int = 0, test_samples: int | None = None) -> float:
     """Accuracy of `model` on `dataset`'s test split (int8: the golden engine; float: the float engine)."""
     ds = dataset_of(dataset, seed, None, test_samples)
-    graph = model.graph if isinstance(model, QuantModel) else model
-    if tuple(ds.x_test.shape[1:]) != graph.input_shape:
-        raise UserError(f"the model takes inputs {graph.input_shape} but '{ds.name}' has samples "
-                        f"{tuple(ds.x_test.shape[1:])}; pick a matching dataset")
+    check_fits(model.graph if isinstance(model, QuantModel) else model, ds)
     if isinstance(model, QuantModel):
         return float(np.mean(int_engine.predict(model, ds.x_test) == ds.y_test))
     return float(float_method.evaluate(model, ds.x_test, ds.y_test))

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from mcutrain import io, zoo
-from mcutrain.api.data import Model, dataset_of, graph_of, load_file, options_namespace
+from mcutrain.api.data import Model, check_fits, dataset_of, graph_of, load_file, options_namespace
 from mcutrain.data import Dataset
 from mcutrain.errors import UserError
 from mcutrain.graph import Graph, Op
@@ -75,12 +75,14 @@ def new_head(graph: Graph, num_classes: int, seed: int) -> Graph:
     return Graph(g.input_shape, g.nodes, g.name)
 
 
-def starting_model(args: argparse.Namespace, num_classes: int, input_shape: tuple[int, ...]) -> Model:
+def starting_model(args: argparse.Namespace, ds: Dataset) -> Model:
     """The model training starts from: a file (path), a Graph or QuantModel, or a zoo architecture.
 
     A model file with int8 tensors gives its QuantModel (zo and bp-qas train it as is, fqt its
     float graph); one whose output size differs from the dataset's classes gets a new,
-    He-initialized last linear layer (transfer to a new task) and is quantized again.
+    He-initialized last linear layer (transfer to a new task) and is quantized again -- except on a
+    user's .npz, whose classes only its labels tell: the model keeps its outputs and labels beyond
+    them are refused (`check_fits`).
     Sets `args.source_names` (an imported model's original layer names).
     """
     args.source_names = {}
@@ -90,7 +92,7 @@ def starting_model(args: argparse.Namespace, num_classes: int, input_shape: tupl
         if args.init != "random":
             raise UserError("--arch needs --init random (or pass a model file)")
         try:
-            return zoo.build(args.arch, num_classes, input_shape, seed=args.seed)
+            return zoo.build(args.arch, ds.num_classes, ds.shape, seed=args.seed)
         except ValueError as e:
             raise UserError(str(e)) from None
     model: Model
@@ -111,10 +113,9 @@ def starting_model(args: argparse.Namespace, num_classes: int, input_shape: tupl
         args.trainable = internal_spec(graph, args.trainable, args.source_names)
     except ValueError as e:
         raise UserError(str(e)) from None
-    if graph.input_shape != tuple(input_shape):
-        raise UserError(f"model input {graph.input_shape} does not match dataset samples {input_shape}")
-    if graph.num_classes != num_classes:
-        return new_head(graph, num_classes, args.seed)
+    check_fits(graph, ds)
+    if graph.num_classes != ds.num_classes and ds.classes_known:
+        return new_head(graph, ds.num_classes, args.seed)
     return model
 
 
@@ -136,7 +137,7 @@ def train_args(args: argparse.Namespace,
         raise UserError("--resume-changed needs --resume")
     ds = args.data if isinstance(getattr(args, "data", None), Dataset) else \
         dataset_of(args.dataset, args.seed, args.train_samples, args.test_samples)
-    model = starting_model(args, ds.num_classes, ds.shape)
+    model = starting_model(args, ds)
     x_tr, y_tr = ds.x_train, ds.y_train
     calib = calibration_samples(x_tr, args.seed)
 

@@ -66,7 +66,8 @@ def register(subparsers) -> None:
                    help="write the int8 model as a .tflite file or as ONNX QDQ instead of a C library")
     p.add_argument("--planner", choices=["greedy", "linear"], default="greedy",
                    help="arena planner: greedy (default) or linear (never reuses memory; for debugging)")
-    p.add_argument("--dataset", help="dataset spec to calibrate a float-only model file on (PTQ)")
+    p.add_argument("--dataset", help="dataset spec (or your own data.npz) to calibrate a "
+                                             "float-only model file on (PTQ)")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.set_defaults(func=run)
 

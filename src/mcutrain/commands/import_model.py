@@ -44,7 +44,8 @@ def register(subparsers) -> None:
     p.add_argument("--input-shape", metavar="H,W,C", help="per-sample NHWC input shape")
     p.add_argument("--name", help="model name stored in the file")
     p.add_argument("--calibrate", metavar="SPEC",
-                   help=f"also quantize to int8 with {CALIBRATION_SAMPLES} training samples of SPEC")
+                   help=f"also quantize to int8 with {CALIBRATION_SAMPLES} training samples of SPEC "
+                        "(a dataset spec or your own data.npz)")
     p.add_argument("-o", "--output", required=True, metavar="MODEL.npz", help="the model file to write")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.set_defaults(func=run)

@@ -43,7 +43,8 @@ def register(subparsers) -> None:
         description=__doc__.split("\n\n")[0], epilog="examples:\n" + __doc__.split("Examples:\n")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--arch", required=True, help=f"architecture: {', '.join(zoo.ARCHS)}")
-    p.add_argument("--dataset", required=True, help="dataset spec, e.g. digits, fashion-mnist, mnist1d")
+    p.add_argument("--dataset", required=True, help="dataset spec, e.g. digits, fashion-mnist, mnist1d, "
+                                                    "or your own data.npz")
     p.add_argument("--epochs", type=positive_int, default=10,
                    help="passes over the training set (default 10)")
     p.add_argument("--seed", type=seed_int, default=0, help="weights, data order and corruptions (default 0)")

@@ -15,6 +15,8 @@ Examples:
         --momentum 0.9 -o runs/bp.npz
     mcutrain train fm.npz --dataset fashion-mnist-c:stripe:5 --train-samples 2000 \\
         --test-samples 2000 --method fqt --epochs 2 -o runs/fqt.npz
+    mcutrain train model.npz --dataset my-data.npz --method zo --epochs 5 -o runs/mine.npz
+        (your own data: np.savez("my-data.npz", x=images, y=labels); see docs/datasets.md)
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ def register(subparsers) -> None:
     p.add_argument("--arch", help="start from a zoo architecture instead of a model file")
     p.add_argument("--init", choices=["random"], help="with --arch: He-initialized weights from --seed")
     p.add_argument("--dataset", required=True, help="dataset spec, e.g. digits, fashion-mnist[5-9], "
-                                                    "fashion-mnist-c:fog:3")
+                                                    "fashion-mnist-c:fog:3, or your own data.npz "
+                                                    "(arrays x, y; optional x_test, y_test)")
     p.add_argument("--method", default="fqt", help=f"training method ({', '.join(factory.TRAIN_METHODS)})")
     p.add_argument("--checkpoint", help="save the training state here after every epoch")
     p.add_argument("--resume", help="continue from a training state saved with --checkpoint (same settings)")
