@@ -131,3 +131,21 @@ def test_converted_precisions_give_a_valid_int8_model(prec):
     assert not qm.provenance["fqt"]["exact"]
     agree = np.mean(ie.predict(qm, x) == m.predict(x))
     assert agree >= 0.9, agree
+
+
+def test_resume_is_exact_from_a_files_integers(tmp_path):
+    from mcutrain.methods.loop import fit
+    g = GRAPHS["residual"](0)
+    x, y = _batch(g, 48, seed=6)
+    qm = ptq.quantize_model(g, x[:16], rounding="tflite")
+    cfg = FQTConfig(precision="int8", trainable="last:2")
+    kw = dict(epochs=2, batch=16, lr=0.02, seed=1, progress=False)
+    a = FQT(qm, cfg, x[:16])
+    fit(a, x, y, x, y, **kw)
+    b = FQT(qm, cfg, x[:16])
+    fit(b, x, y, x, y, checkpoint=tmp_path / "c.npz", stop_after_steps=4, **kw)
+    c = FQT(qm, cfg, x[:16])
+    fit(c, x, y, x, y, resume=tmp_path / "c.npz", **kw)
+    sa, sc = a.state(), c.state()
+    assert sa[0] == sc[0] and all(np.array_equal(sa[1][k], sc[1][k]) for k in sa[1])
+    assert np.array_equal(_engine_logits(a.trained_model(), x), _engine_logits(c.trained_model(), x))
