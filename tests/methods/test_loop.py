@@ -35,6 +35,9 @@ class Softmax(TrainingMethod):
     def predict(self, x):
         return self._logits(x).argmax(1)
 
+    def trained_model(self):
+        raise NotImplementedError("a float toy: no int8 model")
+
     def state(self):
         return {"steps": self.steps}, {"w": self.w.copy(), "v": self.v.copy()}
 

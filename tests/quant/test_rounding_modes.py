@@ -264,14 +264,21 @@ def test_export_refuses_tflite_rounding() -> None:
         emit_model(qm, kernels="ref")
 
 
-def test_fqt_refuses_a_tflite_model_zo_and_bp_qas_take_it() -> None:
+def test_fqt_trains_a_tflite_model_in_the_simulator_its_c_step_refuses_it() -> None:
     import argparse
 
-    from mcutrain.methods.factory import FactoryError, build_method
+    from mcutrain.api.device import build_method as device_method
+    from mcutrain.errors import UserError
+    from mcutrain.methods.factory import build_method, defaults, resolve
     qm, x = _model("tflite")
     v = argparse.Namespace(trainable="all", seed=0)
-    with pytest.raises(FactoryError, match="fqt does not support rounding 'tflite'"):
-        build_method("fqt", v, qm, x)
+    m = build_method("fqt", resolve(v, "export", "fqt"), qm, x)
+    assert m.rounding == "tflite"
+    assert np.array_equal(m.logits_and_losses(x, np.zeros(len(x), int))[0],
+                          ie.forward(qm, ie.quantize_input(qm, x)))
+    args = argparse.Namespace(**{**defaults("export"), "method": "fqt", "trainable": "all"})
+    with pytest.raises(UserError, match="the fqt C step rounds 'single'"):
+        device_method(args, qm, x)
 
 
 def test_zo_queries_run_the_models_mode() -> None:

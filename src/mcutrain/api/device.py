@@ -86,11 +86,26 @@ def int8_model(args: argparse.Namespace, calib_x: np.ndarray | None = None, num_
 
 def build_method(args: argparse.Namespace, qm: QuantModel, calib: np.ndarray | None = None,
                  c_twin: bool = False):
-    """The `--method` of export/run on `qm` through the factory (None for 'none'); UserError on bad input."""
+    """The `--method` of export/run on `qm` through the factory (None for 'none'); UserError on bad input.
+
+    fqt on a model of rounding other than 'single' is refused here, on the C paths: the simulator
+    runs FQT's forward in the model's mode, the generated FQT step does not yet.
+    """
+    if args.method == "fqt" and qm.rounding != "single":
+        # NOTE: where FQT-tflite must be wired into codegen: codegen/emit_fqt.py (the forward
+        # requantizations of its kernel calls, the ADD and the global average pool) once the C
+        # runtime has the tflite mode; then drop this refusal.
+        raise UserError(f"the fqt C step rounds 'single'; this model rounds {qm.rounding!r} (an imported "
+                        ".tflite). Train it with fqt in the simulator (mcutrain train), or export it "
+                        "with --method zo / bp-qas / none once the C runtime has its rounding")
     try:
-        return factory.build_method(args.method, args, qm, calib, c_twin=c_twin)
+        method = factory.build_method(args.method, args, qm, calib, c_twin=c_twin)
     except factory.FactoryError as e:
         raise UserError(str(e)) from None
+    if getattr(method, "pinned", None):
+        raise UserError(f"the qparams of {', '.join(sorted(method.pinned))} come from no float32 range, "
+                        "which the fqt C step needs; export with --method zo / bp-qas / none")
+    return method
 
 
 def export_args(args: argparse.Namespace) -> dict[str, Any]:

@@ -25,6 +25,7 @@ import numpy as np
 from mcutrain import io, zoo
 from mcutrain.api.data import Model, check_fits, dataset_of, graph_of, load_file, options_namespace
 from mcutrain.data import Dataset
+from mcutrain.engines import int_engine
 from mcutrain.errors import UserError
 from mcutrain.graph import Graph, Op
 from mcutrain.methods import factory
@@ -37,22 +38,25 @@ from mcutrain.options import check_lr
 from mcutrain.qmodel import QuantModel
 
 JSON_ORDER = ("method", "precision", "trainable", "train_samples", "test_samples", "accuracy_before",
-              "accuracy_after", "epochs", "steps", "samples_per_s", "forward_macs", "backward_macs",
-              "queries", "forward_passes", "source_names", "history")
+              "accuracy_after", "accuracy_exported", "epochs", "steps", "samples_per_s", "forward_macs",
+              "backward_macs", "queries", "forward_passes", "source_names", "history")
 """The keys of `train --json`, in this order (zo and bp-qas add queries, zo forward_passes; an
-imported model whose trained layers were renamed adds `source_names`, {IR name: original name})."""
+imported model whose trained layers were renamed adds `source_names`, {IR name: original name}).
+`accuracy_exported` is the test accuracy of the trained int8 model (`trained_model()`, what
+`train -o` writes) under the golden engine: equal to `accuracy_after` where the method trains
+int8 integers (zo, bp-qas, fqt int8), the measured effect of the conversion otherwise."""
 
 
 @dataclass
 class TrainResult:
     """What a training run returns.
 
-    `model` is what the simulator holds after training: the int8 QuantModel of zo and bp-qas,
-    the float graph of fqt's weights (dequantized; fqt's integer state is in `state` and in
-    `method`). `result` is the `--json` document of `mcutrain train`, `history` its per-epoch list.
+    `model` is the trained int8 QuantModel (`method.trained_model()`, what `train -o` writes:
+    exact for zo, bp-qas and fqt int8, converted for fqt uint8/mixed/float32). `result` is the
+    `--json` document of `mcutrain train`, `history` its per-epoch list.
     """
 
-    model: Model
+    model: QuantModel
     method: TrainingMethod
     history: list[dict[str, Any]]
     state: tuple[dict[str, Any], dict[str, np.ndarray]]
@@ -78,11 +82,11 @@ def new_head(graph: Graph, num_classes: int, seed: int) -> Graph:
 def starting_model(args: argparse.Namespace, ds: Dataset) -> Model:
     """The model training starts from: a file (path), a Graph or QuantModel, or a zoo architecture.
 
-    A model file with int8 tensors gives its QuantModel (zo and bp-qas train it as is, fqt its
-    float graph); one whose output size differs from the dataset's classes gets a new,
-    He-initialized last linear layer (transfer to a new task) and is quantized again -- except on a
-    user's .npz, whose classes only its labels tell: the model keeps its outputs and labels beyond
-    them are refused (`check_fits`).
+    A model file with int8 tensors gives its QuantModel (zo, bp-qas and fqt int8 train its
+    integers as they are; fqt uint8/mixed/float32 its float graph); one whose output size
+    differs from the dataset's classes gets a new, He-initialized last linear layer (transfer
+    to a new task) and is quantized again -- except on a user's .npz, whose classes only its
+    labels tell: the model keeps its outputs and labels beyond them are refused (`check_fits`).
     Sets `args.source_names` (an imported model's original layer names).
     """
     args.source_names = {}
@@ -159,9 +163,11 @@ def train_args(args: argparse.Namespace,
         raise UserError(str(e)) from None
     for note in res.notes:
         print(f"mcutrain train: note: {note}", file=sys.stderr)
+    trained = trained_int8(method)
     out = {"method": args.method, **factory.summary(args.method, args), "trainable": args.trainable,
            "train_samples": ds.n_train, "test_samples": ds.n_test,
            "accuracy_before": res.accuracy_before, "accuracy_after": res.accuracy_after,
+           "accuracy_exported": float(np.mean(int_engine.predict(trained, ds.x_test) == ds.y_test)),
            "epochs": res.epochs, "steps": res.steps, "samples_per_s": res.samples_per_s,
            "forward_macs": res.forward_macs, "backward_macs": res.backward_macs,
            "history": [{"epoch": h["epoch"], "loss": h["loss"], "accuracy": h["test_accuracy"],
@@ -174,7 +180,7 @@ def train_args(args: argparse.Namespace,
             out["source_names"] = renamed
     out = {k: out[k] for k in JSON_ORDER if k in out}
     if args.output:
-        save_trained(args.output, method, out, args)
+        save_trained(args.output, method, out, args, trained)
     return out, method
 
 
@@ -204,24 +210,34 @@ def run_fingerprint(args: argparse.Namespace) -> dict[str, Any]:
             "model": model}
 
 
+def trained_int8(method: TrainingMethod) -> QuantModel:
+    """`method.trained_model()`, a refusal of the method becoming a UserError."""
+    try:
+        return method.trained_model()
+    except ValueError as e:
+        raise UserError(f"cannot make the int8 model of method {method.name}: {e}") from None
+
+
 def save_trained(path: str | Path, method: TrainingMethod, result: dict[str, Any],
-                 args: argparse.Namespace) -> None:
-    """The trained model file (float graph, dequantized) with its history inside it.
+                 args: argparse.Namespace, trained: QuantModel | None = None) -> None:
+    """The trained int8 model file (`method.trained_model()`) with its history inside it.
+
+    `export`, `run`, `plan`, `eval` and `train` take the file as it is (no PTQ): its integers
+    are the ones the simulator trained. The model keeps its rounding mode and provenance.
 
     The history (the `--json` result plus dataset, batch and lr) is the model file's
     `meta["history"]`, so model and history are written in one atomic rename and can never
     disagree; `mcutrain report` reads it from there (older runs: `<OUT>.history.json`).
     """
-    to_graph = getattr(method, "to_graph", None)
-    if to_graph is None:
-        raise UserError(f"method {method.name} cannot export its model yet")
+    qm = trained_int8(method) if trained is None else trained
     prov = {"trained": {"method": method.config(), "dataset": args.dataset, "epochs": args.epochs,
                         "accuracy": result["accuracy_after"]}}
     if getattr(args, "source_names", None):   # an imported model keeps its original layer names
         prov["source_names"] = args.source_names
     history = {**result, "dataset": args.dataset, "batch": args.batch, "lr": args.lr}
     try:
-        io.save(path, to_graph(), {"provenance": prov, "history": history})
+        meta, arrays = qm.to_file(prov)
+        io.save(path, qm.graph, {**meta, "history": history}, arrays)
     except (io.ModelFileError, OSError) as e:
         raise UserError(f"cannot write '{path}': {e}") from None
 
@@ -249,5 +265,4 @@ def train(model: Model | str | Path | None, dataset: str | Dataset, method: str 
     if not isinstance(dataset, str):
         args.data = dataset_of(dataset, args.seed, train_samples, test_samples)
     result, trained = train_args(args, progress=progress)
-    held = trained.qm if isinstance(getattr(trained, "qm", None), QuantModel) else trained.to_graph()
-    return TrainResult(held, trained, result["history"], trained.state(), result)
+    return TrainResult(trained_int8(trained), trained, result["history"], trained.state(), result)

@@ -21,6 +21,7 @@ import numpy as np
 from mcutrain.io import atomic_write_bytes
 from mcutrain.methods import state_file, state_schema
 from mcutrain.methods.state_file import STATE_FORMAT, STATE_VERSION, StateFileError
+from mcutrain.qmodel import QuantModel
 
 __all__ = ["STATE_FORMAT", "STATE_VERSION", "StateFileError", "StepStats", "TrainingMethod",
            "load_state", "read_state", "save_state", "verify_state"]
@@ -61,6 +62,14 @@ class TrainingMethod(ABC):
     @abstractmethod
     def load_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         """Restore what `state()` returned, exactly."""
+
+    @abstractmethod
+    def trained_model(self) -> QuantModel:
+        """The model as trained so far, as an int8 QuantModel (what `train -o` saves and C runs).
+
+        Exact where the method trains int8 integers (its golden-engine inference equals
+        `predict`); a method of another format says in its docstring how it converts.
+        """
 
     def config(self) -> dict[str, Any]:
         """The method's settings, for reports and provenance."""

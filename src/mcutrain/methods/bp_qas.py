@@ -204,6 +204,10 @@ class BPQASMethod(TrainingMethod):
     def predict(self, x: np.ndarray) -> np.ndarray:
         return int_engine.predict(self.qm, x)
 
+    def trained_model(self) -> QuantModel:
+        """A copy of the int8 model as trained so far (exact: it is what the method trains)."""
+        return copy_quant_model(self.qm)
+
     def to_graph(self):
         """The trained model as a float graph (dequantized), for `mcutrain train -o`."""
         return dequantized_graph(self.qm)

@@ -304,7 +304,8 @@ def build_method(method: str, v: argparse.Namespace, model: Graph | QuantModel,
                  source_names: Mapping[str, str] | None = None) -> TrainingMethod | None:
     """The training method `method` with resolved options `v` on `model` (None for 'none').
 
-    fqt trains the float graph (of a QuantModel: its float graph) from ranges that start on
+    fqt int8 trains a QuantModel's integers as they are (in its rounding mode); fqt on a float
+    graph, and fqt uint8/mixed/float32 on a QuantModel's float graph, start from ranges on
     `calib` (a few training samples; without them uniform [0, 1) inputs of `v.seed`, as
     `--init random`'s PTQ); zo and bp-qas train an int8 model: a QuantModel as is, a float
     graph quantized first (PTQ, min/max over `calib`). `c_twin`: the simulator a generated C
@@ -327,14 +328,10 @@ def build_method(method: str, v: argparse.Namespace, model: Graph | QuantModel,
     try:     # an imported model's original layer names -> its IR names (idempotent)
         v.trainable = internal_spec(graph, v.trainable, dict(source_names or {}))
         if method == "fqt":
-            if isinstance(model, QuantModel) and model.rounding != "single":
-                raise FactoryError(f"fqt does not support rounding {model.rounding!r} yet: its int8 "
-                                   "forward and error requantizations round 'single'; train this "
-                                   "model with zo or bp-qas, which run its rounding mode")
             if calib is None:
                 calib = np.random.default_rng(v.seed).random((CALIB_SAMPLES, *graph.input_shape),
                                                              dtype=np.float32)
-            return FQT(graph, fqt_config(v, c_twin), np.asarray(calib, np.float32))
+            return FQT(model, fqt_config(v, c_twin), np.asarray(calib, np.float32))
         qm = model if isinstance(model, QuantModel) else ptq.quantize_model(graph, calib)
         if method == "zo":
             trainable, mask = zo_sparse(v, qm, calib, labels)

@@ -27,11 +27,13 @@ from typing import Any
 import numpy as np
 
 from mcutrain.engines import float_engine as fe
+from mcutrain.engines import ptq
 from mcutrain.graph import INPUT, Graph
 from mcutrain.methods.base import StepStats, TrainingMethod
 from mcutrain.methods.decisions import float_decisions
 from mcutrain.methods.loop import fit
 from mcutrain.methods.optim import make_optimizer
+from mcutrain.qmodel import QuantModel
 
 
 class FloatMethod(TrainingMethod):
@@ -40,7 +42,7 @@ class FloatMethod(TrainingMethod):
     name = "float"
 
     def __init__(self, graph: Graph, optimizer: str = "adam", trainable: Sequence[str] | None = None,
-                 **optimizer_kwargs: Any):
+                 calib_x: np.ndarray | None = None, **optimizer_kwargs: Any):
         layers = [n.name for n in graph.parametric()]
         self.trainable = layers if trainable is None else list(trainable)
         unknown = sorted(set(self.trainable) - set(layers))
@@ -48,6 +50,8 @@ class FloatMethod(TrainingMethod):
             raise ValueError(f"trainable layers {unknown} are not conv2d/linear nodes of '{graph.name}'; "
                              f"layers: {', '.join(layers)}")
         self.graph = graph
+        self.calib_x = None if calib_x is None else np.asarray(calib_x, np.float32)
+        """The run's calibration samples (not state): `trained_model` quantizes on them."""
         self.decisions = float_decisions(graph, self.trainable)
         """What the planner and the code generator read (`methods.decisions`)."""
         self.optimizer = make_optimizer(optimizer, **optimizer_kwargs)
@@ -79,6 +83,13 @@ class FloatMethod(TrainingMethod):
     def to_graph(self) -> Graph:
         """A copy of the model as trained so far (what `mcutrain train -o` saves)."""
         return self.graph.copy()
+
+    def trained_model(self) -> QuantModel:
+        """PTQ (`engines.ptq`, min/max) of the trained float graph on the run's calibration samples."""
+        if self.calib_x is None:
+            raise ValueError("the float method quantizes its trained model on calibration samples: "
+                             "construct it with calib_x")
+        return ptq.quantize_model(self.graph, self.calib_x)
 
     def state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         meta, opt_arrays = self.optimizer.state()

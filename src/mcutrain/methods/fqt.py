@@ -41,8 +41,10 @@ import numpy as np
 
 from mcutrain.engines import fqt_kernels as K
 from mcutrain.engines import fqt_pool as POOL
+from mcutrain.engines.int_engine import add_fwd_s8_tflite, global_avgpool_fwd_s8_tflite
 from mcutrain.graph import INPUT, PARAMETRIC, Graph, Node, Op
 from mcutrain.graph_passes import fold_batchnorm, fuse_activations
+from mcutrain.methods import fqt_model
 from mcutrain.methods.base import StepStats, TrainingMethod
 from mcutrain.methods.decisions import fqt_decisions
 from mcutrain.methods.fqt_backward import FQTBackward
@@ -58,12 +60,16 @@ from mcutrain.methods.fqt_common import (
 from mcutrain.methods.fqt_state import FQTConfig, Precision, precision
 from mcutrain.methods.fqt_update import FQTUpdate
 from mcutrain.methods.trainable import resolve_trainable
+from mcutrain.qmodel import QuantModel
 from mcutrain.quant.fixedpoint import (
     activation_range,
+    add_multipliers,
     output_multiplier,
     requantize_output,
     rounding_divide,
     rounding_shift_right,
+    tflite_add_params,
+    tflite_mean_params,
 )
 from mcutrain.quant.loss import LOSS_FRAC_BITS
 from mcutrain.quant.qparams import EmaRange, QParams, quantize_bias
@@ -71,13 +77,29 @@ from mcutrain.quant.rng import XorShift32
 
 
 class FQT(FQTBackward, FQTUpdate, TrainingMethod):
-    """FQT bound to one graph; `calib_x` (a few training samples) initializes the activation ranges."""
+    """FQT bound to one model; `calib_x` (a few training samples) initializes the activation ranges.
+
+    `model` is a float graph, or an int8 QuantModel: with precision int8 FQT then starts from
+    its integers (`fqt_model.start_from_model`, no calibration pass) and runs its forward in
+    the model's rounding mode; the other precisions start from its float graph as from a
+    float model.
+    """
 
     name = "fqt"
 
-    def __init__(self, graph: Graph, config: FQTConfig, calib_x: np.ndarray) -> None:
+    def __init__(self, model: Graph | QuantModel, config: FQTConfig, calib_x: np.ndarray) -> None:
         self.cfg = config
         self.prec: Precision = precision(config.precision, config.weight_rounding, config.relative_update)
+        quant = isinstance(model, QuantModel)
+        start = model if quant and self.prec.acts == "s8" else None
+        self.rounding = model.rounding if quant else "single"
+        """The model's rounding: int8's forward requantizations run in it (uint8's float32
+        multipliers have no mode); error and weight-gradient requantizations always round 'single'."""
+        self.provenance = dict(model.provenance) if quant else {}
+        """Where the starting model came from; the trained model keeps it (a .tflite's export data)."""
+        self.calib_x = np.asarray(calib_x, F32)
+        """The calibration samples (not state): PTQ of a float32 run's `trained_model`."""
+        graph = model.graph if isinstance(model, QuantModel) else model
         self.graph = fuse_activations(fold_batchnorm(graph))
         g = self.graph
         self.trainable = resolve_trainable(g, config.trainable)
@@ -112,13 +134,18 @@ class FQT(FQTBackward, FQTUpdate, TrainingMethod):
         self.loss_max = 0
         self.steps = 0
         self._qp_cache: dict[str, tuple] = {}
+        self.pinned: dict[str, tuple[np.ndarray, np.ndarray, QParams]] = {}
+        """Starting-file qparams used while a tensor's range is still (lo, hi) (`fqt_model`)."""
         self._bias_lr: dict[str, np.ndarray] = {}
         self._bias_ghat: dict[str, np.ndarray] = {}
         self.backward_seconds = 0.0
         """Wall time of all backward passes so far (error propagation + weight gradients); not state."""
+        if start is not None:
+            fqt_model.start_from_model(self, start)
+            return
         for n in g.parametric():
             self._init_weights(n)
-        self._calibrate(np.asarray(calib_x, F32))
+        self._calibrate(self.calib_x)
 
     # ------------------------------------------------------------ formats
 
@@ -162,7 +189,11 @@ class FQT(FQTBackward, FQTUpdate, TrainingMethod):
         hit = self._qp_cache.get(self.owner[t])
         if hit is not None and hit[0] is ema.lo and hit[1] is ema.hi:
             return hit[2]
-        qp = ema.qparams("uint8" if self.prec.acts == "u8" else "int8")
+        pin = self.pinned.get(self.owner[t])
+        if pin is not None and np.array_equal(pin[0], ema.lo) and np.array_equal(pin[1], ema.hi):
+            qp = pin[2]               # a starting file's qparams no range reproduces (fqt_model)
+        else:
+            qp = ema.qparams("uint8" if self.prec.acts == "u8" else "int8")
         self._qp_cache[self.owner[t]] = (ema.lo, ema.hi, qp)
         return qp
 
@@ -257,6 +288,9 @@ class FQT(FQTBackward, FQTUpdate, TrainingMethod):
                 b, h, w, c = ins[0].shape
                 if ins[0].dtype.kind == "f":
                     y = (K.seq_sum(ins[0].reshape(b, h * w, c), 1) / F32(h * w)).reshape(b, 1, 1, c)
+                elif self.rounding == "tflite" and self.prec.acts == "s8":   # TFLite's MEAN (golden engine)
+                    zx = int(self.act_qparams(n.inputs[0]).zero_point)
+                    y = global_avgpool_fwd_s8_tflite(ins[0], zx, *tflite_mean_params(h * w))
                 else:
                     s = ins[0].sum(axis=(1, 2), keepdims=True, dtype=np.int32)
                     y = rounding_divide(s, h * w).astype(ins[0].dtype)
@@ -333,7 +367,8 @@ class FQT(FQTBackward, FQTUpdate, TrainingMethod):
         qy = self._out_qparams(n.name, _act_clip(*rng, n.act), rec, init)
         lo, hi = activation_range(qy, n.act)
         mult, shift = output_multiplier(sx, np.broadcast_to(self._w_scale(n.name), s_acc.shape), qy.scale)
-        return requantize_output(acc, mult, shift, int(qy.zero_point), lo, hi, bias=b, acc_max=amax)
+        return requantize_output(acc, mult, shift, int(qy.zero_point), lo, hi, bias=b, acc_max=amax,
+                                 rounding=self.rounding)
 
     def _fwd_add(self, n: Node, ins: list[np.ndarray], rec: _Batch | None, init: bool) -> np.ndarray:
         a, b = ins
@@ -349,10 +384,13 @@ class FQT(FQTBackward, FQTUpdate, TrainingMethod):
             ma, mb = F32(qa.scale / qy.scale), F32(qb.scale / qy.scale)
             v = np.floor(ca * ma + cb * mb) + F32(qy.zero_point)
             return np.clip(v, lo, hi).astype(np.uint8)
-        from mcutrain.quant.fixedpoint import add_multipliers
+        za, zb, zy = int(qa.zero_point), int(qb.zero_point), int(qy.zero_point)
+        if self.rounding == "tflite":
+            params = tflite_add_params(float(qa.scale), float(qb.scale), float(qy.scale))
+            return add_fwd_s8_tflite(a, za, b, zb, params, zy, lo, hi)
         ma, mb, sh = add_multipliers(float(qa.scale), float(qb.scale), float(qy.scale))
-        t = (a.astype(np.int64) - int(qa.zero_point)) * ma + (b.astype(np.int64) - int(qb.zero_point)) * mb
-        return np.clip(rounding_shift_right(t, sh) + int(qy.zero_point), lo, hi).astype(np.int8)
+        t = (a.astype(np.int64) - za) * ma + (b.astype(np.int64) - zb) * mb
+        return np.clip(rounding_shift_right(t, sh) + zy, lo, hi).astype(np.int8)
 
     # ------------------------------------------------------------ the method interface
 
@@ -441,6 +479,10 @@ class FQT(FQTBackward, FQTUpdate, TrainingMethod):
         self.grad_ema = {t: EmaRange.from_dict(d) for t, d in meta["grad"].items()}
 
     # ------------------------------------------------------------ export
+
+    def trained_model(self) -> QuantModel:
+        """The trained int8 model (exact for int8; uint8/mixed/float32 converted: `fqt_model`)."""
+        return fqt_model.trained_model(self)
 
     def to_graph(self) -> Graph:
         """The trained model as a float graph (weights and biases dequantized), for `io.save`."""
