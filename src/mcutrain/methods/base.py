@@ -21,6 +21,7 @@ import numpy as np
 from mcutrain.io import atomic_write_bytes
 from mcutrain.methods import state_file, state_schema
 from mcutrain.methods.state_file import STATE_FORMAT, STATE_VERSION, StateFileError
+from mcutrain.qmodel import QuantModel
 
 __all__ = ["STATE_FORMAT", "STATE_VERSION", "StateFileError", "StepStats", "TrainingMethod",
            "load_state", "read_state", "save_state", "verify_state"]
@@ -61,6 +62,15 @@ class TrainingMethod(ABC):
     @abstractmethod
     def load_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         """Restore what `state()` returned, exactly."""
+
+    def trained_model(self) -> QuantModel:
+        """The int8 model as trained so far: a copy (weights, biases, qparams, rounding, provenance).
+
+        What `mcutrain state-to-model` (and `train -o`) save, so it is the simulator's integers
+        exactly, nothing re-quantized. NOTE: the contract of every method; a method that does not
+        give its int8 model yet raises NotImplementedError, which callers report to the user.
+        """
+        raise NotImplementedError(f"method {self.name} cannot give its trained int8 model yet")
 
     def config(self) -> dict[str, Any]:
         """The method's settings, for reports and provenance."""
