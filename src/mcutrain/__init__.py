@@ -19,9 +19,10 @@ from mcutrain.api import (
     plan,
     predict,
     run,
+    state_to_model,
     train,
 )
 from mcutrain.version import __version__
 
 __all__ = ["Model", "TrainResult", "UserError", "__version__", "evaluate", "export", "import_model", "load",
-           "plan", "predict", "run", "train"]
+           "plan", "predict", "run", "state_to_model", "train"]

@@ -17,11 +17,11 @@ from mcutrain.errors import UserError
 from mcutrain.io import json_plain
 from mcutrain.version import __version__
 
-COMMANDS = ["demo", "datasets", "import", "pretrain", "train", "eval", "plan", "export", "run", "bench",
-            "report"]
+COMMANDS = ["demo", "datasets", "import", "pretrain", "train", "eval", "plan", "export", "run",
+            "state-to-model", "bench", "report"]
 """Every subcommand, in the order of the user's path (DESIGN section 9)."""
-MODULE_NAMES = {"import": "import_model"}
-"""Commands whose module name differs (`import` is a Python keyword)."""
+MODULE_NAMES = {"import": "import_model", "state-to-model": "state_to_model"}
+"""Commands whose module name differs (`import` is a Python keyword; a module name has no `-`)."""
 
 
 def _not_implemented(name: str):

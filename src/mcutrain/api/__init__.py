@@ -19,8 +19,9 @@ from mcutrain.api.data import Model, load
 from mcutrain.api.device import export, plan
 from mcutrain.api.mcu_run import run
 from mcutrain.api.models import evaluate, import_model, predict
+from mcutrain.api.state_model import state_to_model
 from mcutrain.api.training import TrainResult, train
 from mcutrain.errors import UserError
 
 __all__ = ["Model", "TrainResult", "UserError", "evaluate", "export", "import_model", "load", "plan",
-           "predict", "run", "train"]
+           "predict", "run", "state_to_model", "train"]

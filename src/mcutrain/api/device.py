@@ -21,6 +21,7 @@ import numpy as np
 
 from mcutrain import zoo
 from mcutrain.api.data import Model, dataset_of, graph_of, load_file, options_namespace
+from mcutrain.api.library_manifest import write_library_record
 from mcutrain.errors import UserError
 from mcutrain.graph import Graph
 from mcutrain.methods import factory
@@ -129,6 +130,8 @@ def export_args(args: argparse.Namespace) -> dict[str, Any]:
                 raise UserError("--planner linear applies to inference libraries (--method none)")
             res = export_training_library(method, args.output, batch=args.batch,
                                           kernels=kernels, provenance=prov, target=target.name, lr=args.lr)
+            res.files = sorted(res.files + write_library_record(args.output, args, qm, res.model, kernels,
+                                                                target.name, prov))
     except ExportError as e:
         raise UserError(str(e)) from None
     except OSError as e:

@@ -41,14 +41,30 @@ class TrainSource:
         return 4 * STATE_HEADER_WORDS + sum(e.nbytes for e in self.state)
 
     def parse_state(self, blob: bytes) -> dict[str, np.ndarray | int]:
-        """A saved state as arrays by name, plus 'steps' and 'rng' (checks magic and fingerprint)."""
+        """A saved state as arrays by name, plus 'steps' and 'rng'.
+
+        The blob is untrusted (a file from a device): a short, foreign, other-library or
+        wrong-size blob raises ValueError saying which, checked in that order so a blob of
+        another configuration is named as such even when its size differs too.
+        """
+        head = 4 * STATE_HEADER_WORDS
+        if len(blob) < head:
+            raise ValueError(f"the state has {len(blob)} bytes, fewer than its {head}-byte header: "
+                             "it is truncated; save it again with model_save_state")
+        magic, fp, steps, rng = np.frombuffer(blob[:head], "<u4").tolist()
+        if magic != STATE_MAGIC:
+            raise ValueError(f"not a saved training state: it starts with 0x{magic:08X}, not the magic "
+                             f"0x{STATE_MAGIC:08X} ('MTST') that model_save_state writes")
+        if fp != self.fingerprint:
+            raise ValueError(f"this state was written by a different library/configuration (layout "
+                             f"fingerprint 0x{fp:08X}, this library's is 0x{self.fingerprint:08X}): use "
+                             "the library folder the device was built from")
         if len(blob) != self.state_bytes:
-            raise ValueError(f"state blob has {len(blob)} bytes, expected {self.state_bytes}")
-        magic, fp, steps, rng = np.frombuffer(blob[:16], "<u4").tolist()
-        if magic != STATE_MAGIC or fp != self.fingerprint:
-            raise ValueError("state blob is not from this model (magic or layout fingerprint differ)")
+            what = "it is truncated" if len(blob) < self.state_bytes else "it has extra bytes at the end"
+            raise ValueError(f"the state has {len(blob)} bytes, this library's has {self.state_bytes}: "
+                             f"{what}; save exactly MODEL_STATE_BYTES bytes")
         out: dict[str, np.ndarray | int] = {"steps": steps, "rng": rng}
-        off = 16
+        off = head
         for e in self.state:
             out[e.name] = np.frombuffer(blob[off:off + e.nbytes], NP_DTYPES[e.dtype]).reshape(e.shape).copy()
             off += e.nbytes

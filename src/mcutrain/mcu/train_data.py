@@ -43,6 +43,8 @@ class TrainStepResult:
     losses: np.ndarray             # (B,) int32 Q16, before the update
     logits: np.ndarray             # (B, K) int8, before the update
     state: dict                    # TrainSource.parse_state: tensors by name, 'steps', 'rng'
+    blob: bytes = b""
+    """The state as `model_save_state` wrote it (what `mcutrain state-to-model` takes)."""
 
 
 def read_train_results(path: str | Path, src, steps: int, num_classes: int) -> list[TrainStepResult]:
@@ -57,5 +59,6 @@ def read_train_results(path: str | Path, src, steps: int, num_classes: int) -> l
         chunk = raw[i * per:(i + 1) * per]
         losses = np.frombuffer(chunk[:4 * b], "<i4").copy()
         logits = np.frombuffer(chunk[4 * b:4 * b + b * num_classes], np.int8).reshape(b, num_classes).copy()
-        out.append(TrainStepResult(losses, logits, src.parse_state(chunk[4 * b + b * num_classes:])))
+        blob = chunk[4 * b + b * num_classes:]
+        out.append(TrainStepResult(losses, logits, src.parse_state(blob), blob))
     return out

@@ -43,7 +43,7 @@ from mcutrain.methods import qas
 from mcutrain.methods.base import StepStats, TrainingMethod
 from mcutrain.methods.decisions import bp_qas_decisions
 from mcutrain.methods.trainable import resolve_trainable
-from mcutrain.methods.zo import copy_quant_model, dequantized_graph
+from mcutrain.methods.zo import copy_quant_model, dequantized_graph, trained_copy
 from mcutrain.qmodel import QuantModel
 from mcutrain.quant.loss import LOSS_FRAC_BITS, PROB_FRAC_BITS, int_softmax_cross_entropy
 
@@ -204,13 +204,13 @@ class BPQASMethod(TrainingMethod):
     def predict(self, x: np.ndarray) -> np.ndarray:
         return int_engine.predict(self.qm, x)
 
-    def trained_model(self) -> QuantModel:
-        """A copy of the int8 model as trained so far (exact: it is what the method trains)."""
-        return copy_quant_model(self.qm)
-
     def to_graph(self):
         """The trained model as a float graph (dequantized), for `mcutrain train -o`."""
         return dequantized_graph(self.qm)
+
+    def trained_model(self) -> QuantModel:
+        """A copy of the int8 model as trained so far (exact: it is what the method trains)."""
+        return trained_copy(self.qm)
 
     def state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         arrays = {f"w/{n}": self.qm.weights[n].copy() for n in self.weight_layers}

@@ -136,6 +136,17 @@ def dequantized_graph(qm: QuantModel):
     return g
 
 
+def trained_copy(qm: QuantModel) -> QuantModel:
+    """The int8 model as trained: copies of its integers, its float graph the dequantized weights.
+
+    The float graph follows the integers so a reader of the float parameters (a later FQT run,
+    a float export) sees the trained model too; the integers stay exactly the simulator's.
+    """
+    c = copy_quant_model(qm)
+    return QuantModel(dequantized_graph(qm), c.act_qparams, c.weights, c.weight_qparams, c.biases,
+                      c.provenance, c.rounding)
+
+
 class ZOMethod(TrainingMethod):
     """Zeroth-order training of an int8 model (see the module docstring)."""
 
@@ -248,13 +259,13 @@ class ZOMethod(TrainingMethod):
         return keep
 
     # -- TrainingMethod plumbing
-    def trained_model(self) -> QuantModel:
-        """A copy of the int8 model as trained so far (exact: it is what the method trains)."""
-        return copy_quant_model(self.qm)
-
     def to_graph(self):
         """The trained model as a float graph (dequantized), for `mcutrain train -o`."""
         return dequantized_graph(self.qm)
+
+    def trained_model(self) -> QuantModel:
+        """A copy of the int8 model as trained so far (exact: it is what the method trains)."""
+        return trained_copy(self.qm)
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         return int_engine.predict(self.qm, x)
