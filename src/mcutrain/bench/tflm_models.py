@@ -211,7 +211,7 @@ def build(name: str, seed: int = 0) -> UserModel:
     in use; copy the QuantModel with `dataclasses.replace` before changing it).
 
     >>> m = build("imu-cnn1d")                          # doctest: +SKIP
-    >>> m.graph.input_shape, m.quant.rounding
+    >>> m.graph.input_shape, m.quant.rounding           # doctest: +SKIP
     ((1, 128, 6), 'tflite')
     """
     return _built(name, seed)
