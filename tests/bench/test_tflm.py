@@ -15,10 +15,19 @@ pytest.importorskip("tflite_micro.python.tflite_micro.runtime", reason="pip inst
 def test_quick_tflm_benchmark(tmp_path):
     assert main(["bench", "tflm", "--quick", "--results", str(tmp_path), "--docs", str(tmp_path)]) == 0
     doc = json.loads((tmp_path / "tflm.quick.json").read_text())
-    assert doc["complete"] and {r["model"] for r in doc["rows"]} == {"digits-cnn", "mobilenet-v1-0.25"}
+    assert doc["complete"] and {r["model"] for r in doc["rows"]} == {"digits-cnn", "mobilenet-v1-0.25",
+                                                                      "imu-cnn1d"}
     for r in doc["rows"]:
         assert r["tflite_logits_equal"] == 1.0 and r["tflite_max_diff"] == 0, r
         assert r["single_logits_equal"] < 1.0, r        # the modes really differ: measured, not assumed
+    (imu,) = (r for r in doc["rows"] if r["source"] == "pytorch")
+    layers = doc["layers"]
+    assert imu["round_trip_identical"] and imu["layers_compared"] == len(layers) > 0
+    assert {r["model"] for r in layers} == {"imu-cnn1d"}
+    for r in layers:
+        assert r["tflite_chained_equal"] == r["tflite_isolated_equal"] == 1.0, r
+        assert r["tflite_chained_max_diff"] == 0 and r["single_isolated_max_diff"] <= 1, r
+    assert imu["tflite_chained_layers_min_equal"] == 1.0 and imu["single_isolated_layers_min_equal"] < 1.0
     trip = doc["trained_round_trip"]
     assert trip["rounding"] == "tflite"
     assert trip["accuracy_after_mcutrain"] == trip["accuracy_after_tflm"]

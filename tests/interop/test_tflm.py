@@ -22,10 +22,12 @@ pytest.importorskip("tflite_micro.python.tflite_micro.runtime",
 
 from tflite_models import MODELS, quant_model
 
+from mcutrain.bench import tflm_models
 from mcutrain.bench.tflm import agreement
-from mcutrain.bench.tflm import tflm_outputs as tflm_logits
+from mcutrain.bench.tflm_layers import compare_layers, tflm_run
+from mcutrain.bench.tflm_layers import tflm_outputs as tflm_logits
 from mcutrain.engines import int_engine
-from mcutrain.interop.tflite_export import to_tflite
+from mcutrain.interop.tflite_export import to_tflite, to_tflite_mapped
 from mcutrain.interop.tflite_import import from_tflite_bytes
 from mcutrain.qmodel import QuantModel
 
@@ -71,3 +73,36 @@ def test_a_tflite_rounding_model_of_our_own_exports_what_it_computes():
     x = np.random.default_rng(3).integers(-128, 128, (200, *qm.graph.input_shape)).astype(np.int8)
     exact = agreement(int_engine.forward(qm, x), tflm_logits(to_tflite(qm), x))
     assert exact["logits_equal"] == 1.0, exact
+
+
+USER_SAMPLES = {"person-detector": 60, "ds-cnn-kws": 150, "imu-cnn1d": 400}
+"""Inputs per PyTorch-built model here, fewer than the benchmark's 1,000 each (`mcutrain bench tflm`)
+to keep each test at a few seconds: TFLM's invoke with every tensor kept and the per-layer
+comparison in two modes cost ~30 ms per sample on the 96x96 person detector."""
+
+
+@pytest.mark.parametrize("name", sorted(USER_SAMPLES))
+def test_pytorch_built_models_match_tflm_in_every_layer(name):
+    """The models TFLM users deploy, built in PyTorch (bench/tflm_models), through from_torch, PTQ
+    and .tflite: every layer's int8 output as TFLM's interpreter holds it equals mcutrain's, bit
+    for bit, in the tflite rounding mode; in single rounding one layer alone differs by one step."""
+    pytest.importorskip("torch", reason="the models are built in PyTorch (the dev extra)")
+
+    m = tflm_models.build(name)
+    qm, _ = from_tflite_bytes(m.tflite)
+    data, tensors = to_tflite_mapped(qm)
+    assert data == m.tflite                                   # the layers are read from this very file
+    x = np.random.default_rng(7).integers(-128, 128, (USER_SAMPLES[name], *qm.graph.input_shape)
+                                          ).astype(np.int8)
+    ref, layers = compare_layers(qm, data, tensors, x)
+    compared = {lay.name for lay in layers}
+    assert {n.name for n in qm.graph.parametric()} <= compared      # every conv, depthwise and FC
+    assert agreement(int_engine.forward(qm, x), ref)["logits_equal"] == 1.0
+    for lay in layers:
+        for way in ("chained", "isolated"):
+            t = lay.tally(f"tflite_{way}")
+            assert t.equal == t.total > 0, (lay.name, way, t)
+        assert lay.tally("single_isolated").max_diff <= 1, lay
+    assert any(lay.tally("single_isolated").equal < lay.tally("single_isolated").total for lay in layers)
+    out, kept = tflm_run(data, x[:3], (tensors[qm.graph.output],))  # GetTensor reads what get_output does
+    assert np.array_equal(kept[tensors[qm.graph.output]], out.reshape(3, -1))

@@ -229,8 +229,52 @@ def test_untraceable_or_unsupported_forward_is_refused(net, pattern):
 def test_bad_input_shape_is_refused():
     with pytest.raises(InteropError, match=r"must be the per-sample NHWC shape"):
         from_torch(DigitsCNN(), (1, 8, 8, 1))
-    with pytest.raises(InteropError, match=r"pass a batch \(N, C, H, W\)"):
-        from_torch(DigitsCNN(), torch.zeros(1, 8, 8))
+    with pytest.raises(InteropError, match=r"pass a batch \(N, C, H, W\), \(N, C, L\) or \(N, F\)"):
+        from_torch(DigitsCNN(), torch.zeros(1, 1, 8, 8, 1))
+
+
+class Imu1d(nn.Module):
+    """Conv1d (plain, strided 'valid', depthwise, 'same'), BatchNorm1d, MaxPool1d, AvgPool1d,
+    AdaptiveAvgPool1d(1) and a Flatten of a (C, L) map into a Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv1d(6, 8, 5, padding=2)
+        self.bn = nn.BatchNorm1d(8)
+        self.pool = nn.MaxPool1d(2)
+        self.c2 = nn.Conv1d(8, 8, 3, stride=2, padding="valid", groups=8)
+        self.c3 = nn.Conv1d(8, 12, 4, padding="same", bias=False)
+        self.avg = nn.AvgPool1d(2)
+        self.gap = nn.AdaptiveAvgPool1d(1)
+        self.fc, self.fc2 = nn.Linear(12, 4), nn.Linear(12 * 3, 4)
+
+    def forward(self, x):
+        y = self.pool(F.relu(self.bn(self.c1(x))))             # L 32 -> 16
+        y = self.avg(F.relu6(self.c3(self.c2(y))))             # 16 -> 7 -> 7 -> 3
+        return self.fc(torch.flatten(self.gap(y), 1)) + self.fc2(torch.flatten(y, 1))
+
+
+@pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel")
+def test_conv1d_nets_import_as_height_one_maps():
+    torch.manual_seed(2)
+    net = randomize_batchnorm(Imu1d())
+    g = from_torch(net, torch.zeros(2, 6, 32))
+    assert g.input_shape == (1, 32, 6)
+    assert g.node("c2").attrs["kernel"] == (1, 3) and g.node("c2").attrs["groups"] == 8
+    assert g.node("c3").attrs["padding"] == (0, 0, 1, 2)
+    assert g.shape("avg") == (1, 3, 12) and g.node("gap").op == Op.GLOBAL_AVGPOOL
+    x = np.random.default_rng(0).standard_normal((5, 32, 6)).astype(np.float32)
+    with torch.no_grad():
+        ref = net(torch.from_numpy(np.ascontiguousarray(x.transpose(0, 2, 1)))).numpy()
+    assert rel_err(fe.forward(g, x[:, None]), ref) < TOL
+
+
+def test_a_1d_layer_on_a_2d_map_is_refused():
+    net = nn.Sequential(nn.Conv2d(1, 4, 3), nn.Conv1d(4, 4, 3))
+    with pytest.raises(InteropError, match=r"module '1' \(Conv1d\) reads a 1-D signal .* \(6, 6, 4\)"):
+        from_torch(net, (8, 8, 1))
+    with pytest.raises(InteropError, match=r"module '0' \(MaxPool1d\) reads a 1-D signal"):
+        from_torch(nn.Sequential(nn.MaxPool1d(2), nn.Flatten()), (4, 4, 2))
 
 
 def test_missing_torch_says_pip_install(monkeypatch):

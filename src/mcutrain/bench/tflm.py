@@ -6,42 +6,35 @@ signs): export it as a `.tflite`, import that file back (what a TFLM user's mode
 run TFLM's interpreter (the `tflite-micro` package: its reference kernels) and mcutrain's golden
 engine on the same int8 inputs, and report the fraction of bit-identical logits, the samples whose
 logits are all identical, the largest difference and the argmax agreement, in both rounding modes.
+The three models built in PyTorch as TFLM users build them (`tflm_models`: a MobileNetV1-0.25
+person detector, a DS-CNN keyword spotter, a 1-D IMU net) are also compared layer by layer, every
+layer's int8 output tensor as TFLM's interpreter holds it after the invoke (`tflm_layers`).
 A trained round trip follows: a digits model imported from `.tflite`, adapted with ZO in the
 simulator, exported back; its test accuracy as `mcutrain` evaluates it and as TFLM runs it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from mcutrain import zoo
-from mcutrain.bench import files
+from mcutrain.bench import files, tflm_models
+from mcutrain.bench.tflm_layers import MODES, compare_layers, layer_rows, tflm_outputs
 from mcutrain.engines import int_engine, ptq
+from mcutrain.interop.tflite_export import to_tflite, to_tflite_mapped
+from mcutrain.interop.tflite_import import from_tflite_bytes
 from mcutrain.qmodel import QuantModel
 
 MODELS = {"digits-cnn": (8, 8, 1), "small-cnn": (28, 28, 1), "mnist1d-cnn": (1, 40, 1),
           "mcunet-5fps": (64, 64, 3), "mobilenet-v1-0.25": (96, 96, 1)}
 QUICK_MODELS = {"digits-cnn": (8, 8, 1), "mobilenet-v1-0.25": (48, 48, 1)}
+USER_MODELS = tuple(tflm_models.RECIPES)
+QUICK_USER_MODELS = ("imu-cnn1d",)
 SAMPLES, QUICK_SAMPLES = 1000, 100
-
-
-def _interpreter(data: bytes):
-    from tflite_micro.python.tflite_micro import runtime  # the tests' dev extra
-    return runtime.Interpreter.from_bytes(data)
-
-
-def tflm_outputs(data: bytes, x_q: np.ndarray) -> np.ndarray:
-    """TFLM's int8 outputs for each int8 sample of `x_q` (one invoke per sample, as on a device)."""
-    interp = _interpreter(data)
-    out = []
-    for i in range(len(x_q)):
-        interp.set_input(x_q[i:i + 1], 0)
-        interp.invoke()
-        out.append(np.asarray(interp.get_output(0)).reshape(-1))
-    return np.stack(out)
 
 
 def agreement(ours: np.ndarray, ref: np.ndarray) -> dict[str, float]:
@@ -55,11 +48,6 @@ def agreement(ours: np.ndarray, ref: np.ndarray) -> dict[str, float]:
 
 def model_row(arch: str, shape: tuple[int, ...], samples: int) -> dict[str, Any]:
     """One model: its .tflite through TFLM and through mcutrain in each rounding mode."""
-    from dataclasses import replace
-
-    from mcutrain.interop.tflite_export import to_tflite
-    from mcutrain.interop.tflite_import import from_tflite_bytes
-
     g = zoo.build(arch, 2 if arch == "mobilenet-v1-0.25" else 10, shape, seed=0)
     x = np.random.default_rng(0).uniform(-1, 1, (256, *shape)).astype(np.float32)
     data = to_tflite(ptq.quantize_model(g, x))
@@ -67,19 +55,38 @@ def model_row(arch: str, shape: tuple[int, ...], samples: int) -> dict[str, Any]
     x_q = np.random.default_rng(7).integers(-128, 128, (samples, *qm.graph.input_shape)).astype(np.int8)
     ref = tflm_outputs(data, x_q)
     row: dict[str, Any] = {"model": arch, "input": "x".join(map(str, shape)), "samples": samples,
-                           "macs": g.total_macs()}
+                           "macs": g.total_macs(), "source": "zoo"}
     for mode in ("tflite", "single"):
-        a = agreement(int_engine.forward(replace(qm, rounding=mode), x_q), ref)
+        a = agreement(int_engine.forward(dataclasses.replace(qm, rounding=mode), x_q), ref)
         row.update({f"{mode}_{k}": v for k, v in a.items()})
     return row
+
+
+def user_model_rows(name: str, samples: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A PyTorch-built model (`tflm_models`): its logits row (the keys of `model_row`) and one row
+    per layer, every layer read from TFLM's interpreter in the run whose logits are compared."""
+    m = tflm_models.build(name)
+    qm, _ = from_tflite_bytes(m.tflite)
+    data, tensors = to_tflite_mapped(qm)
+    x_q = np.random.default_rng(7).integers(-128, 128, (samples, *qm.graph.input_shape)).astype(np.int8)
+    ref, layers = compare_layers(qm, data, tensors, x_q)
+    row: dict[str, Any] = {"model": name, "input": "x".join(map(str, m.graph.input_shape)),
+                           "samples": samples, "macs": m.graph.total_macs(), "source": "pytorch",
+                           "round_trip_identical": data == m.tflite, "layers_compared": len(layers)}
+    for mode in MODES:
+        a = agreement(int_engine.forward(dataclasses.replace(qm, rounding=mode), x_q), ref)
+        row.update({f"{mode}_{k}": v for k, v in a.items()})
+    per_layer = layer_rows(name, layers)
+    for key in (f"{mode}_{way}" for mode in MODES for way in ("chained", "isolated")):
+        row[f"{key}_layers_min_equal"] = min(r[f"{key}_equal"] for r in per_layer)
+        row[f"{key}_layers_max_diff"] = max(r[f"{key}_max_diff"] for r in per_layer)
+    return row, per_layer
 
 
 def trained_round_trip(quick: bool) -> dict[str, Any]:
     """digits-cnn as a TFLM user has it (.tflite), adapted with ZO, back out: accuracies compared."""
     import mcutrain
     from mcutrain.data import load_dataset
-    from mcutrain.interop.tflite_export import to_tflite
-    from mcutrain.interop.tflite_import import from_tflite_bytes
     from mcutrain.methods.float import train as float_train
 
     ds = load_dataset("digits", seed=0)
@@ -103,30 +110,70 @@ def trained_round_trip(quick: bool) -> dict[str, Any]:
             "bytes": len(back)}
 
 
+LOGIT_COLUMNS = ["model", "input", "samples", "tflite_logits_equal", "tflite_max_diff", "single_logits_equal",
+                 "single_samples_equal", "single_max_diff", "single_argmax_equal"]
+LAYER_SUMMARY_COLUMNS = ["model", "layers_compared", "tflite_chained_layers_min_equal",
+                         "tflite_chained_layers_max_diff", "single_isolated_layers_min_equal",
+                         "single_isolated_layers_max_diff", "single_chained_layers_min_equal",
+                         "single_chained_layers_max_diff"]
+LAYER_COLUMNS = ["layer", "op", "shape", "tflite_chained_equal", "tflite_isolated_equal",
+                 "single_isolated_equal", "single_isolated_max_diff", "single_chained_equal",
+                 "single_chained_max_diff"]
+
+
+def _fractions(columns: list[str]) -> dict[str, str]:
+    return {c: ".4f" for c in columns if c.endswith("_equal")}
+
+
+def docs_block(rows: list[dict[str, Any]], layers: list[dict[str, Any]], trip: dict[str, Any]) -> str:
+    """The `tflm` block of docs/benchmarks.md: logits of every model, layers of the PyTorch-built ones."""
+    note = ("Each model exported as `.tflite`, imported back, then run by TFLM's interpreter "
+            "(`tflite-micro`, reference kernels) and by mcutrain's golden engine on the same random "
+            "int8 inputs. `tflite` rounding is what an imported model runs with; `single` is "
+            "mcutrain's default for its own models (docs/integer-semantics.md 6.1.1). The last three "
+            "models are built in PyTorch as TFLM users build them (`mcutrain.bench.tflm_models`: random "
+            "weights, BatchNorm statistics from synthetic data) and imported with `from_torch`.\n\n")
+    table = files.markdown_table(rows, LOGIT_COLUMNS, _fractions(LOGIT_COLUMNS))
+    user = [r for r in rows if r.get("source") == "pytorch"]
+    layer_note = ("\n\nLayer by layer (the PyTorch-built models): every layer's int8 output as TFLM's "
+                  "interpreter holds it after the invoke (`kPreserveAllTensors`, `GetTensor`), compared "
+                  "element by element. *chained*: mcutrain runs the whole model from the same input; "
+                  "*isolated*: mcutrain runs the layer alone on TFLM's own input tensors (the kernel's "
+                  "rounding without the compounding). Smallest fraction of bit-identical elements over "
+                  "the layers, and the largest difference:\n\n")
+    summary = files.markdown_table(user, LAYER_SUMMARY_COLUMNS, _fractions(LAYER_SUMMARY_COLUMNS))
+    per_layer = ""
+    for r in user:
+        mine = [lay for lay in layers if lay["model"] == r["model"]]
+        per_layer += (f"\n\n{r['model']}, per layer:\n\n"
+                      + files.markdown_table(mine, LAYER_COLUMNS, _fractions(LAYER_COLUMNS)))
+    trip_md = (f"\n\nTrained round trip: {trip['model']}: accuracy {trip['accuracy_before']:.4f} -> "
+               f"{trip['accuracy_after_mcutrain']:.4f} by `mcutrain eval`, "
+               f"{trip['accuracy_after_tflm']:.4f} by TFLM on the exported file.")
+    return note + table + layer_note + summary + per_layer + trip_md
+
+
 def run_tflm(work: Path, results: Path, quick: bool, log, docs: Path) -> None:
-    """int8 inference bit for bit against TFLM's interpreter, both rounding modes; a trained round trip."""
-    rows = []
+    """int8 inference bit for bit against TFLM's interpreter, both rounding modes, every layer of the
+    PyTorch-built models; a trained round trip."""
+    rows: list[dict[str, Any]] = []
+    layers: list[dict[str, Any]] = []
+    samples = QUICK_SAMPLES if quick else SAMPLES
     for arch, shape in (QUICK_MODELS if quick else MODELS).items():
-        rows.append(model_row(arch, shape, QUICK_SAMPLES if quick else SAMPLES))
+        rows.append(model_row(arch, shape, samples))
         log(f"[tflm] {rows[-1]}")
-        files.write_results(results, "tflm", rows, quick, complete=False)
+        files.write_results(results, "tflm", rows, quick, complete=False, layers=layers)
+    for name in QUICK_USER_MODELS if quick else USER_MODELS:
+        row, per_layer = user_model_rows(name, samples)
+        rows.append(row)
+        layers += per_layer
+        log(f"[tflm] {row}")
+        files.write_results(results, "tflm", rows, quick, complete=False, layers=layers)
     trip = trained_round_trip(quick)
     log(f"[tflm] trained round trip: {trip}")
-    files.write_results(results, "tflm", rows, quick, complete=True, trained_round_trip=trip)
+    files.write_results(results, "tflm", rows, quick, complete=True, layers=layers, trained_round_trip=trip)
     if not quick:
-        table = files.markdown_table(
-            rows, ["model", "input", "samples", "tflite_logits_equal", "tflite_max_diff",
-                   "single_logits_equal", "single_samples_equal", "single_max_diff", "single_argmax_equal"],
-            {k: ".4f" for k in ("tflite_logits_equal", "single_logits_equal", "single_samples_equal",
-                                "single_argmax_equal")})
-        note = ("Each model exported as `.tflite`, imported back, then run by TFLM's interpreter "
-                "(`tflite-micro`, reference kernels) and by mcutrain's golden engine on the same random "
-                "int8 inputs. `tflite` rounding is what an imported model runs with; `single` is "
-                "mcutrain's default for its own models (docs/integer-semantics.md 6.1.1).\n\n")
-        trip_md = (f"\n\nTrained round trip: {trip['model']}: accuracy {trip['accuracy_before']:.4f} -> "
-                   f"{trip['accuracy_after_mcutrain']:.4f} by `mcutrain eval`, "
-                   f"{trip['accuracy_after_tflm']:.4f} by TFLM on the exported file.")
-        files.update_docs(docs, "tflm", note + table + trip_md)
+        files.update_docs(docs, "tflm", docs_block(rows, layers, trip))
 
 
 def register(add) -> None:

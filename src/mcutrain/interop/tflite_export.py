@@ -355,12 +355,22 @@ class _Writer:
 
 def to_tflite(qm: QuantModel) -> bytes:
     """The .tflite bytes of an int8 model (see the module docstring for the mapping)."""
+    return to_tflite_mapped(qm)[0]
+
+
+def to_tflite_mapped(qm: QuantModel) -> tuple[bytes, dict[str, int]]:
+    """`to_tflite`, plus `{IR tensor: index of its tensor in the file's subgraph}`.
+
+    Why: a layer-by-layer comparison with TFLM reads each layer's output by tensor index. A
+    flatten that TFLite does implicitly (inside FULLY_CONNECTED or MEAN) maps to its input's
+    tensor, which holds the same bytes.
+    """
     if not isinstance(qm, QuantModel):
         raise InteropError("a .tflite export needs an int8 model (QuantModel); quantize the float graph "
                            "first (mcutrain pretrain, or import --calibrate)")
     w = _Writer(qm)
     w.run()
-    return w.finish()
+    return w.finish(), dict(w.of)
 
 
 def save_tflite(qm: QuantModel, path: str | Path) -> Path:

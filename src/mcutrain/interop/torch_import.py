@@ -9,7 +9,10 @@ neither run nor changed.
 
 Layout: conv weights OIHW -> OHWI, activations NCHW -> NHWC, and the first
 Linear after a Flatten of a (C, H, W) map gets its input columns permuted from
-C, H, W to H, W, C order (see `builder`).
+C, H, W to H, W, C order (see `builder`). A 1-D signal (N, C, L) is the IR's
+(1, L, C), the shape of `zoo`'s mnist1d-cnn: Conv1d, MaxPool1d, AvgPool1d and
+AdaptiveAvgPool1d(1) become their 2-D ops with a (1, k) window, which is also how
+TFLite runs a Keras Conv1D (a CONV_2D over a height-1 map).
 
 torch is imported only when `from_torch` is called, so the core of mcutrain
 does not depend on it.
@@ -33,9 +36,10 @@ import numpy as np
 from mcutrain.graph import Graph
 from mcutrain.interop.builder import GraphBuilder, InteropError, Value, same_padding
 
-SUPPORTED_MODULES = ("Conv2d (groups, padding int/tuple/'same'/'valid')", "BatchNorm2d", "BatchNorm1d",
-                     "ReLU", "ReLU6", "Hardtanh(0, 6)", "MaxPool2d", "AvgPool2d",
-                     "AdaptiveAvgPool2d(1)", "Flatten", "Linear", "Identity", "Dropout")
+SUPPORTED_MODULES = ("Conv2d (groups, padding int/tuple/'same'/'valid')", "Conv1d (the same, on (1, L, C))",
+                     "BatchNorm2d", "BatchNorm1d", "ReLU", "ReLU6", "Hardtanh(0, 6)", "MaxPool2d",
+                     "MaxPool1d", "AvgPool2d", "AvgPool1d", "AdaptiveAvgPool2d(1)", "AdaptiveAvgPool1d(1)",
+                     "Flatten", "Linear", "Identity", "Dropout")
 SUPPORTED_FUNCTIONS = ("F.relu/torch.relu/x.relu()", "F.relu6", "F.hardtanh(x, 0, 6)",
                        "torch.clamp(x, 0, 6)", "torch.flatten(x, 1)/x.flatten(1)",
                        "x.view(x.size(0), -1)/x.reshape(...)", "x + y/torch.add/x.add(y)",
@@ -64,14 +68,17 @@ def _supported() -> str:
 
 
 def _input_shape(torch, example) -> tuple[int, ...]:
-    """NHWC per-sample shape from a shape tuple (NHWC) or an example batch (NCHW, as torch takes it)."""
+    """NHWC per-sample shape from a shape tuple (NHWC) or an example batch (NCHW, as torch takes it;
+    a 1-D signal batch (N, C, L) is the IR's (1, L, C))."""
     if isinstance(example, (torch.Tensor, np.ndarray)):
         s = tuple(int(d) for d in example.shape)
         if len(s) == 4:
             return s[2], s[3], s[1]
+        if len(s) == 3:
+            return 1, s[2], s[1]
         if len(s) == 2:
             return (s[1],)
-        raise InteropError(f"example input has shape {s}; pass a batch (N, C, H, W) or (N, F)")
+        raise InteropError(f"example input has shape {s}; pass a batch (N, C, H, W), (N, C, L) or (N, F)")
     try:
         s = tuple(int(d) for d in example)
     except TypeError:
@@ -117,6 +124,10 @@ class _Tracer:
         where = f"module '{target}' ({type(m).__name__})"
         if isinstance(m, nn.Conv2d):
             return self.conv(target, x, m, where)
+        if isinstance(m, nn.Conv1d):
+            return self.conv1d(target, x, m, where)
+        if isinstance(m, (nn.MaxPool1d, nn.AvgPool1d, nn.AdaptiveAvgPool1d)):
+            return self.pool1d(target, x, m, where)
         if isinstance(m, nn.Linear):
             return b.linear(target, x, _np(m.weight), _np(m.bias), where)
         if isinstance(m, (nn.BatchNorm2d, nn.BatchNorm1d)):
@@ -161,6 +172,45 @@ class _Tracer:
             ph, pw = m.padding
             pad = (ph, ph, pw, pw)
         return self.b.conv(target, x, _np(m.weight), _np(m.bias), tuple(m.stride), pad, m.groups, where)
+
+    def signal_length(self, x: Value, where: str) -> int:
+        """L of a (1, L, C) signal; a 1-D layer on a 2-D map is refused."""
+        shape = self.b.shape(x)
+        if len(shape) != 3 or shape[0] != 1:
+            raise InteropError(f"{where} reads a 1-D signal (N, C, L), but its input is {shape} (NHWC); "
+                               "pass input_shape (1, L, C) or an example batch (N, C, L)")
+        return shape[1]
+
+    def conv1d(self, target: str, x: Value, m, where: str) -> Value:
+        """Conv1d as the IR's conv2d with a (1, k) kernel over the (1, L, C) signal."""
+        length = self.signal_length(x, where)
+        if m.dilation != (1,):
+            raise InteropError(f"{where}: dilation {m.dilation} is not supported (only 1)")
+        if m.padding_mode != "zeros":
+            raise InteropError(f"{where}: padding_mode '{m.padding_mode}' is not supported (only 'zeros')")
+        (k,), (s,) = m.kernel_size, m.stride
+        if m.padding == "valid":
+            pad = (0, 0)
+        elif m.padding == "same":
+            pad = same_padding(length, k, s)
+        else:
+            pad = (m.padding[0], m.padding[0])
+        return self.b.conv(target, x, _np(m.weight)[:, :, None, :], _np(m.bias), (1, s), (0, 0, *pad),
+                           m.groups, where)
+
+    def pool1d(self, target: str, x: Value, m, where: str) -> Value:
+        """MaxPool1d / AvgPool1d / AdaptiveAvgPool1d as their 2-D ops with a (1, k) window."""
+        self.signal_length(x, where)
+        nn = self.nn
+        if isinstance(m, nn.AdaptiveAvgPool1d):
+            out = m.output_size[0] if isinstance(m.output_size, (list, tuple)) else m.output_size
+            return self.adaptive(target, x, (1, out), where)
+        k = _pair(m.kernel_size)[1]
+        s = _pair(m.stride)[1] if m.stride not in (None, (), []) else k
+        if isinstance(m, nn.MaxPool1d):
+            return self.maxpool(target, x, (1, k), (1, s), m.padding, m.dilation, m.ceil_mode,
+                                m.return_indices, where)
+        return self.avgpool(target, x, (1, k), (1, s), m.padding, m.ceil_mode, None, where)
 
     def maxpool(self, name, x, kernel, stride, padding, dilation, ceil_mode, return_indices, where):
         if _pair(padding) != (0, 0):
