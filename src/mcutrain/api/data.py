@@ -20,6 +20,7 @@ from mcutrain.data.subset import subset
 from mcutrain.errors import UserError
 from mcutrain.graph import Graph
 from mcutrain.methods import factory
+from mcutrain.model_reader import ModelInFile, read_model
 from mcutrain.qmodel import QuantModel
 
 Model = Graph | QuantModel
@@ -59,27 +60,22 @@ def check_fits(graph: Graph, ds: Dataset) -> None:
 
 
 def load(path: str | Path) -> Model:
-    """The model in a file: a QuantModel when the file holds int8 tensors, else the float Graph.
+    """The model in a file: a QuantModel when the file holds int8 tensors (a `.tflite` always:
+    taken as it is, in TFLite's rounding), else the float Graph.
 
     Example:
         >>> qm = mcutrain.load("model.npz")       # from `mcutrain pretrain`: int8
         >>> qm.graph.input_shape
         (8, 8, 1)
     """
-    mf = load_file(path)
-    if isinstance(mf.meta.get("quant"), dict):
-        try:
-            return QuantModel.from_file(mf)
-        except io.ModelFileError as e:
-            raise UserError(str(e)) from None
-    return mf.graph
+    return read(path).model
 
 
-def load_file(path: str | Path) -> io.ModelFile:
-    """The model file at `path` (description and arrays), refused with a message if it cannot be read."""
+def read(path: str | Path) -> ModelInFile:
+    """The model in a .npz model file or a .tflite, with its original layer names, or a UserError."""
     try:
-        return io.load(path)
-    except (io.ModelFileError, OSError) as e:
+        return read_model(path)
+    except io.ModelFileError as e:
         raise UserError(str(e)) from None
 
 

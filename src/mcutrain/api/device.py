@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from mcutrain import zoo
-from mcutrain.api.data import Model, dataset_of, graph_of, load_file, options_namespace
+from mcutrain.api.data import Model, dataset_of, graph_of, options_namespace, read
 from mcutrain.api.library_manifest import write_library_record
 from mcutrain.errors import UserError
 from mcutrain.graph import Graph
@@ -191,13 +191,13 @@ def plan_graph(args: argparse.Namespace) -> Graph:
             return zoo.build(args.arch, args.classes, shape)
         except ValueError as e:
             raise UserError(str(e)) from None
-    mf = load_file(args.model)
-    args.source_names = source_names_of(mf.meta.get("provenance"))
+    held = read(args.model)
+    graph, args.source_names = graph_of(held.model), held.source_names
     try:     # an imported model's original layer names -> its IR names
-        args.trainable = internal_spec(mf.graph, args.trainable, args.source_names)
+        args.trainable = internal_spec(graph, args.trainable, args.source_names)
     except ValueError as e:
         raise UserError(str(e)) from None
-    return mf.graph
+    return graph
 
 
 def plan_sparse(args: argparse.Namespace, graph: Graph) -> tuple[str, str]:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from mcutrain import io, zoo
-from mcutrain.api.data import Model, check_fits, dataset_of, graph_of, load_file, options_namespace
+from mcutrain.api.data import Model, check_fits, dataset_of, graph_of, options_namespace, read
 from mcutrain.data import Dataset
 from mcutrain.engines import int_engine
 from mcutrain.errors import UserError
@@ -104,14 +104,8 @@ def starting_model(args: argparse.Namespace, ds: Dataset) -> Model:
         model = args.model
         args.source_names = source_names_of(model.provenance) if isinstance(model, QuantModel) else {}
     else:
-        mf = load_file(args.model)
-        args.source_names = source_names_of(mf.meta.get("provenance"))
-        model = mf.graph
-        if isinstance(mf.meta.get("quant"), dict):
-            try:
-                model = QuantModel.from_file(mf)
-            except io.ModelFileError as e:
-                raise UserError(str(e)) from None
+        held = read(args.model)
+        model, args.source_names = held.model, held.source_names
     graph = graph_of(model)
     try:     # an imported model's original layer names -> its IR names
         args.trainable = internal_spec(graph, args.trainable, args.source_names)

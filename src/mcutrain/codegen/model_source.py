@@ -20,7 +20,7 @@ import numpy as np
 from mcutrain import io, zoo
 from mcutrain.engines import ptq
 from mcutrain.graph import GraphError
-from mcutrain.methods.trainable import source_names_of
+from mcutrain.model_reader import read_model
 from mcutrain.qmodel import QuantModel
 
 RANDOM_CALIB_SAMPLES = 64
@@ -61,23 +61,18 @@ def resolve_model(model: str | Path | None = None, arch: str | None = None, init
     if init is not None:
         raise ModelSourceError("--init applies to --arch only; a MODEL file brings its own weights")
     try:
-        mf = io.load(model)
+        held = read_model(model)
     except io.ModelFileError as e:
         raise ModelSourceError(str(e)) from None
-    if isinstance(mf.meta.get("quant"), dict):
-        try:
-            qm = QuantModel.from_file(mf)
-        except io.ModelFileError as e:
-            raise ModelSourceError(str(e)) from None
-        return qm, f"int8 model file {Path(model).name}" + _prov_suffix(qm.provenance)
+    if isinstance(held.model, QuantModel):
+        return held.model, f"int8 model file {Path(model).name}" + _prov_suffix(held.model.provenance)
     if calib_x is None:
         raise ModelSourceError(f"'{model}' holds a float model; pass --dataset so it can be quantized "
                                "(PTQ on training samples), or quantize it first")
-    qm = ptq.quantize_model(mf.graph, np.asarray(calib_x[:FLOAT_CALIB_SAMPLES], np.float32))
-    names = source_names_of(mf.meta.get("provenance"))
-    if names:       # an imported model's original layer names, for --trainable layers:
-        qm.provenance["source_names"] = names
-    return qm, (f"float model file {Path(model).name}" + _prov_suffix(mf.meta.get("provenance", {}))
+    qm = ptq.quantize_model(held.model, np.asarray(calib_x[:FLOAT_CALIB_SAMPLES], np.float32))
+    if held.source_names:       # an imported model's original layer names, for --trainable layers:
+        qm.provenance["source_names"] = held.source_names
+    return qm, (f"float model file {Path(model).name}" + _prov_suffix(held.provenance)
                 + f", PTQ on {min(len(calib_x), FLOAT_CALIB_SAMPLES)} training samples")
 
 

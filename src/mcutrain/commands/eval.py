@@ -14,12 +14,10 @@ Examples:
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from mcutrain.api.data import load
-from mcutrain.api.models import evaluate, import_model
+from mcutrain.api.models import evaluate
 from mcutrain.cli import print_json
-from mcutrain.errors import UserError
 from mcutrain.options import positive_int, seed_int
 from mcutrain.qmodel import QuantModel
 
@@ -38,16 +36,8 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _model(path: str):
-    """The model in `path`: a .tflite is imported as it is (int8, TFLite's rounding)."""
-    from mcutrain.interop.tflite_import import is_tflite
-    if not Path(path).is_file():
-        raise UserError(f"model file '{path}' does not exist")
-    return import_model(path) if is_tflite(path) else load(path)
-
-
 def run(args: argparse.Namespace) -> int:
-    model = _model(args.model)
+    model = load(args.model)
     acc = evaluate(model, args.dataset, seed=args.seed, test_samples=args.test_samples)
     int8 = isinstance(model, QuantModel)
     out = {"model": args.model, "dataset": args.dataset, "accuracy": acc,

@@ -33,7 +33,8 @@ from mcutrain.methods import factory
 
 def add_model_args(p: argparse.ArgumentParser, target_required: bool = True) -> None:
     """The model source options shared by export and run."""
-    p.add_argument("model", nargs="?", metavar="MODEL", help="model file (.npz); or use --arch")
+    p.add_argument("model", nargs="?", metavar="MODEL", help="model file (.npz or a .tflite as deployed); "
+                   "or use --arch")
     p.add_argument("--arch", help="zoo architecture instead of a model file (with --init random)")
     p.add_argument("--init", choices=["random"], help="initialization of --arch: random (He) + PTQ on "
                    "random inputs, for trying the toolchain without a trained model")

@@ -34,7 +34,7 @@ def register(subparsers) -> None:
         "plan", help="RAM / Flash / MACs of a training step on a target: fits or not, and what would",
         description=__doc__.split("\n\n")[0], epilog="Examples:" + __doc__.split("Examples:")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("model", nargs="?", help="model file (.npz); or use --arch")
+    p.add_argument("model", nargs="?", help="model file (.npz or a .tflite as deployed); or use --arch")
     p.add_argument("--arch", help="a zoo architecture instead of a model file")
     p.add_argument("--classes", type=positive_int, default=10,
                    help="with --arch: number of classes (default 10)")

@@ -39,7 +39,8 @@ def register(subparsers) -> None:
         "train", help="simulated on-device training of a model on a dataset",
         description=__doc__.split("\n\n")[0], epilog="examples:" + __doc__.split("Examples:")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("model", nargs="?", help="model file (.npz) from 'mcutrain pretrain'")
+    p.add_argument("model", nargs="?", help="model file: .npz (from 'mcutrain pretrain', a trained "
+                   "run) or a .tflite as deployed")
     p.add_argument("--arch", help="start from a zoo architecture instead of a model file")
     p.add_argument("--init", choices=["random"], help="with --arch: He-initialized weights from --seed")
     p.add_argument("--dataset", required=True, help="dataset spec, e.g. digits, fashion-mnist[5-9], "
@@ -51,7 +52,8 @@ def register(subparsers) -> None:
     p.add_argument("--resume-changed", type=changed_options, default=(), metavar="OPTION[,OPTION]",
                    help="with --resume: allow these settings to differ from the checkpoint's "
                         f"({', '.join(CHANGEABLE)}); the run then equals no straight run")
-    p.add_argument("-o", "--output", help="save the trained model (.npz), its training history inside it")
+    p.add_argument("-o", "--output", help="save the trained int8 model (.npz), its training history "
+                   "inside it")
     add_subset_args(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     factory.add_options(p.add_argument_group("training options (methods in each help line)"), "train")
