@@ -173,3 +173,30 @@ def test_long_errors_are_cut_to_their_first_lines():
     assert lines[0] == ("MCU int8 inference of digits-cnn: x failed\n  file.c:1: error ... "
                         "(the whole message is in demo.json)")
     assert lines[1].startswith("MCU fqt int8 training steps") and lines[1].endswith(": not available yet")
+
+
+def test_the_tflite_line_names_commands_that_run(tmp_path, capsys):
+    """The demo's one line for TFLM users: its two commands run as written on a real .tflite
+    (with D a dataset, and a short run's sample and method options added to `train`)."""
+    import re
+
+    import numpy as np
+
+    from mcutrain import zoo
+    from mcutrain.commands.demo import TFLITE_PATH
+    from mcutrain.engines import ptq
+    from mcutrain.interop.tflite_export import save_tflite
+
+    g = zoo.build("digits-cnn", seed=0)
+    qm = ptq.quantize_model(g, np.random.default_rng(0).random((32, *g.input_shape), dtype=np.float32),
+                            rounding="tflite")
+    save_tflite(qm, tmp_path / "model.tflite")
+    commands = re.findall(r"mcutrain ([a-z]+ [^,(]+?)(?:, then |\s*\(|$)", TFLITE_PATH)
+    assert [c.split()[0] for c in commands] == ["train", "export"]
+    short = ["--method", "zo", "--queries", "2", "--epochs", "1", "--train-samples", "64"]
+    for c in commands:
+        argv = [str(tmp_path / w) if w.endswith((".tflite", ".npz")) else ("digits" if w == "D" else w)
+                for w in c.split()]
+        assert cli.main(argv + (short if argv[0] == "train" else [])) == 0, argv
+    capsys.readouterr()
+    assert (tmp_path / "adapted.tflite").stat().st_size > 0

@@ -38,6 +38,11 @@ from mcutrain.cli import print_json
 from mcutrain.errors import UserError
 from mcutrain.options import seed_int
 
+TFLITE_PATH = ("a .tflite deployed with TensorFlow Lite Micro takes the same path as it is: mcutrain train "
+               "model.tflite --dataset D -o adapted.npz, then mcutrain export adapted.npz --format tflite "
+               "-o adapted.tflite (docs/tutorial.md)")
+"""The one line that tells a TFLM user the demo's path is theirs too (the demo's model is mcutrain's)."""
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -144,4 +149,5 @@ def run(args: argparse.Namespace) -> int:
     print(f"\nplots: {', '.join(p for p in rep['files'] if p.endswith('.png'))}")
     print(f"done in {summary['seconds']['total']:.0f} s; the same report for your own runs: "
           f"mcutrain report {out}")
+    print(TFLITE_PATH)
     return 0
