@@ -1,8 +1,9 @@
 """The C runtime's mode "tflite" (mt_fixedpoint.h) equals `fixedpoint.requantize_tflite` bit for bit:
 the reference mt_requantize_tflite and mt_multiply_by_quantized_multiplier on every shift TFLite
-allows, and the DSP kernels' prepared forms (mt_requantize_fast_tflite / _floor_tflite, portable
-emulation on the host; the native SMMLAR/QADD form runs in the QEMU tests) wherever
-mt_requant_fast_ok_tflite admits a channel, on adversarial and random operands."""
+allows, and the DSP kernels' prepared forms (mt_requantize_fast_tflite / _floor_tflite wherever
+mt_requant_fast_ok_tflite admits a channel, mt_mbqm_fast_tflite of TFLite's ADD; portable
+emulation on the host, the native SMMLAR/QADD forms run in the QEMU tests), on adversarial and
+random operands."""
 
 from __future__ import annotations
 
@@ -28,7 +29,11 @@ int main(void)
         const int32_t m2 = mt_requant_mult_tflite(mu);
         const int32_t c1 = ok ? mt_requant_c1(-sh, zp) : 0;
         const int32_t c1f = ok ? mt_requant_c1(-sh, -128) : 0;
-        printf("%ld %d %d %d %d %d\n", (long)mt_multiply_by_quantized_multiplier(acc, mu, sh),
+        const int add_ok = mu >= (1 << 30) && sh <= 0 && sh >= -31 && acc > -(1 << 30) && acc < (1 << 30);
+        const int32_t half = add_ok ? (int32_t)(((uint32_t)1 << -sh) >> 1) : 0;
+        const int32_t add_form = add_ok ? mt_mbqm_fast_tflite(acc, m2, -sh, half, sh < 0 ? -1 : 0) : 0;
+        printf("%d %ld %d %d %d %d %d\n", (int)add_form,
+               (long)mt_multiply_by_quantized_multiplier(acc, mu, sh),
                (int)mt_requantize_tflite(acc, mu, sh, zp, -128, 127), ok,
                ok ? (int)mt_requantize_fast_tflite(acc, m2, -sh, c1) : 999,
                ok ? (int)mt_requantize_floor_tflite(acc, m2, -sh, c1f) : 999,
@@ -66,8 +71,12 @@ def test_tflite_requantize_and_its_prepared_forms_equal_the_golden_rule(tmp_path
     acc, mult, shift, zp = _operands(np.random.default_rng(17), 40000)
     lines = "\n".join(f"{a} {mu} {s} {z}" for a, mu, s, z in zip(acc, mult, shift, zp)) + "\n"
     out = subprocess.run([str(exe)], input=lines, capture_output=True, text=True, check=True).stdout
-    got = np.array([list(map(int, ln.split())) for ln in out.splitlines()], dtype=np.int64)
+    add_form = np.array([int(ln.split()[0]) for ln in out.splitlines()], dtype=np.int64)
+    got = np.array([list(map(int, ln.split()[1:])) for ln in out.splitlines()], dtype=np.int64)
     want = requantize_tflite(acc, mult, shift)
+    add_ok = (mult >= 2**30) & (shift <= 0) & (np.abs(acc) < 2**30)
+    assert add_ok.sum() > 5000
+    np.testing.assert_array_equal(add_form[add_ok], want[add_ok])   # TFLite ADD's prepared form
     np.testing.assert_array_equal(got[:, 0], want)
     np.testing.assert_array_equal(got[:, 1], np.clip(want + zp, -128, 127))
     ok = got[:, 2] == 1

@@ -86,16 +86,14 @@ MT_INLINE int8_t mt_requantize_single(int32_t acc,
  * from |x| and the sign of x (the result carries the sign of x, or is 0):
  *     |h| = (|x| * multiplier + 2^30 - [x < 0]) >> 31
  * (for x < 0, floor((2^30 - P) / 2^31) = -ceil((P - 2^30) / 2^31) = -((P + 2^30 - 1) >> 31), P = |x| m),
- * then the half-away division of |h| by 2^r, nested into the same shift:
- *     ((|h| + 2^(r-1)) >> r) == (P + 2^30 - [x < 0] + 2^(30 + r)) >> (31 + r)   (r >= 1)
- * (floors of divisions by powers of two nest). Only non-negative values are shifted. The result
- * is below 2^31 (P < 2^62).
+ * then RoundingDivideByPOT's half-away division of |h| by 2^r: (|h| + 2^(r-1)) >> r (|h| for r = 0).
+ * Only non-negative values are shifted; |h| < 2^31 (P < 2^62), so |h| + 2^(r-1) < 2^32.
  */
 MT_INLINE uint32_t mt_mbqm_magnitude(uint32_t mag, uint32_t neg, int32_t multiplier, int32_t right)
 {
     const uint64_t p = (uint64_t)mag * (uint32_t)multiplier; /* < 2^62 */
-    const uint64_t bias = ((uint64_t)1 << 30) - neg + (right > 0 ? (uint64_t)1 << (30 + right) : 0);
-    return (uint32_t)((p + bias) >> (31 + right));
+    const uint32_t h = (uint32_t)((p + (((uint32_t)1 << 30) - neg)) >> 31);
+    return (h + (((uint32_t)1 << right) >> 1)) >> right;
 }
 
 /*
@@ -335,6 +333,36 @@ MT_INLINE int32_t mt_requantize_floor_tflite(int32_t acc, int32_t m2, int32_t r,
     y = (int32_t)v >> r;
     return y < -128 ? -128 : (y > 127 ? 127 : y);
 #endif /* MT_DSP_NATIVE */
+}
+
+/* SMMLAR(a, b, c): the high word of c * 2^32 + a * b + 2^31 (rounded most significant word). */
+MT_INLINE int32_t mt_smmlar(int32_t a, int32_t b, int32_t c)
+{
+#if defined(MT_DSP_NATIVE)
+    int32_t r;
+    __asm__("smmlar %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+#else  /* !MT_DSP_NATIVE: in 64 bits, wrapping like the instruction */
+    const uint64_t t = ((uint64_t)(uint32_t)c << 32) + (uint64_t)((int64_t)a * b) + ((uint64_t)1 << 31);
+    return (int32_t)(uint32_t)(t >> 32);
+#endif /* MT_DSP_NATIVE */
+}
+
+/*
+ * TFLite's MultiplyByQuantizedMultiplier(x, multiplier, -r) prepared, for multiplier in [2^30, 2^31),
+ * r in [0, 31] and |x| < 2^30 (TFLite's ADD: its operands stay below 2^28):
+ *
+ *     mt_mbqm_fast_tflite(x, m2, r, half, mask) == mt_multiply_by_quantized_multiplier(x, multiplier, -r)
+ *     with m2 = mt_requant_mult_tflite(multiplier), half = 2^r >> 1, mask = r > 0 ? -1 : 0.
+ *
+ * Why it is exact: SMMLAR(x, m2, x) = h, SaturatingRoundingDoublingHighMul (see
+ * mt_requantize_fast_tflite); RoundingDivideByPOT(h, r) = (h - [h < 0] + 2^(r-1)) >> r for r >= 1
+ * and h for r = 0 (mask and half both 0). |h| <= |x| + 1 < 2^30, so h - 1 + 2^30 stays in int32.
+ */
+MT_INLINE int32_t mt_mbqm_fast_tflite(int32_t x, int32_t m2, int32_t r, int32_t half, int32_t mask)
+{
+    const int32_t h = mt_smmlar(x, m2, x);
+    return (h + ((h >> 31) & mask) + half) >> r;
 }
 
 /*
