@@ -38,24 +38,25 @@ def tiny_graph() -> G.Graph:
     return zoo.he_init(G.Graph((6, 6, 2), nodes, "tiny-train"), seed=3)
 
 
-def model_and_data(arch: str, steps: int, bsz: int, seed: int = 0):
+def model_and_data(arch: str, steps: int, bsz: int, seed: int = 0, rounding: str = "single"):
     rng = np.random.default_rng(seed)
     g = tiny_graph() if arch == "tiny" else zoo.build(arch, seed=1)
     x = rng.random((steps * bsz, *g.input_shape), dtype=np.float32)
     y = rng.integers(0, g.num_classes, steps * bsz)
     for n in g.parametric():
         n.params["bias"] = rng.normal(0, 0.1, n.params["bias"].shape).astype(np.float32)
-    qm = ptq.quantize_model(g, x)
+    qm = ptq.quantize_model(g, x, rounding=rounding)
     return qm, [(x[i * bsz:(i + 1) * bsz], y[i * bsz:(i + 1) * bsz]) for i in range(steps)]
 
 
-def run_and_compare(tmp_path, make_method, arch: str, lr: float, steps: int = 3, bsz: int = 2) -> int:
+def run_and_compare(tmp_path, make_method, arch: str, lr: float, steps: int = 3, bsz: int = 2,
+                    rounding: str = "single", kernels: str = "ref") -> int:
     """Export, build with sanitizers, run `steps` steps; compare with a fresh method after each step.
     Returns how many weight/bias entries the steps changed (equality must not be trivial)."""
-    qm, batches = model_and_data(arch, steps, bsz)
-    res = export_training_library(make_method(qm), tmp_path / "lib", batch=bsz, kernels="ref")
+    qm, batches = model_and_data(arch, steps, bsz, rounding=rounding)
+    res = export_training_library(make_method(qm), tmp_path / "lib", batch=bsz, kernels=kernels)
     src = res.model
-    exe = build_host_train(tmp_path / "lib", tmp_path / "train")
+    exe = build_host_train(tmp_path / "lib", tmp_path / "train", kernels=kernels)
     data = [(int_engine.quantize_input(qm, x), y) for x, y in batches]
     results = run_host_train(exe, data, lr, src, qm.graph.num_classes)
     sim = make_method(qm)

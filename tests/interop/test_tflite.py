@@ -96,8 +96,9 @@ def test_model_file_and_cli(tmp_path, capsys):
     loaded = qmodel.load(out)
     assert loaded.provenance["imported_from"] == {"tflite": "m.bin"}
     assert loaded.rounding == "tflite"          # the model file keeps TFLite's double rounding
-    assert cli.main(["export", str(out), "--target", "cortex-m4", "-o", str(tmp_path / "lib")]) == 1
-    assert "rounding 'tflite' is not in the C runtime yet" in capsys.readouterr().err
+    assert cli.main(["export", str(out), "--target", "cortex-m4", "-o", str(tmp_path / "lib")]) == 0
+    capsys.readouterr()
+    assert "#define MT_ROUNDING_TFLITE 1" in (tmp_path / "lib" / "runtime" / "mt_config.h").read_text()
     for fmt in ("tflite", "onnx"):
         if fmt == "onnx":
             pytest.importorskip("onnx")

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from mcutrain import zoo
-from mcutrain.codegen.emit import ExportError, emit_model
 from mcutrain.engines import int_engine as ie
 from mcutrain.engines import ptq
 from mcutrain.qmodel import QuantModel
@@ -256,12 +255,6 @@ def test_tflite_mean_and_add_kernels() -> None:
     b = np.array([4, 4], np.int8)
     p = tflite_add_params(0.5, 0.5, 0.5)
     assert ie.add_fwd_s8_tflite(a, 0, b, 0, p, 0, -128, 127).tolist() == [14, -6]
-
-
-def test_export_refuses_tflite_rounding() -> None:
-    qm, _ = _model("tflite")
-    with pytest.raises(ExportError, match="rounding 'tflite' is not in the C runtime yet"):
-        emit_model(qm, kernels="ref")
 
 
 def test_fqt_trains_a_tflite_model_in_the_simulator_its_c_step_refuses_it() -> None:

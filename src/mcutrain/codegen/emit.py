@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mcutrain.codegen.cformat import c_array, c_comment, c_comment_lines, c_string, unique_idents
+from mcutrain.codegen.rounding_c import mode_guard, tflite_add, tflite_mean
 from mcutrain.codegen.templates import render
 from mcutrain.engines.int_engine import check_accumulator
 from mcutrain.graph import INPUT, Node, Op
@@ -244,13 +245,19 @@ class InferenceEmitter:
                     f"static const mt_dims out_d = {dims_init(g.shape(n.name))};",
                     *wrapped_call(fn, ["&p", "&in_d", x, "&out_d", y])]
         if n.op == Op.GLOBAL_AVGPOOL:
-            return [f"static const mt_dims in_d = {dims_init(g.shape(n.inputs[0]))};",
-                    *wrapped_call("mt_global_avgpool_fwd_s8", ["&in_d", x, y])]
+            in_d = f"static const mt_dims in_d = {dims_init(g.shape(n.inputs[0]))};"
+            if qm.rounding == "tflite":
+                params, fn = tflite_mean(qm, n)
+                return [params, in_d, *wrapped_call(fn, ["&p", "&in_d", x, y])]
+            return [in_d, *wrapped_call("mt_global_avgpool_fwd_s8", ["&in_d", x, y])]
         if n.op == Op.FLATTEN:
             return ["/* NHWC order is the flat order: the output is the input's storage */"]
         if n.op in (Op.RELU, Op.RELU6):
             lo, hi = qm.act_range(n)
             return wrapped_call("mt_relu_fwd_s8", [str(lo), str(hi), str(self.size(n.name)), x, y])
+        if n.op == Op.ADD and qm.rounding == "tflite":
+            params, fn = tflite_add(qm, n)
+            return [params, *wrapped_call(fn, ["&p", str(self.size(n.name)), x, self.tensor(n.inputs[1]), y])]
         if n.op == Op.ADD:
             ma, mb, sh = qm.add_params(n)
             lo, hi = qm.act_range(n)
@@ -264,12 +271,6 @@ class InferenceEmitter:
 
 def check_supported(qm: QuantModel) -> None:
     """Refuse, with what to do, a model the C runtime cannot run bit-exactly (inference and ZO/BP-QAS)."""
-    if qm.rounding != "single":
-        # NOTE: the one place a QuantModel becomes C; without this a tflite-rounding model would
-        # export and run with single rounding, silently 1 LSB off TFLite Micro on some outputs.
-        raise ExportError(f"rounding {qm.rounding!r} is not in the C runtime yet; the generated C "
-                          "rounds 'single' (one rounding, half away from zero). Run the model in "
-                          "the simulator, or re-quantize it with rounding 'single' to export it")
     g = qm.graph
     for n in g.nodes:
         if n.op not in SUPPORTED_OPS:
@@ -343,7 +344,7 @@ def emit_model(qm: QuantModel, kernels: str = "dsp", planner: str = "greedy",
         arena=plan.arena_bytes, layers=len(g.nodes))
     source = render(
         "model_inference.c", kernels=kernels, planner=plan.planner, arena=plan.arena_bytes,
-        consts="\n\n".join(em.consts),
+        consts=mode_guard(qm.rounding) + "\n\n".join(em.consts),
         in_ptr=em.tensor(INPUT), out_ptr=em.tensor(g.output),
         checks="\n".join(scratch_checks) or "    /* no kernel needs scratch memory */",
         blocks="\n".join(blocks), graph=c_comment_lines(g.summary()))

@@ -30,6 +30,7 @@ import numpy as np
 from mcutrain.codegen.cformat import c_array, c_comment, c_comment_lines, c_ident, c_string, unique_idents
 from mcutrain.codegen.emit import ExportError, InferenceEmitter, check_supported, qparams_comment
 from mcutrain.codegen.emit_train_ops import StepEmitter, method_op
+from mcutrain.codegen.rounding_c import mode_guard
 from mcutrain.codegen.state_blob import (
     STATE_HEADER_WORDS,
     STATE_MAGIC,
@@ -217,7 +218,7 @@ def emit_zo_bp_training(method, batch: int = 1, kernels: str = "dsp", provenance
     source = render(
         "model_zo_bp.c", method=method.name, kernels=kernels, arena=arena, train_arena=plan.arena_bytes,
         infer_arena=inf.arena_bytes,
-        graph=c_comment_lines(g.summary()), consts="\n\n".join(pe.consts),
+        graph=c_comment_lines(g.summary()), consts=mode_guard(qm.rounding) + "\n\n".join(pe.consts),
         ram="\n\n".join(ram_arrays) or "/* nothing trainable */",
         fconsts="\n\n".join(se.extra_consts.values()) or "/* no float constants */",
         macros="\n".join(macros), rng0=rng0, steps0=steps0, magic=STATE_MAGIC, fp=fp,

@@ -15,6 +15,7 @@ from mcutrain.codegen.cfloat import c_float, c_float_array
 from mcutrain.codegen.cformat import unique_idents
 from mcutrain.codegen.emit import ExportError, dims_init, wrapped_call
 from mcutrain.codegen.emit_base import checked
+from mcutrain.codegen.rounding_c import tflite_add, tflite_mean
 from mcutrain.graph import Node, Op
 from mcutrain.methods import qas
 from mcutrain.plan.schedule import Kernel, Role, Schedule
@@ -145,12 +146,18 @@ def _fwd(e: StepEmitter, k: Kernel) -> list[str]:
                 f"static const mt_dims out_d = {e.dims(e.g.shape(n.name))};",
                 *_kernel(fn, ["&p", "&in_d", ins[0], "&out_d", y])]
     if n.op == Op.GLOBAL_AVGPOOL:
-        return [f"static const mt_dims in_d = {e.dims(e.g.shape(n.inputs[0]))};",
-                *_kernel("mt_global_avgpool_fwd_s8", ["&in_d", ins[0], y])]
+        in_d = f"static const mt_dims in_d = {e.dims(e.g.shape(n.inputs[0]))};"
+        if e.qm.rounding == "tflite":
+            params, fn = tflite_mean(e.qm, n)
+            return [params, in_d, *_kernel(fn, ["&p", "&in_d", ins[0], y])]
+        return [in_d, *_kernel("mt_global_avgpool_fwd_s8", ["&in_d", ins[0], y])]
     if n.op in (Op.RELU, Op.RELU6):
         lo, hi = e.qm.act_range(n)
         size = e.s.tensors[out].elements
         return _kernel("mt_relu_fwd_s8", [str(lo), str(hi), str(size), ins[0], y])
+    if n.op == Op.ADD and e.qm.rounding == "tflite":
+        params, fn = tflite_add(e.qm, n)
+        return [params, *_kernel(fn, ["&p", str(e.s.tensors[out].elements), ins[0], ins[1], y])]
     if n.op == Op.ADD:
         ma, mb, sh = e.qm.add_params(n)
         lo, hi = e.qm.act_range(n)

@@ -47,14 +47,15 @@ static void col4(const int32_t *ew, const int32_t *off, int32_t np, const int8_t
     acc[3] = a3;
 }
 
-/* Error of an accumulator: mt_requantize_fast where the shift allows (clamp to [-127, 127] after). */
+/* Error of an accumulator: mt_requantize_fast_single where the shift allows (clamp to [-127, 127]
+   after); errors round "single" in every mode (FQT's specification). */
 MT_INLINE int8_t lbi_requant(int32_t acc, int32_t multiplier, int32_t shift, int32_t fast, int32_t sh, int32_t c1)
 {
     int32_t y;
     if (!fast) {
-        return mt_requantize(acc, multiplier, shift, 0, -127, 127);
+        return mt_requantize_single(acc, multiplier, shift, 0, -127, 127);
     }
-    y = mt_requantize_fast(acc, multiplier, sh, c1);
+    y = mt_requantize_fast_single(acc, multiplier, sh, c1);
     return (int8_t)(y < -127 ? -127 : y);
 }
 
@@ -68,7 +69,7 @@ static int32_t bwd_in_list(const int16_t *e, const int32_t *keep, int32_t n_rows
 {
     int32_t ew[LBI_OMAX / 2 + 1];
     int32_t off[LBI_OMAX + 2];
-    const int32_t fast = mt_requant_fast_ok(multiplier, shift);
+    const int32_t fast = mt_requant_fast_ok_single(multiplier, shift);
     const int32_t sh = -1 - shift;
     const int32_t c1 = fast ? mt_requant_c1(sh, 0) : 0;
     int32_t n = 0, o, i, lo = *acc_min, hi = *acc_max;

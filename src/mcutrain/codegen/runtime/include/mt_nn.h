@@ -191,6 +191,17 @@ mt_status mt_avgpool_fwd_s8(const mt_pool_params *params,
 mt_status mt_global_avgpool_fwd_s8(const mt_dims *input_dims, const int8_t *input, int8_t *output);
 
 /*
+ * TFLite's int8 MEAN over H and W (mode "tflite"; int_engine.global_avgpool_fwd_s8_tflite):
+ * (N, H, W, C) -> (N, 1, 1, C), y = clamp(R(sum(x) - z * H * W, M', s') + z, -128, 127), R =
+ * TFLite's MultiplyByQuantizedMultiplier; |sum(x - z)| <= 255 * H * W < 2^31 for H * W <= 2^23.
+ *   params  in: z, M', s' (mt_mean_params);  input  in: int8 NHWC;  output  out: int8 [N, C].
+ */
+mt_status mt_global_avgpool_fwd_s8_tflite(const mt_mean_params *params,
+                                          const mt_dims *input_dims,
+                                          const int8_t *input,
+                                          int8_t *output);
+
+/*
  * Elementwise add with rescaling of both inputs to the output scale:
  *   y = clamp(z_y + round_half_away(((a - z_a) * Ma + (b - z_b) * Mb) / 2^n), act_min, act_max)
  * with int64 intermediates (|a - z_a| <= 255, Ma, Mb < 2^31: the sum is below 2^40).
@@ -202,6 +213,19 @@ mt_status mt_add_fwd_s8(const mt_add_params *params,
                         const int8_t *a,
                         const int8_t *b,
                         int8_t *output);
+
+/*
+ * TFLite's int8 ADD (mode "tflite"; int_engine.add_fwd_s8_tflite): each centred input times 2^20
+ * requantized to the shared scale, the sum requantized to the output (see mt_add_tflite_params).
+ * |a - z_a| 2^20 < 2^28, each scaled input below 2^27, their sum below 2^28: int32 throughout.
+ *   size  in: number of elements (>= 1);  a, b  in: [size] int8;  output  out: [size] int8.
+ * May run in place (output == a or output == b).
+ */
+mt_status mt_add_fwd_s8_tflite(const mt_add_tflite_params *params,
+                               int32_t size,
+                               const int8_t *a,
+                               const int8_t *b,
+                               int8_t *output);
 
 /*
  * Standalone relu / relu6: y = clamp(x, act_min, act_max) with the input's qparams

@@ -79,4 +79,31 @@ typedef struct {
     int32_t act_max;
 } mt_add_params;
 
+/*
+ * Parameters of TFLite's int8 ADD (mode "tflite", fixedpoint.tflite_add_params):
+ * y = clamp(z_y + R(R((a - z_a) 2^20, Ma, sa) + R((b - z_b) 2^20, Mb, sb), My, sy)), R =
+ * TFLite's MultiplyByQuantizedMultiplier (mt_multiply_by_quantized_multiplier).
+ */
+typedef struct {
+    int32_t a_zero_point;      /* z_a in [-128, 127] */
+    int32_t b_zero_point;      /* z_b in [-128, 127] */
+    int32_t a_multiplier;      /* Ma in [0, 2^31) with a_shift: s_a / (2 max(s_a, s_b)) <= 0.5 */
+    int32_t a_shift;           /* <= 0 */
+    int32_t b_multiplier;      /* Mb, likewise for s_b */
+    int32_t b_shift;           /* <= 0 */
+    int32_t output_multiplier; /* My in [0, 2^31) with output_shift: 2 max(s_a, s_b) / (2^20 s_y) < 1 */
+    int32_t output_shift;      /* <= 0 */
+    int32_t output_zero_point; /* z_y in [-128, 127] */
+    int32_t act_min;           /* clamp of the output (fused relu / relu6) */
+    int32_t act_max;
+} mt_add_tflite_params;
+
+/* Parameters of TFLite's int8 MEAN over H and W (mode "tflite", fixedpoint.tflite_mean_params):
+   equal input and output qparams, 1 / (H * W) folded into the multiplier. */
+typedef struct {
+    int32_t zero_point; /* z in [-128, 127], of the input and the output */
+    int32_t multiplier; /* M' in [0, 2^31) */
+    int32_t shift;      /* s' in [-31, 1] */
+} mt_mean_params;
+
 #endif /* MT_TYPES_H */

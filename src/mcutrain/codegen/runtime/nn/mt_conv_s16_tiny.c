@@ -87,7 +87,7 @@ static int prepare(const mt_conv_params *p,
         int32_t *r = rec + o * MT_TINY_RECORD;
         int32_t half[2 * 2 * MT_TINY_WORDS];
         int32_t nw = 0, nh = 0, i;
-        const int32_t sh = -1 - q->shift[o];
+        const int32_t sh = mt_requant_sh(q->shift[o]);
         for (ky = 0; ky < f_d->h; ky++) {
             /* the pairs of kernel row ky: elements (e, e + 1) for even e are one word */
             const int32_t e0 = ky * R;
@@ -112,7 +112,7 @@ static int prepare(const mt_conv_params *p,
             r[nw++] = 0;
         }
         r[MT_TINY_WORDS] = bias[o];
-        r[MT_TINY_WORDS + 1] = q->multiplier[o];
+        r[MT_TINY_WORDS + 1] = mt_requant_mult(q->multiplier[o]);
         r[MT_TINY_WORDS + 2] = mt_requant_c1(sh, zp);
         r[MT_TINY_WORDS + 3] = sh;
     }
@@ -199,21 +199,11 @@ typedef struct {
     "smlad r10, r9, r4, r10\n\t"                                                                              \
     "ldm   r12!, {r5, r6, r7}\n\t"
 
-/* mt_requantize_floor */
-#define MT_TINY_FLOOR                                                                                         \
-    MT_TINY_DOT "smmla r6, r10, r5, r6\n\t"                                                                   \
-                "asr   r6, r6, r7\n\t"                                                                        \
-                "ssat  r6, #8, r6\n\t"                                                                        \
-                "strb  r6, [lr], #1\n\t"
+/* mt_requantize_floor (the library's mode): prepared m in r5, c1 in r6, sh in r7; r8 scratch */
+#define MT_TINY_FLOOR MT_TINY_DOT MT_ASM_REQUANT_FLOOR("r6", "r8", "r10", "r5", "r6", "r7") "strb  r6, [lr], #1\n\t"
 
-/* mt_requantize_fast */
-#define MT_TINY_FAST                                                                                          \
-    MT_TINY_DOT "asr   r8, r10, #31\n\t"                                                                      \
-                "add   r6, r6, r8\n\t"                                                                        \
-                "smlal r8, r6, r10, r5\n\t"                                                                   \
-                "asr   r6, r6, r7\n\t"                                                                        \
-                "ssat  r6, #8, r6\n\t"                                                                        \
-                "strb  r6, [lr], #1\n\t"
+/* mt_requantize_fast (the library's mode) */
+#define MT_TINY_FAST MT_TINY_DOT MT_ASM_REQUANT_FAST("r6", "r8", "r10", "r5", "r6", "r7") "strb  r6, [lr], #1\n\t"
 
 /*
  * run(cols, rec, out, ends): for each pixel (until out reaches ends->out_end) its column into r0-r4,

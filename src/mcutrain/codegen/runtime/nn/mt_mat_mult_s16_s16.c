@@ -196,10 +196,10 @@ int32_t mt_gemm_prepare_s16(const mt_gemm_out *q, int32_t rows, int32_t *prep)
     int32_t r;
     int fast = q->act_min == -128 && q->act_max == 127;
     for (r = 0; r < rows; r++) {
-        const int32_t sh = -1 - q->shift[r];
+        const int32_t sh = mt_requant_sh(q->shift[r]);
         fast = fast && mt_requant_fast_ok(q->multiplier[r], q->shift[r]);
         prep[4 * r] = q->bias[r];
-        prep[4 * r + 1] = q->multiplier[r];
+        prep[4 * r + 1] = mt_requant_mult(q->multiplier[r]);
         prep[4 * r + 2] = sh;
         prep[4 * r + 3] = fast ? mt_requant_c1(sh, q->zero_point) : 0;
     }

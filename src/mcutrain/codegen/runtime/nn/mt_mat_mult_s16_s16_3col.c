@@ -34,17 +34,17 @@ int mt_gemm3_prepare(const mt_gemm_out *q, int32_t rows, int32_t *prep)
         prep[0] = q->bias[r];
         prep[1] = q->bias[r + 1];
         for (h = 0; h < 2; h++) {
-            const int32_t sh = -1 - q->shift[r + h];
-            prep[2 + 3 * h] = q->multiplier[r + h];
+            const int32_t sh = mt_requant_sh(q->shift[r + h]);
+            prep[2 + 3 * h] = mt_requant_mult(q->multiplier[r + h]);
             prep[3 + 3 * h] = mt_requant_c1(sh, q->zero_point);
             prep[4 + 3 * h] = sh;
         }
         prep += 8;
     }
     if (r < rows) { /* the odd last row */
-        const int32_t sh = -1 - q->shift[r];
+        const int32_t sh = mt_requant_sh(q->shift[r]);
         prep[0] = q->bias[r];
-        prep[1] = q->multiplier[r];
+        prep[1] = mt_requant_mult(q->multiplier[r]);
         prep[2] = mt_requant_c1(sh, q->zero_point);
         prep[3] = sh;
     }
@@ -89,20 +89,11 @@ typedef struct {
 #define MT_PAIR3_X8 MT_PAIR3_X4 MT_PAIR3_X4
 #define MT_PAIR3_X16 MT_PAIR3_X8 MT_PAIR3_X8
 
-/* Requantize accumulator A into the byte at DST: m in r6, c1 in r7, sh in r8; r9, r10 scratch. */
-#define MT_REQ_FLOOR(A, DST)                                                                                  \
-    "smmla r10, " A ", r6, r7\n\t"                                                                            \
-    "asr   r10, r10, r8\n\t"                                                                                  \
-    "ssat  r10, #8, r10\n\t"                                                                                  \
-    "strb  r10, " DST "\n\t"
+/* Requantize accumulator A into the byte at DST (the library's mode, mt_fixedpoint.h): prepared m in
+   r6, c1 in r7, sh in r8; r9, r10 scratch. */
+#define MT_REQ_FLOOR(A, DST) MT_ASM_REQUANT_FLOOR("r10", "r9", A, "r6", "r7", "r8") "strb  r10, " DST "\n\t"
 
-#define MT_REQ_FAST(A, DST)                                                                                   \
-    "asr   r9, " A ", #31\n\t"                                                                                \
-    "add   r10, r7, r9\n\t"                                                                                   \
-    "smlal r9, r10, " A ", r6\n\t"                                                                            \
-    "asr   r10, r10, r8\n\t"                                                                                  \
-    "ssat  r10, #8, r10\n\t"                                                                                  \
-    "strb  r10, " DST "\n\t"
+#define MT_REQ_FAST(A, DST) MT_ASM_REQUANT_FAST("r10", "r9", A, "r6", "r7", "r8") "strb  r10, " DST "\n\t"
 
 /*
  * block(w, cols, prep, out, args): every row pair against the three columns. Stack frame after

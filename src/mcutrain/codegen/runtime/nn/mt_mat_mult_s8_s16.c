@@ -189,15 +189,16 @@ void mt_requant_block(const int32_t *s,
 {
     int32_t j;
     if (mt_requant_fast_ok(mult, shift)) {
-        const int32_t sh = -1 - shift;
+        const int32_t m = mt_requant_mult(mult);
+        const int32_t sh = mt_requant_sh(shift);
         const int32_t c1 = mt_requant_c1(sh, zp);
         if (act_min == -128 && act_max == 127) {
             for (j = 0; j < n; j++) {
-                out[j * stride] = (int8_t)mt_requantize_fast(s[j], mult, sh, c1);
+                out[j * stride] = (int8_t)mt_requantize_fast(s[j], m, sh, c1);
             }
         } else {
             for (j = 0; j < n; j++) {
-                int32_t y = mt_requantize_fast(s[j], mult, sh, c1);
+                int32_t y = mt_requantize_fast(s[j], m, sh, c1);
                 y = y < act_min ? act_min : y;
                 y = y > act_max ? act_max : y;
                 out[j * stride] = (int8_t)y;
@@ -247,16 +248,17 @@ void mt_mat_mult_s8_s16_7col(const int8_t *w,
         }
         if (full && mt_requant_fast_ok(mult, shift)) {
             /* the common case unrolled: 6 instructions per output */
-            const int32_t sh = -1 - shift;
+            const int32_t m = mt_requant_mult(mult);
+            const int32_t sh = mt_requant_sh(shift);
             const int32_t c1 = mt_requant_c1(sh, zp);
             int8_t *o = out + r;
-            o[0] = (int8_t)mt_requantize_fast(s[0], mult, sh, c1);
-            o[stride] = (int8_t)mt_requantize_fast(s[1], mult, sh, c1);
-            o[2 * stride] = (int8_t)mt_requantize_fast(s[2], mult, sh, c1);
-            o[3 * stride] = (int8_t)mt_requantize_fast(s[3], mult, sh, c1);
-            o[4 * stride] = (int8_t)mt_requantize_fast(s[4], mult, sh, c1);
-            o[5 * stride] = (int8_t)mt_requantize_fast(s[5], mult, sh, c1);
-            o[6 * stride] = (int8_t)mt_requantize_fast(s[6], mult, sh, c1);
+            o[0] = (int8_t)mt_requantize_fast(s[0], m, sh, c1);
+            o[stride] = (int8_t)mt_requantize_fast(s[1], m, sh, c1);
+            o[2 * stride] = (int8_t)mt_requantize_fast(s[2], m, sh, c1);
+            o[3 * stride] = (int8_t)mt_requantize_fast(s[3], m, sh, c1);
+            o[4 * stride] = (int8_t)mt_requantize_fast(s[4], m, sh, c1);
+            o[5 * stride] = (int8_t)mt_requantize_fast(s[5], m, sh, c1);
+            o[6 * stride] = (int8_t)mt_requantize_fast(s[6], m, sh, c1);
         } else {
             mt_requant_block(s, n, mult, shift, zp, act_min, act_max, out + r, stride);
         }

@@ -123,7 +123,8 @@ MT_INLINE void tap_dot4(const int16_t *pe, const int32_t *pw, int32_t n2, int32_
 #endif /* MT_DSP_NATIVE */
 }
 
-/* Requantized error of an accumulator, prepared once per call (mt_requantize_fast where it can). */
+/* Requantized error of an accumulator, prepared once per call (mt_requantize_fast_single where it can;
+   errors round "single" in every mode, FQT's specification). */
 typedef struct {
     int32_t m, shift, sh, c1, fast;
 } rq_err;
@@ -132,9 +133,9 @@ MT_INLINE int8_t rq_err_apply(const rq_err *r, int32_t v)
 {
     int32_t y;
     if (!r->fast) {
-        return mt_requantize(v, r->m, r->shift, 0, -127, 127);
+        return mt_requantize_single(v, r->m, r->shift, 0, -127, 127);
     }
-    y = mt_requantize_fast(v, r->m, r->sh, r->c1); /* clamp [-128, 127], then the error's -127 */
+    y = mt_requantize_fast_single(v, r->m, r->sh, r->c1); /* clamp [-128, 127], then the error's -127 */
     return (int8_t)(y < -127 ? -127 : y);
 }
 
@@ -324,7 +325,7 @@ MT_INLINE void bwd_in_dsp(const mt_conv_params *params,
     rq_err rq;
     rq.m = multiplier;
     rq.shift = shift;
-    rq.fast = mt_requant_fast_ok(multiplier, shift);
+    rq.fast = mt_requant_fast_ok_single(multiplier, shift);
     rq.sh = -1 - shift;
     rq.c1 = rq.fast ? mt_requant_c1(rq.sh, 0) : 0;
     for (c0 = 0; c0 < c_n; c0 += 4) {
@@ -424,7 +425,7 @@ MT_INLINE int bwd_in_dsp_any(const mt_conv_params *params,
         rq_err rq;
         rq.m = multiplier;
         rq.shift = shift;
-        rq.fast = mt_requant_fast_ok(multiplier, shift);
+        rq.fast = mt_requant_fast_ok_single(multiplier, shift);
         rq.sh = -1 - shift;
         rq.c1 = rq.fast ? mt_requant_c1(rq.sh, 0) : 0;
         if (bwd_in_lists(params, keep, n_keep, o_n, output_dims, e16, filter_dims, filter, input_dims, &rq, e_x,
@@ -509,7 +510,7 @@ MT_INLINE void bwd_in_ref(const mt_conv_params *params,
                         *acc_max = v > *acc_max ? v : *acc_max;
                         if (e_x) {
                             e_x[((b * h + y) * w + x) * c_n + c0 + c] =
-                                mt_requantize(v, multiplier, shift, 0, -127, 127);
+                                mt_requantize_single(v, multiplier, shift, 0, -127, 127);
                         }
                     }
                 }

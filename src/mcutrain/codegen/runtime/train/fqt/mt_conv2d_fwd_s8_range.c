@@ -107,7 +107,7 @@ MT_INLINE rq_chan rq_prepare(const mt_conv_params *params, const mt_per_channel_
     rq_chan r;
     r.m = quant->multiplier[o];
     r.fast = mt_requant_fast_ok(r.m, quant->shift[o]);
-    r.sh = -1 - quant->shift[o];
+    r.sh = mt_requant_sh(quant->shift[o]);
     r.c1 = r.fast ? mt_requant_c1(r.sh, params->output_zero_point) : 0;
     return r;
 }
@@ -120,7 +120,7 @@ MT_INLINE int8_t rq_apply(const mt_conv_params *params, const mt_per_channel_qua
         return mt_requantize(acc, r->m, quant->shift[o], params->output_zero_point, params->act_min,
                              params->act_max);
     }
-    y = mt_requantize_fast(acc, r->m, r->sh, r->c1);
+    y = mt_requantize_fast(acc, mt_requant_mult(r->m), r->sh, r->c1);
     y = y < params->act_min ? params->act_min : y;
     return (int8_t)(y > params->act_max ? params->act_max : y);
 }

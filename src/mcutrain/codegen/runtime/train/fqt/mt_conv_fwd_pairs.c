@@ -330,7 +330,9 @@ int mt_conv_fwd_pairs(const mt_context *ctx,
         return 0;
     }
     for (o = 0; o < o_n; ++o) {
-        if (!mt_requant_fast_ok(quant->multiplier[o], quant->shift[o])) {
+        /* NOTE: the block's assembly has no scratch register for the "tflite" prepared form, so a
+           library in that mode takes the general path (mt_requantize, identical results). */
+        if (MT_ROUNDING_TFLITE || !mt_requant_fast_ok(quant->multiplier[o], quant->shift[o])) {
             return 0;
         }
     }

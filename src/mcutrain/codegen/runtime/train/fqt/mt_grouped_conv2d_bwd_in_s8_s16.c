@@ -37,7 +37,7 @@ static mt_status emit_one(int64_t v,
     *acc_min = (int32_t)v < *acc_min ? (int32_t)v : *acc_min;
     *acc_max = (int32_t)v > *acc_max ? (int32_t)v : *acc_max;
     if (e_x) {
-        e_x[at] = mt_requantize((int32_t)v, multiplier, shift, 0, -127, 127);
+        e_x[at] = mt_requantize_single((int32_t)v, multiplier, shift, 0, -127, 127);
     }
     return MT_OK;
 }

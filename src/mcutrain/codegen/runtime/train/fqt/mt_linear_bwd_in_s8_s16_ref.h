@@ -40,7 +40,7 @@ MT_INLINE void mt_linear_bwd_in_s8_s16_ref(const int32_t *rows,
         *acc_min = acc < *acc_min ? acc : *acc_min;
         *acc_max = acc > *acc_max ? acc : *acc_max;
         if (e_x) {
-            e_x[i] = mt_requantize(acc, multiplier, shift, 0, -127, 127);
+            e_x[i] = mt_requantize_single(acc, multiplier, shift, 0, -127, 127);
         }
     }
 }
