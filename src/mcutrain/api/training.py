@@ -38,10 +38,17 @@ from mcutrain.options import check_lr
 from mcutrain.qmodel import QuantModel
 
 JSON_ORDER = ("method", "precision", "trainable", "train_samples", "test_samples", "accuracy_before",
-              "accuracy_after", "accuracy_exported", "epochs", "steps", "samples_per_s", "forward_macs",
-              "backward_macs", "queries", "forward_passes", "source_names", "history")
+              "accuracy_before_method", "accuracy_after", "accuracy_exported", "epochs", "steps",
+              "samples_per_s", "forward_macs", "backward_macs", "queries", "forward_passes", "source_names",
+              "history")
 """The keys of `train --json`, in this order (zo and bp-qas add queries, zo forward_passes; an
 imported model whose trained layers were renamed adds `source_names`, {IR name: original name}).
+`accuracy_before` is the test accuracy of the model training starts from as it is deployed: an
+int8 model (a file with int8 tensors, a QuantModel) under the golden engine -- what `mcutrain eval`
+reports, the same for every method and precision -- and a float model (no int8 data) under the
+method's own forward. `accuracy_before_method` is always the method's own forward before its first
+step: equal to `accuracy_before` for zo, bp-qas and fqt int8, and for fqt uint8/mixed/float32 on an
+int8 model the measured effect of their conversion (`methods/fqt_seed_start`).
 `accuracy_exported` is the test accuracy of the trained int8 model (`trained_model()`, what
 `train -o` writes) under the golden engine: equal to `accuracy_after` where the method trains
 int8 integers (zo, bp-qas, fqt int8), the measured effect of the conversion otherwise."""
@@ -83,7 +90,7 @@ def starting_model(args: argparse.Namespace, ds: Dataset) -> Model:
     """The model training starts from: a file (path), a Graph or QuantModel, or a zoo architecture.
 
     A model file with int8 tensors gives its QuantModel (zo, bp-qas and fqt int8 train its
-    integers as they are; fqt uint8/mixed/float32 its float graph); one whose output size
+    integers as they are; fqt uint8/mixed/float32 start from them converted); one whose output size
     differs from the dataset's classes gets a new, He-initialized last linear layer (transfer
     to a new task) and is quantized again -- except on a user's .npz, whose classes only its
     labels tell: the model keeps its outputs and labels beyond them are refused (`check_fits`).
@@ -160,7 +167,8 @@ def train_args(args: argparse.Namespace,
     trained = trained_int8(method)
     out = {"method": args.method, **factory.summary(args.method, args), "trainable": args.trainable,
            "train_samples": ds.n_train, "test_samples": ds.n_test,
-           "accuracy_before": res.accuracy_before, "accuracy_after": res.accuracy_after,
+           "accuracy_before": deployed_accuracy(model, ds, res.accuracy_before),
+           "accuracy_before_method": res.accuracy_before, "accuracy_after": res.accuracy_after,
            "accuracy_exported": float(np.mean(int_engine.predict(trained, ds.x_test) == ds.y_test)),
            "epochs": res.epochs, "steps": res.steps, "samples_per_s": res.samples_per_s,
            "forward_macs": res.forward_macs, "backward_macs": res.backward_macs,
@@ -176,6 +184,14 @@ def train_args(args: argparse.Namespace,
     if args.output:
         save_trained(args.output, method, out, args, trained)
     return out, method
+
+
+def deployed_accuracy(model: Model, ds: Dataset, method_accuracy: float) -> float:
+    """Test accuracy of the starting model as deployed: an int8 model's under the golden engine
+    (`mcutrain eval`'s figure, whatever method trains it), else the method's own `method_accuracy`."""
+    if isinstance(model, QuantModel):
+        return float(np.mean(int_engine.predict(model, ds.x_test) == ds.y_test))
+    return method_accuracy
 
 
 def changed_options(text: str) -> tuple[str, ...]:

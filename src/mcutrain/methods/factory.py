@@ -304,13 +304,13 @@ def build_method(method: str, v: argparse.Namespace, model: Graph | QuantModel,
                  source_names: Mapping[str, str] | None = None) -> TrainingMethod | None:
     """The training method `method` with resolved options `v` on `model` (None for 'none').
 
-    fqt int8 trains a QuantModel's integers as they are (in its rounding mode); fqt on a float
-    graph, and fqt uint8/mixed/float32 on a QuantModel's float graph, start from ranges on
-    `calib` (a few training samples; without them uniform [0, 1) inputs of `v.seed`, as
-    `--init random`'s PTQ); zo and bp-qas train an int8 model: a QuantModel as is, a float
-    graph quantized first (PTQ, min/max over `calib`). `c_twin`: the simulator a generated C
-    step is compared with bit for bit. `source_names`: an imported model's original layer names,
-    which `--trainable layers:` also accepts.
+    fqt int8 trains a QuantModel's integers as they are (in its rounding mode), fqt
+    uint8/mixed/float32 start from them converted into their formats (`fqt_seed_start`); fqt on
+    a float graph starts from ranges on `calib` (a few training samples; without them uniform
+    [0, 1) inputs of `v.seed`, as `--init random`'s PTQ); zo and bp-qas train an int8 model: a
+    QuantModel as is, a float graph quantized first (PTQ, min/max over `calib`). `c_twin`: the
+    simulator a generated C step is compared with bit for bit. `source_names`: an imported
+    model's original layer names, which `--trainable layers:` also accepts.
     """
     from mcutrain.engines import ptq
     from mcutrain.methods.bp_qas import BPQASMethod

@@ -44,7 +44,7 @@ from mcutrain.engines import fqt_pool as POOL
 from mcutrain.engines.int_engine import add_fwd_s8_tflite, global_avgpool_fwd_s8_tflite
 from mcutrain.graph import INPUT, PARAMETRIC, Graph, Node, Op
 from mcutrain.graph_passes import fold_batchnorm, fuse_activations
-from mcutrain.methods import fqt_model
+from mcutrain.methods import fqt_model, fqt_seed_start
 from mcutrain.methods.base import StepStats, TrainingMethod
 from mcutrain.methods.decisions import fqt_decisions
 from mcutrain.methods.fqt_backward import FQTBackward
@@ -79,10 +79,10 @@ from mcutrain.quant.rng import XorShift32
 class FQT(FQTBackward, FQTUpdate, TrainingMethod):
     """FQT bound to one model; `calib_x` (a few training samples) initializes the activation ranges.
 
-    `model` is a float graph, or an int8 QuantModel: with precision int8 FQT then starts from
-    its integers (`fqt_model.start_from_model`, no calibration pass) and runs its forward in
-    the model's rounding mode; the other precisions start from its float graph as from a
-    float model.
+    `model` is a float graph, or an int8 QuantModel: FQT then starts from its integers with no
+    calibration pass -- int8 as they are (`fqt_model.start_from_model`; its forward runs in the
+    model's rounding mode), uint8/mixed/float32 converted into their formats
+    (`fqt_seed_start.start_from_model`).
     """
 
     name = "fqt"
@@ -91,7 +91,7 @@ class FQT(FQTBackward, FQTUpdate, TrainingMethod):
         self.cfg = config
         self.prec: Precision = precision(config.precision, config.weight_rounding, config.relative_update)
         quant = isinstance(model, QuantModel)
-        start = model if quant and self.prec.acts == "s8" else None
+        start = model if quant else None
         self.rounding = model.rounding if quant else "single"
         """The model's rounding: int8's forward requantizations run in it (uint8's float32
         multipliers have no mode); error and weight-gradient requantizations always round 'single'."""
@@ -141,7 +141,10 @@ class FQT(FQTBackward, FQTUpdate, TrainingMethod):
         self.backward_seconds = 0.0
         """Wall time of all backward passes so far (error propagation + weight gradients); not state."""
         if start is not None:
-            fqt_model.start_from_model(self, start)
+            if self.prec.acts == "s8":
+                fqt_model.start_from_model(self, start)
+            else:
+                fqt_seed_start.start_from_model(self, start)
             return
         for n in g.parametric():
             self._init_weights(n)
