@@ -75,3 +75,20 @@ def test_float_model_file_needs_a_dataset(tmp_path, capsys):
     assert main(["export", str(path), "--target", "cortex-m4", "--dataset", "digits", "-o",
                  str(tmp_path / "o"), "--json"]) == 0
     assert "PTQ on 256 training samples" in json.loads(capsys.readouterr().out)["provenance"]
+
+
+def test_a_library_that_does_not_fit_is_refused_with_the_planners_breakdown(tmp_path, capsys):
+    """The planner's verdict, the one `plan` exits 3 on: nothing written, what takes the RAM, what to try."""
+    argv = ["export", "--arch", "small-cnn", "--init", "random", "--method", "fqt", "--precision", "int8",
+            "--target", "nrf52840", "-o", str(tmp_path / "lib")]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and not (tmp_path / "lib").exists()
+    assert "the fqt step needs 570.5 KB of RAM; nrf52840 has 256.0 KB (223%), 314.5 KB over" in err
+    assert "largest RAM parts: arena (at conv2.bwd_in: gradient buffers" in err
+    for tip in ("--batch 8", "--partial 0.1", "--trainable last:2", "--method zo", "--target imxrt1062"):
+        assert tip in err
+    assert main([*argv, "--allow-overflow", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["fits"] is False and doc["planned_ram_bytes"] > doc["ram_limit"] == 256 * 1024
+    assert (tmp_path / "lib" / "model.c").exists()
