@@ -12,6 +12,7 @@ import pytest
 from mcutrain import zoo
 from mcutrain.cli import main
 from mcutrain.engines import ptq
+from mcutrain.plan.memory import kb
 
 
 def test_export_random_arch_json(tmp_path, capsys):
@@ -79,12 +80,16 @@ def test_float_model_file_needs_a_dataset(tmp_path, capsys):
 
 def test_a_library_that_does_not_fit_is_refused_with_the_planners_breakdown(tmp_path, capsys):
     """The planner's verdict, the one `plan` exits 3 on: nothing written, what takes the RAM, what to try."""
-    argv = ["export", "--arch", "small-cnn", "--init", "random", "--method", "fqt", "--precision", "int8",
-            "--target", "nrf52840", "-o", str(tmp_path / "lib")]
+    step = ["--arch", "small-cnn", "--method", "fqt", "--precision", "int8", "--target", "nrf52840"]
+    assert main(["plan", *step, "--json"]) == 3
+    planned = json.loads(capsys.readouterr().out)["ram_bytes"]
+    argv = ["export", *step, "--init", "random", "-o", str(tmp_path / "lib")]
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert "Traceback" not in err and not (tmp_path / "lib").exists()
-    assert "the fqt step needs 570.5 KB of RAM; nrf52840 has 256.0 KB (223%), 314.5 KB over" in err
+    share = f"{100 * planned / 262144:.0f}%"
+    over = kb(planned - 262144)
+    assert f"the fqt step needs {kb(planned)} of RAM; nrf52840 has 256.0 KB ({share}), {over} over" in err
     assert "largest RAM parts: arena (at conv2.bwd_in: gradient buffers" in err
     for tip in ("--batch 8", "--partial 0.1", "--trainable last:2", "--method zo", "--target imxrt1062"):
         assert tip in err
