@@ -97,3 +97,30 @@ def test_a_library_that_does_not_fit_is_refused_with_the_planners_breakdown(tmp_
     doc = json.loads(capsys.readouterr().out)
     assert doc["fits"] is False and doc["planned_ram_bytes"] > doc["ram_limit"] == 256 * 1024
     assert (tmp_path / "lib" / "model.c").exists()
+
+
+def test_c_api_md_lists_the_exact_json_keys_of_export_and_run():
+    """docs/c-api.md names every `--json` key of export and run, in the order they are printed."""
+    from pathlib import Path
+
+    from mcutrain.api.device import EXPORT_KEYS, FILE_EXPORT_KEYS, TRAINING_EXPORT_KEYS
+    from mcutrain.api.mcu_run import CONFIG_KEYS, JSON_KEYS, MEMORY_KEYS
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "c-api.md").read_text()
+    run_part = doc.split("## `mcutrain run`", 1)[1].split("\n## ", 1)[0]
+    export_part = doc.split("## `mcutrain export --json`", 1)[1].split("\n## ", 1)[0]
+    for part, keys in ((run_part, (*JSON_KEYS, *MEMORY_KEYS, *CONFIG_KEYS)),
+                       (export_part, (*EXPORT_KEYS, *TRAINING_EXPORT_KEYS, *FILE_EXPORT_KEYS))):
+        where = [part.find(f"`{k}`") for k in keys]
+        assert -1 not in where, [k for k, i in zip(keys, where, strict=True) if i < 0]
+    assert "accepts only `none`" not in doc
+
+
+def test_export_json_keys_are_exactly_the_documented_ones(tmp_path, capsys):
+    from mcutrain.api.device import EXPORT_KEYS, TRAINING_EXPORT_KEYS
+
+    base = ["export", "--arch", "digits-cnn", "--init", "random", "--target", "cortex-m4", "--json"]
+    assert main([*base, "-o", str(tmp_path / "inf")]) == 0
+    assert tuple(json.loads(capsys.readouterr().out)) == EXPORT_KEYS
+    assert main([*base, "--method", "zo", "--queries", "2", "-o", str(tmp_path / "zo")]) == 0
+    assert tuple(json.loads(capsys.readouterr().out)) == (*EXPORT_KEYS, *TRAINING_EXPORT_KEYS)

@@ -35,6 +35,17 @@ PLAN_METHODS = ("fqt", "zo", "bp-qas", "float", "none")
 """Methods the planner accounts ('none': inference)."""
 
 
+EXPORT_KEYS = ("out_dir", "target", "core", "kernels", "planner", "arena_bytes", "const_bytes", "macs",
+               "provenance", "files", "method", "planned_ram_bytes", "planned_flash_bytes", "ram_limit",
+               "flash_limit", "fits")
+"""The keys of `export --json` for a C library (in this order); a training library adds
+`TRAINING_EXPORT_KEYS` (an imported model's `source_names` before them)."""
+TRAINING_EXPORT_KEYS = ("batch", "trainable", "train_arena_bytes", "inference_arena_bytes",
+                        "ram_weight_bytes", "state_bytes", "macs_per_step", "options")
+FILE_EXPORT_KEYS = ("path", "format", "bytes", "provenance", "macs", "params")
+"""The keys of `export --format tflite | onnx --json`."""
+
+
 def check_method_lr(args: argparse.Namespace, command: str) -> None:
     """The per-method bound of `--lr` (`options.check_lr`) when a training method is compiled in."""
     if args.method != "none":
@@ -168,6 +179,7 @@ def export_args(args: argparse.Namespace) -> dict[str, Any]:
            "planner": args.planner, "arena_bytes": res.arena_bytes, "const_bytes": res.const_bytes,
            "macs": qm.graph.total_macs(), "provenance": prov, "files": res.files, "method": args.method,
            **budget_json(budget)}
+    assert tuple(out) == EXPORT_KEYS
     if method is not None:
         src = res.model
         s = src.plan.schedule
