@@ -8,7 +8,8 @@ Example:
     >>> report = mcutrain.plan(mcutrain.load("model.npz"), method="zo", target="nrf52840", queries=10)
     >>> report.fits
     True
-    >>> mcutrain.export("model.npz", "zo-lib", method="zo", target="nrf52840", batch=4)["arena_bytes"]
+    >>> mcutrain.export("model.npz", "zo-lib", method="zo", target="nrf52840", queries=10)["fits"]
+    True
 """
 
 from __future__ import annotations

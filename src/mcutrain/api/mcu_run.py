@@ -7,7 +7,7 @@ twin (`mcutrain.mcu.twin`). Instructions are counted exactly inside the marked c
 turned into a cycle estimate (`mcutrain.mcu.cycles`).
 
 Example:
-    >>> r = mcutrain.run("model.npz", "digits-c:stripe:5", method="zo", target="nrf52840", steps=3, batch=4)
+    >>> r = mcutrain.run("model.npz", "digits-c:stripe:5", method="zo", target="nrf52840", queries=10)
     >>> r["bit_exact"]
     True
 """
