@@ -8,7 +8,8 @@ without a history (an inference-only model) gets its own row.
 
 Each trained model is planned on a target with the settings it was trained with (read from
 the model file's provenance), so the table's RAM and Flash are what that very training step
-needs. The report writes:
+needs. A row is one configuration (`CONFIG`): an MCU run joins a trained model's row only when
+it ran the trained configuration, else it gets a row of its own. The report writes:
 
     summary.md, summary.json   the table
     curves.png                 test accuracy and training loss per epoch, every method
@@ -57,8 +58,8 @@ class MethodRun:
     def mcu_kind(self) -> str | None:
         """'inference' or 'training step': what the saved MCU run measured per step.
 
-        `mcutrain run --json` does not name its method; a run whose MACs per step equal one
-        inference of the model was an inference run, any other a training run.
+        `mcutrain run --json` names its method; for a run saved by an older version, which did
+        not, a run whose MACs per step equal one inference of the model was an inference run.
         """
         m = self.mcu
         if not m:
