@@ -67,3 +67,22 @@ def test_fqt_uint8_on_a_depthwise_graph_is_refused_saying_what_to_use(capsys):
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert "depthwise convs have no fqt uint8 C step yet" in err and "use --precision int8" in err
+
+
+def test_a_step_plan_says_fits_runs_although_the_harness_would_not_fit_beside_it(arm_tools, tmp_path, capsys):
+    """small-cnn zo at batch 4 on the nRF52840: the planner's 191 KB fit the 256 KB, the harness's copy of
+    the 104 KB state blob and its 8 KB heap would not; they are kept out of the board's budget."""
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "data.npz", x=rng.integers(0, 256, (40, 28, 28, 1), dtype=np.uint8),
+             y=np.arange(40) % 10)
+    step = ["--arch", "small-cnn", "--method", "zo", "--queries", "2", "--batch", "4", "--target", "nrf52840"]
+    assert main(["plan", *step, "--json"]) == 0
+    planned = json.loads(capsys.readouterr().out)["ram_bytes"]
+    rc = main(["run", *step, "--init", "random", "--seed", "0", "--dataset", str(tmp_path / "data.npz"),
+               "--steps", "1", "--json"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    r = json.loads(captured.out)
+    assert r["bit_exact"] is True and r["fits"] is True and r["planned_ram_bytes"] == planned
+    assert r["library_ram_bytes"] <= r["ram_limit"] < r["ram_bytes"]     # the image alone would not fit
+    assert r["harness_ram_bytes"] > r["ram_bytes"] - r["ram_limit"]
