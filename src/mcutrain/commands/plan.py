@@ -32,11 +32,15 @@ from mcutrain.methods.trainable import user_names
 from mcutrain.options import positive_int
 from mcutrain.plan.budget import PLAN_DOES_NOT_FIT
 
+EXIT_STATUS = (f"\n\nExit status: 0 when the step fits, {PLAN_DOES_NOT_FIT} when it does not (export and run "
+               "refuse it too), 1 for an input error, 2 for a usage error.")
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "plan", help="RAM / Flash / MACs of a training step on a target: fits or not, and what would",
-        description=__doc__.split("\n\n")[0], epilog="Examples:" + __doc__.split("Examples:")[1],
+        description=__doc__.split("\n\n")[0] + EXIT_STATUS,
+        epilog="Examples:" + __doc__.split("Examples:")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", nargs="?", help="model file (.npz); or use --arch")
     p.add_argument("--arch", help="a zoo architecture instead of a model file")
