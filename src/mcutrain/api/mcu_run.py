@@ -54,32 +54,26 @@ def emulator_target(target):
     """`target` with the emulated board's memories, for linking the run's image.
 
     NOTE: the harness's own buffers are kept out of the board's budget (a firmware has no
-    harness): the library was checked against `target` by the planner (`check_budget`) before
-    the build and is checked again, as linked, by `library_memory`; the harness and newlib get
-    the rest of the emulator's RAM and Flash.
+    harness): the library was checked against `target` by the planner (`check_budget`, the
+    verdict `plan` gives) before the build; the harness and newlib get the rest of the
+    emulator's RAM and Flash, and `library_memory` reports the library's share as linked.
     """
     b = target.board
     return replace(target, ram_bytes=max(target.ram_bytes, b.ram_bytes),
                    flash_bytes=max(target.flash_bytes, b.flash_bytes))
 
 
-def library_memory(build, lib: Path, target, kernels: str, budget, allow_overflow: bool) -> dict[str, Any]:
+def library_memory(build, lib: Path, target, kernels: str, budget) -> dict[str, Any]:
     """`MEMORY_KEYS` of a linked image: the library's own symbols (plus the stack it is planned
-    with) apart from the harness; refuses a library that, as linked, does not fit `target`."""
+    with) apart from the harness, and the planner's verdict (`budget`), which alone decides."""
     from mcutrain.mcu.footprint import library_footprint
-    from mcutrain.plan.memory import STACK_ALLOWANCE, fits_target
+    from mcutrain.plan.memory import STACK_ALLOWANCE
 
     fp = library_footprint(build.elf, lib, target, kernels)
     ram, flash = fp["ram"] + STACK_ALLOWANCE, fp["flash"]
-    if not allow_overflow and not fits_target(ram, flash, target):
-        raise UserError(f"the library as linked needs {ram:,} bytes of RAM and {flash:,} of Flash, more than "
-                        f"{target.name} has ({target.ram_bytes:,} / {target.flash_bytes:,}), although the "
-                        f"planner planned {budget.ram_bytes:,} / {budget.flash_bytes:,}; please report this "
-                        "(--allow-overflow runs it anyway)")
     doc = {"library_ram_bytes": ram, "library_flash_bytes": flash,
            "harness_ram_bytes": build.sizes.ram_bytes - ram,
-           "harness_flash_bytes": build.sizes.flash_bytes - flash,
-           **budget_json(budget)}
+           "harness_flash_bytes": build.sizes.flash_bytes - flash, **budget_json(budget)}
     assert tuple(doc) == MEMORY_KEYS
     return doc
 
@@ -141,7 +135,7 @@ def run_inference(args: argparse.Namespace, work: Path, target, kernels: str) ->
     try:
         export_library(qm, work / "lib", kernels=kernels, provenance=prov, target=target.name)
         b = build_mcu(work / "lib", emulator_target(target), work / "model.elf", kernels=kernels)
-        memory = library_memory(b, work / "lib", target, kernels, budget, args.allow_overflow)
+        memory = library_memory(b, work / "lib", target, kernels, budget)
         mcu, prof = run_mcu(b.elf, target, x_q, qm.graph.num_classes, work / "run")
     except (ExportError, BuildError, ToolchainMissingError, QemuError, RuntimeError) as e:
         raise UserError(str(e)) from None
@@ -199,7 +193,7 @@ def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> 
         except LinkOverflowError as e:      # the emulator's memories: a library larger than the board's
             rep = account(src.plan.schedule, target, src.plan)
             raise UserError(f"{e}\nthe planner's breakdown:\n{format_report(rep)}") from None
-        memory = library_memory(b, work / "lib", target, kernels, budget, args.allow_overflow)
+        memory = library_memory(b, work / "lib", target, kernels, budget)
         mcu, prof, stack = run_mcu_train(b.elf, target, batches_q, args.lr, src, qm.graph.num_classes,
                                          work / "run")
     except (ExportError, BuildError, ToolchainMissingError, QemuError, RuntimeError) as e:

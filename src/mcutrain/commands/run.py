@@ -115,6 +115,8 @@ def memory_lines(r: dict[str, Any]) -> str:
     """The library's RAM and Flash (what `plan` plans, the board's budget) apart from the harness's."""
     lib_ram, target = r["library_ram_bytes"], r["target"]
     verdict = "fits" if r["fits"] else "does NOT fit"
+    if r["fits"] and lib_ram > r["ram_limit"]:
+        verdict += " by the plan, but the linked library is larger than the board: please report this"
     stack = f", stack used {r['stack_used']:,} of the planned 8 KB" if r.get("stack_used") else ""
     return (f"library: RAM {lib_ram:,} bytes ({100 * lib_ram / r['ram_limit']:.0f}% of {target}; planned "
             f"{r['planned_ram_bytes']:,}{stack}), Flash {r['library_flash_bytes']:,} bytes (planned "
