@@ -81,8 +81,9 @@ def test_rows_and_table(run_dir):
     lines = table.splitlines()
     assert lines[0].startswith("| method | accuracy before | after | RAM |")
     assert "| fqt int8, partial 0.5 | 0.400 | 0.870 |" in lines[2]
-    assert ("| int8 inference | - | - | 23.3 KB | 53.4 KB | - | - | 88,064 | inference, bit-exact | "
+    assert ("| int8 inference | - | - | 23.3 KB | 53.4 KB | - | 1 | 88,064 | inference, bit-exact | "
             "177,435 | 4.09 |") in table
+    assert "- zo: method zo, precision int8, queries 10, batch 8, trainable conv1,conv2,fc" in table
     assert "nrf52840 (cortex-m4" in table
 
 
@@ -141,3 +142,36 @@ def test_mcu_runs_without_a_method_are_told_apart_by_their_macs(run_dir):
     assert kinds == {"fqt": "inference", "zo": "training step", "digits-cnn": "inference"}
     (run_dir / "digits-cnn.mcu.json").write_text(json.dumps(inf_run))
     assert collect(run_dir)[-1].mcu_kind == "MCU run"   # no model file beside it to compare with
+
+
+ZO_MCU = {**MCU, "macs_per_step": 402648, "method": "zo", "batch": 8, "trainable": ["conv1", "conv2", "fc"],
+          "lr": 0.05, "queries": 10, "perturb": "mix", "planned_ram_bytes": 30000,
+          "planned_flash_bytes": 40000, "fits": True}
+
+
+def test_an_mcu_run_of_the_trained_configuration_joins_its_row(run_dir):
+    (run_dir / "zo.mcu.json").write_text(json.dumps(ZO_MCU))
+    r = {row["name"]: row for row in rows(collect(run_dir))}
+    assert "zo.mcu" not in r
+    assert r["zo"]["mcu"] == "training step" and r["zo"]["instructions_per_step"] == 177435.0
+    assert r["zo"]["batch"] == 8 and r["zo"]["accuracy_after"] == 0.85
+
+
+@pytest.mark.parametrize(("change", "label"), [
+    ({"batch": 4}, "zo mix, 10 queries (MCU run)"),
+    ({"queries": 8}, "zo mix, 8 queries (MCU run)"),
+    ({"method": "none"}, "int8 inference (MCU run)"),
+])
+def test_an_mcu_run_of_another_configuration_gets_its_own_row(run_dir, change, label):
+    """Instructions of one configuration never sit beside MACs and RAM of another."""
+    (run_dir / "zo.mcu.json").write_text(json.dumps({**ZO_MCU, **change}))
+    runs = collect(run_dir)
+    r = {row["name"]: row for row in rows(runs)}
+    assert r["zo"]["mcu"] is None and r["zo"]["instructions_per_step"] is None and r["zo"]["mcu_elsewhere"]
+    mcu = r["zo.mcu"]
+    assert mcu["method"] == label and mcu["accuracy_after"] is None
+    assert (mcu["macs_per_step"], mcu["ram_bytes"], mcu["instructions_per_step"]) == (402648, 30000, 177435.0)
+    assert mcu["config"]["batch"] == change.get("batch", 8)
+    table = format_table(runs)
+    assert "another configuration: next row" in table
+    assert f"- zo.mcu: method {change.get('method', 'zo')}" in table

@@ -8,7 +8,8 @@ without a history (an inference-only model) gets its own row.
 
 Each trained model is planned on a target with the settings it was trained with (read from
 the model file's provenance), so the table's RAM and Flash are what that very training step
-needs. The report writes:
+needs. A row is one configuration (`CONFIG`): an MCU run joins a trained model's row only when
+it ran the trained configuration, else it gets a row of its own. The report writes:
 
     summary.md, summary.json   the table
     curves.png                 test accuracy and training loss per epoch, every method
@@ -57,8 +58,8 @@ class MethodRun:
     def mcu_kind(self) -> str | None:
         """'inference' or 'training step': what the saved MCU run measured per step.
 
-        `mcutrain run --json` does not name its method; a run whose MACs per step equal one
-        inference of the model was an inference run, any other a training run.
+        `mcutrain run --json` names its method; for a run saved by an older version, which did
+        not, a run whose MACs per step equal one inference of the model was an inference run.
         """
         m = self.mcu
         if not m:
@@ -73,18 +74,60 @@ class MethodRun:
     @property
     def label(self) -> str:
         """A short description of the method and its settings, e.g. 'fqt int8, partial 0.5'."""
-        c = self.config or {}
-        m = c.get("method")
-        if m == "fqt":
-            text = f"fqt {c.get('precision', '')}"
-            if c.get("lambda_min", 1.0) < 1.0:
-                text += f", partial {c['lambda_min']:g}"
-            return text
-        if m == "zo":
-            return f"zo {c.get('perturb', '')}, {c.get('queries', '?')} queries"
-        if m:
-            return str(m)
+        if (self.config or {}).get("method"):
+            return config_label(self.config)
         return "int8 inference" if self.history is None else self.name
+
+    def trained_config(self) -> dict[str, Any] | None:
+        """The `CONFIG` of the trained (and planned) step, None without a plan."""
+        if self.plan is None or not self.config:
+            return None
+        c, b = self.config, self.plan.breakdown
+        return {"method": c["method"], "precision": precision_of(c), "queries": c.get("queries"),
+                "batch": b["batch"], "trainable": list(b["trainable"]),
+                "partial": float(c.get("lambda_min", 1.0)) if c["method"] == "fqt" else None}
+
+
+CONFIG = ("method", "precision", "queries", "batch", "trainable", "partial")
+"""What makes one configuration of a step: a row of the report holds figures of one only."""
+
+
+def precision_of(c: dict[str, Any]) -> str:
+    """The number format of a method's step: fqt's precision; zo, bp-qas and inference run int8."""
+    m = c.get("method")
+    return str(c.get("precision") or "uint8") if m == "fqt" else ("float32" if m == "float" else "int8")
+
+
+def config_label(c: dict[str, Any]) -> str:
+    """A short label of a configuration, e.g. 'fqt int8, partial 0.5' or 'zo mix, 10 queries'."""
+    m = c.get("method")
+    if m == "fqt":
+        partial = c.get("lambda_min", c.get("partial")) or 1.0
+        return f"fqt {precision_of(c)}" + (f", partial {partial:g}" if partial < 1.0 else "")
+    if m == "zo":
+        return f"zo {c.get('perturb') or 'mix'}, {c.get('queries', '?')} queries"
+    return "int8 inference" if m in (None, "none") else str(m)
+
+
+def mcu_config(m: dict[str, Any]) -> dict[str, Any]:
+    """The `CONFIG` of a saved `mcutrain run --json` (keys an older run did not write are None)."""
+    method = m.get("method", "none")
+    return {"method": method, "precision": precision_of(m), "queries": m.get("queries"),
+            "batch": m.get("batch", 1 if method == "none" else None), "trainable": m.get("trainable"),
+            "partial": m.get("partial", 1.0) if method == "fqt" else None}
+
+
+def same_config(trained: dict[str, Any] | None, mcu: dict[str, Any]) -> bool:
+    """Whether an MCU run measured the trained step: equal in every `CONFIG` key both know."""
+    if trained is None:
+        return False
+    return all(trained[k] == mcu[k] for k in CONFIG if trained[k] is not None and mcu[k] is not None)
+
+
+def describe_config(c: dict[str, Any]) -> str:
+    """'method zo, precision int8, queries 10, batch 32, trainable conv1,conv2,fc'."""
+    parts = [f"{k} {','.join(v) if isinstance(v, list) else v}" for k, v in c.items() if v is not None]
+    return ", ".join(parts)
 
 
 def plan_request(config: dict[str, Any], batch: int) -> PlanRequest:
@@ -181,26 +224,61 @@ def _plan(r: MethodRun, model: Path, target: str, batch: int) -> None:
 # ---------------------------------------------------------------- the table
 
 
+def measured_config(r: MethodRun) -> dict[str, Any] | None:
+    """The `CONFIG` of a run's saved MCU run; an older one without `method` is told by its MACs."""
+    if not r.mcu:
+        return None
+    c = mcu_config(r.mcu)
+    if "method" not in r.mcu:
+        c["method"] = "none" if r.mcu_kind == "inference" else (r.config or {}).get("method")
+    return c
+
+
+def _mcu_figures(kind: str | None, m: dict[str, Any]) -> dict[str, Any]:
+    keys = ("bit_exact", "instructions_per_step", "est_ms_per_step")
+    return {"mcu": kind, **{k: m.get(k) for k in keys}}
+
+
 def rows(runs: list[MethodRun]) -> list[dict[str, Any]]:
-    """The table as JSON rows (None where a figure is not known)."""
+    """The table as JSON rows (None where a figure is not known), one configuration per row.
+
+    A trained run's MCU figures join its row only when the MCU ran the trained configuration
+    (`same_config`); otherwise they get a row of their own (name `NAME.mcu`) with the MCU run's
+    configuration, the planner's RAM/Flash of that library, its MACs and no accuracy.
+    """
     out = []
     for r in runs:
         h, p, m = r.history or {}, r.plan, r.mcu or {}
+        trained, measured = r.trained_config(), measured_config(r)
+        joined = measured is not None and (trained is None or same_config(trained, measured))
+        if p is None and measured is not None:      # an MCU run alone (the model's inference)
+            out.append(_mcu_row(r.name, measured, m, r.mcu_kind, h, r.plan_error))
+            continue
         out.append({
-            "name": r.name, "method": r.label, "accuracy_before": h.get("accuracy_before"),
-            "accuracy_after": h.get("accuracy_after"), "epochs": h.get("epochs"),
-            "target": p.target.name if p else m.get("target"),
-            "ram_bytes": p.ram_bytes if p else m.get("ram_bytes"),
-            "flash_bytes": p.flash_bytes if p else m.get("flash_bytes"),
+            "name": r.name, "method": r.label, "config": trained,
+            "accuracy_before": h.get("accuracy_before"), "accuracy_after": h.get("accuracy_after"),
+            "epochs": h.get("epochs"), "target": p.target.name if p else None,
+            "ram_bytes": p.ram_bytes if p else None, "flash_bytes": p.flash_bytes if p else None,
             "fits": p.fits if p else None, "batch": p.breakdown["batch"] if p else None,
-            "macs_per_step": p.macs_per_step["total"] if p else m.get("macs_per_step"),
-            "mcu": r.mcu_kind, "mcu_batch": m.get("batch"), "bit_exact": m.get("bit_exact"),
-            "mcu_partial_off": m.get("partial", 0.0) >= 1.0 and (r.config or {}).get("lambda_min", 1.0) < 1.0,
-            "instructions_per_step": m.get("instructions_per_step"),
-            "est_ms_per_step": m.get("est_ms_per_step"),
-            "plan_error": r.plan_error,
+            "macs_per_step": p.macs_per_step["total"] if p else None,
+            **_mcu_figures(r.mcu_kind if joined else None, m if joined else {}),
+            "mcu_elsewhere": measured is not None and not joined, "plan_error": r.plan_error,
         })
+        if measured is not None and not joined:
+            out.append(_mcu_row(f"{r.name}.mcu", measured, m, r.mcu_kind, {}, None))
     return out
+
+
+def _mcu_row(name: str, c: dict[str, Any], m: dict[str, Any], kind: str | None, h: dict[str, Any],
+             plan_error: str | None) -> dict[str, Any]:
+    """A row of an MCU run's own configuration: the planner's figures it saved (older runs: the image's)."""
+    label = config_label(c) + (" (MCU run)" if name.endswith(".mcu") else "")
+    return {"name": name, "method": label, "config": c, "accuracy_before": h.get("accuracy_before"),
+            "accuracy_after": h.get("accuracy_after"), "epochs": h.get("epochs"), "target": m.get("target"),
+            "ram_bytes": m.get("planned_ram_bytes", m.get("ram_bytes")),
+            "flash_bytes": m.get("planned_flash_bytes", m.get("flash_bytes")), "fits": m.get("fits"),
+            "batch": c["batch"], "macs_per_step": m.get("macs_per_step"), **_mcu_figures(kind, m),
+            "mcu_elsewhere": False, "plan_error": plan_error}
 
 
 def _fmt(v: Any, spec: str) -> str:
@@ -208,18 +286,17 @@ def _fmt(v: Any, spec: str) -> str:
 
 
 def format_table(runs: list[MethodRun]) -> str:
-    """The summary table (Markdown, readable as plain text too)."""
+    """The summary table (Markdown, readable as plain text too), then each row's configuration."""
     head = ["method", "accuracy before", "after", "RAM", "Flash", "fits", "batch", "MACs/step", "MCU",
             "instructions/step", "est. ms/step"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for row in rows(runs):
+    table = rows(runs)
+    for row in table:
         mcu = "-"
         if row["mcu"]:
-            notes = [f"batch {row['mcu_batch']}"] if row["mcu_batch"] else []
-            if row["mcu_partial_off"]:
-                notes.append("partial updates off")
-            mcu = row["mcu"] + (f" ({', '.join(notes)})" if notes else "")
-            mcu += f", {'bit-exact' if row['bit_exact'] else 'MISMATCH'}"
+            mcu = f"{row['mcu']}, {'bit-exact' if row['bit_exact'] else 'MISMATCH'}"
+        elif row["mcu_elsewhere"]:
+            mcu = "another configuration: next row"
         elif row["accuracy_after"] is not None:
             mcu = "not run"
         cells = [row["method"], _fmt(row["accuracy_before"], ".3f"), _fmt(row["accuracy_after"], ".3f"),
@@ -233,7 +310,11 @@ def format_table(runs: list[MethodRun]) -> str:
     if target is not None:
         lines.append(f"\nRAM, Flash and MACs: the planner's step on {target.name} ({target.core}, "
                      f"{kb(target.ram_bytes)} RAM, {kb(target.flash_bytes)} Flash; code size estimated). "
-                     "Instructions: counted exactly on the emulated core; ms: estimated at the target clock.")
+                     "Instructions: counted exactly on the emulated core; ms: estimated at the target clock. "
+                     "Every figure of a row is of the configuration below:")
+    for row in table:
+        if row["config"]:
+            lines.append(f"- {row['name']}: {describe_config(row['config'])}")
     for r in runs:
         if r.plan_error:
             lines.append(f"{r.name}: not planned ({r.plan_error})")

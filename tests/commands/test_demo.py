@@ -41,6 +41,8 @@ def test_demo_adapts_with_fqt_and_zo(quick_demo):
         assert r["accuracy_after"] > r["accuracy_before"] + 0.1
         assert "history" in model_io.load(out / f"{method}.npz").meta
     assert s["stages"]["fqt"]["precision"] == "int8"
+    # one int8 model file, one test set: both methods start from the same accuracy
+    assert s["stages"]["fqt"]["accuracy_before"] == s["stages"]["zo"]["accuracy_before"]
 
 
 def test_demo_plans_and_reports(quick_demo):
@@ -64,7 +66,10 @@ def test_demo_mcu_stage_is_bit_exact_or_says_why(quick_demo):
     inf = mcu["inference"]
     assert inf["bit_exact"] is True and inf["instructions_per_step"] > 0 and inf["target"] == "nrf52840"
     assert "BIT-EXACT" in lines[0]
-    assert json.loads((out / "digits-cnn.mcu.json").read_text())["bit_exact"] is True
+    saved = json.loads((out / "digits-cnn.mcu.json").read_text())
+    assert saved["bit_exact"] is True and saved["method"] == "none" and saved["fits"] is True
+    rows = {r["name"]: r for r in s["stages"]["report"]["rows"]}
+    assert rows["digits-cnn"]["mcu"] == "inference" and rows["digits-cnn"]["accuracy_after"] is None
     for method in ("fqt", "zo"):
         train = mcu[method]
         assert train == {"error": "skipped: --quick runs int8 inference only on the MCU"}

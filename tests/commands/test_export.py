@@ -12,6 +12,7 @@ import pytest
 from mcutrain import zoo
 from mcutrain.cli import main
 from mcutrain.engines import ptq
+from mcutrain.plan.memory import kb
 
 
 def test_export_random_arch_json(tmp_path, capsys):
@@ -75,3 +76,51 @@ def test_float_model_file_needs_a_dataset(tmp_path, capsys):
     assert main(["export", str(path), "--target", "cortex-m4", "--dataset", "digits", "-o",
                  str(tmp_path / "o"), "--json"]) == 0
     assert "PTQ on 256 training samples" in json.loads(capsys.readouterr().out)["provenance"]
+
+
+def test_a_library_that_does_not_fit_is_refused_with_the_planners_breakdown(tmp_path, capsys):
+    """The planner's verdict, the one `plan` exits 3 on: nothing written, what takes the RAM, what to try."""
+    step = ["--arch", "small-cnn", "--method", "fqt", "--precision", "int8", "--target", "nrf52840"]
+    assert main(["plan", *step, "--json"]) == 3
+    planned = json.loads(capsys.readouterr().out)["ram_bytes"]
+    argv = ["export", *step, "--init", "random", "-o", str(tmp_path / "lib")]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and not (tmp_path / "lib").exists()
+    share = f"{100 * planned / 262144:.0f}%"
+    over = kb(planned - 262144)
+    assert f"the fqt step needs {kb(planned)} of RAM; nrf52840 has 256.0 KB ({share}), {over} over" in err
+    assert "largest RAM parts: arena (at conv2.bwd_in: gradient buffers" in err
+    for tip in ("--batch 8", "--partial 0.1", "--trainable last:2", "--method zo", "--target imxrt1062"):
+        assert tip in err
+    assert main([*argv, "--allow-overflow", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["fits"] is False and doc["planned_ram_bytes"] > doc["ram_limit"] == 256 * 1024
+    assert (tmp_path / "lib" / "model.c").exists()
+
+
+def test_c_api_md_lists_the_exact_json_keys_of_export_and_run():
+    """docs/c-api.md names every `--json` key of export and run, in the order they are printed."""
+    from pathlib import Path
+
+    from mcutrain.api.device import EXPORT_KEYS, FILE_EXPORT_KEYS, TRAINING_EXPORT_KEYS
+    from mcutrain.api.mcu_run import CONFIG_KEYS, JSON_KEYS, MEMORY_KEYS
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "c-api.md").read_text()
+    run_part = doc.split("## `mcutrain run`", 1)[1].split("\n## ", 1)[0]
+    export_part = doc.split("## `mcutrain export --json`", 1)[1].split("\n## ", 1)[0]
+    for part, keys in ((run_part, (*JSON_KEYS, *MEMORY_KEYS, *CONFIG_KEYS)),
+                       (export_part, (*EXPORT_KEYS, *TRAINING_EXPORT_KEYS, *FILE_EXPORT_KEYS))):
+        where = [part.find(f"`{k}`") for k in keys]
+        assert -1 not in where, [k for k, i in zip(keys, where, strict=True) if i < 0]
+    assert "accepts only `none`" not in doc
+
+
+def test_export_json_keys_are_exactly_the_documented_ones(tmp_path, capsys):
+    from mcutrain.api.device import EXPORT_KEYS, TRAINING_EXPORT_KEYS
+
+    base = ["export", "--arch", "digits-cnn", "--init", "random", "--target", "cortex-m4", "--json"]
+    assert main([*base, "-o", str(tmp_path / "inf")]) == 0
+    assert tuple(json.loads(capsys.readouterr().out)) == EXPORT_KEYS
+    assert main([*base, "--method", "zo", "--queries", "2", "-o", str(tmp_path / "zo")]) == 0
+    assert tuple(json.loads(capsys.readouterr().out)) == (*EXPORT_KEYS, *TRAINING_EXPORT_KEYS)

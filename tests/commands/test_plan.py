@@ -11,8 +11,11 @@ KEYS = ["target", "ram_bytes", "flash_bytes", "ram_limit", "flash_limit", "fits"
 
 
 def run_json(capsys, *argv):
-    assert cli.main(["plan", *argv, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
+    """The `--json` document; the exit status is 0 when the step fits, 3 when it does not."""
+    rc = cli.main(["plan", *argv, "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert rc == (0 if doc["fits"] else 3)
+    return doc
 
 
 def test_json_contract_mcunet_fqt(capsys):
@@ -58,7 +61,7 @@ def test_partial_updates_are_planned_for_the_layers_that_run_them(capsys):
 
 def test_text_table_and_suggestion(capsys):
     assert cli.main(["plan", "--arch", "small-cnn", "--method", "fqt", "--precision", "int8",
-                     "--trainable", "all", "--target", "nrf52840"]) == 0
+                     "--trainable", "all", "--target", "nrf52840"]) == 3
     out = capsys.readouterr().out
     assert "does NOT fit nrf52840" in out
     assert "best that fits: --method fqt --precision int8 --trainable last:1" in out
@@ -125,3 +128,17 @@ def test_another_methods_option_is_refused(capsys):
     assert cli.main(["plan", "--arch", "small-cnn", "--method", "fqt", "--queries", "50",
                      "--target", "rp2040"]) == 1
     assert "--queries is an option of zo, not of fqt" in capsys.readouterr().err
+
+
+def test_plan_without_batch_plans_trains_batch(capsys):
+    """`plan` and `train` share one default batch (32): the step planned is the one trained."""
+    doc = run_json(capsys, "--arch", "digits-cnn", "--method", "zo", "--target", "nrf52840")
+    assert doc["breakdown"]["batch"] == 32 and doc["breakdown"]["samples_per_pass"] == 32
+
+
+def test_a_step_that_does_not_fit_exits_3_with_the_verdict(capsys):
+    rc = cli.main(["plan", "--arch", "mcunet-5fps", "--method", "fqt", "--precision", "int8", "--batch", "1",
+                   "--target", "nrf52840"])
+    captured = capsys.readouterr()
+    assert rc == 3 and "Traceback" not in captured.err
+    assert "does NOT fit nrf52840" in captured.out and "(744%)" in captured.out

@@ -46,3 +46,17 @@ def test_report_refusals(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(["report", str(tmp_path), "--batch", "0"])
     assert e.value.code == 2 and "argument --batch: must be in 1.." in capsys.readouterr().err
+
+
+def test_an_inference_run_beside_a_trained_model_is_not_shown_as_its_training_step(tmp_path, capsys):
+    d = _run_dir(tmp_path / "runs")
+    mcu = {"target": "nrf52840", "core": "cortex-m4", "bit_exact": True, "steps": 3,
+           "instructions_per_step": 177435.0, "macs_per_step": 88064, "est_ms_per_step": 4.1,
+           "ram_bytes": 23844, "flash_bytes": 54716, "method": "none"}
+    (d / "fqt.mcu.json").write_text(json.dumps(mcu))
+    assert cli.main(["report", str(d)]) == 0
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    lines = [ln for ln in captured.out.splitlines() if ln.startswith("| fqt uint8")]
+    assert len(lines) == 1 and "another configuration: next row" in lines[0] and "177,435" not in lines[0]
+    assert "| int8 inference (MCU run) |" in captured.out and "- fqt.mcu: method none" in captured.out

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from mcutrain.api.mcu_run import JSON_KEYS
+from mcutrain.api.mcu_run import JSON_KEYS, MEMORY_KEYS
 from mcutrain.cli import main
 
 
@@ -18,7 +18,12 @@ def test_digits_cnn_random_is_bit_exact(arm_tools, tmp_path, capsys, target):
                "--method", "none", "--steps", "8", "--target", target, "--dump", str(dump), "--json"])
     r = json.loads(capsys.readouterr().out)
     assert rc == 0
-    assert tuple(r) == JSON_KEYS
+    assert tuple(r) == (*JSON_KEYS, *MEMORY_KEYS, "method")
+    assert r["method"] == "none" and r["fits"] is True
+    # the image is the library (what plan plans, to alignment padding) plus the harness
+    assert r["library_ram_bytes"] == pytest.approx(r["planned_ram_bytes"], rel=0.01)
+    assert r["library_ram_bytes"] + r["harness_ram_bytes"] == r["ram_bytes"]
+    assert r["library_flash_bytes"] + r["harness_flash_bytes"] == r["flash_bytes"]
     assert r["bit_exact"] is True and r["steps"] == 8 and r["target"] == target
     assert r["macs_per_step"] == 88064
     assert r["instructions_per_mac"] == pytest.approx(r["instructions_per_step"] / 88064, rel=1e-3)

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from mcutrain.api.mcu_run import JSON_KEYS
+from mcutrain.api.mcu_run import JSON_KEYS, MEMORY_KEYS
 from mcutrain.cli import main
 
 BASE = ["run", "--arch", "digits-cnn", "--init", "random", "--seed", "0", "--dataset", "digits", "--json",
@@ -21,7 +21,12 @@ def test_fqt_int8_run_is_bit_exact(arm_tools, tmp_path, capsys):
                "--dump", str(dump)])
     r = json.loads(capsys.readouterr().out)
     assert rc == 0
-    assert tuple(r) == (*JSON_KEYS, "method", "batch", "precision", "partial")
+    config = ("method", "batch", "trainable", "lr", "precision", "partial")
+    assert tuple(r) == (*JSON_KEYS, *MEMORY_KEYS, *config)
+    # the linked library is the planned one, its batch buffer included (to the per-channel range
+    # scratch and alignment padding)
+    assert r["library_ram_bytes"] == pytest.approx(r["planned_ram_bytes"], rel=0.01) and r["fits"] is True
+    assert r["library_ram_bytes"] + r["harness_ram_bytes"] == r["ram_bytes"]
     assert (r["method"], r["batch"], r["precision"], r["partial"]) == ("fqt", 32, "int8", 1.0)
     assert r["bit_exact"] is True and r["steps"] == 2 and r["target"] == "cortex-m4"
     assert sum(r["per_function"].values()) == pytest.approx(r["instructions_per_step"], abs=1)

@@ -8,7 +8,8 @@ Example:
     >>> report = mcutrain.plan(mcutrain.load("model.npz"), method="zo", target="nrf52840", queries=10)
     >>> report.fits
     True
-    >>> mcutrain.export("model.npz", "zo-lib", method="zo", target="nrf52840", batch=4)["arena_bytes"]
+    >>> mcutrain.export("model.npz", "zo-lib", method="zo", target="nrf52840", queries=10)["fits"]
+    True
 """
 
 from __future__ import annotations
@@ -33,6 +34,17 @@ METHODS_IN_C = ("none", "zo", "bp-qas", "fqt")
 """Training methods the C code generator supports so far (none = inference only)."""
 PLAN_METHODS = ("fqt", "zo", "bp-qas", "float", "none")
 """Methods the planner accounts ('none': inference)."""
+
+
+EXPORT_KEYS = ("out_dir", "target", "core", "kernels", "planner", "arena_bytes", "const_bytes", "macs",
+               "provenance", "files", "method", "planned_ram_bytes", "planned_flash_bytes", "ram_limit",
+               "flash_limit", "fits")
+"""The keys of `export --json` for a C library (in this order); a training library adds
+`TRAINING_EXPORT_KEYS` (an imported model's `source_names` before them)."""
+TRAINING_EXPORT_KEYS = ("batch", "trainable", "train_arena_bytes", "inference_arena_bytes",
+                        "ram_weight_bytes", "state_bytes", "macs_per_step", "options")
+FILE_EXPORT_KEYS = ("path", "format", "bytes", "provenance", "macs", "params")
+"""The keys of `export --format tflite | onnx --json`."""
 
 
 def check_method_lr(args: argparse.Namespace, command: str) -> None:
@@ -109,6 +121,32 @@ def build_method(args: argparse.Namespace, qm: QuantModel, calib: np.ndarray | N
     return method
 
 
+def library_report(method, qm: QuantModel, target, kernels: str, batch: int):
+    """The planner's `MemoryReport` of the library export and run build: the method's own step
+    (`schedule_for`, as the code generator plans it) or, without a method, one inference."""
+    from mcutrain.plan.memory import account
+    from mcutrain.plan.schedules import build_schedule, schedule_for
+
+    s = build_schedule(qm.graph, "none", kernels=kernels) if method is None else \
+        schedule_for(method, batch=batch, kernels=kernels)
+    return account(s, target)
+
+
+def check_budget(report, allow_overflow: bool) -> None:
+    """Refuse a library that does not fit its board (`plan.budget`), unless `allow_overflow`."""
+    from mcutrain.plan.budget import overflow_message
+
+    if not report.fits and not allow_overflow:
+        raise UserError(overflow_message(report))
+
+
+def budget_json(report) -> dict[str, Any]:
+    """What export and run say of the planner's verdict (the keys of `plan --json` they share)."""
+    return {"planned_ram_bytes": report.ram_bytes, "planned_flash_bytes": report.flash_bytes,
+            "ram_limit": report.target.ram_bytes, "flash_limit": report.target.flash_bytes,
+            "fits": report.fits}
+
+
 def export_args(args: argparse.Namespace) -> dict[str, Any]:
     """The work of `mcutrain export` on resolved options: the library written, its `--json` result."""
     from mcutrain.codegen.emit import ExportError
@@ -122,6 +160,8 @@ def export_args(args: argparse.Namespace) -> dict[str, Any]:
     qm, prov = int8_model(args, calib)
     try:
         method = build_method(args, qm, None if calib is None else calib[:factory.CALIB_SAMPLES])
+        budget = library_report(method, qm, target, kernels, getattr(args, "batch", 1))
+        check_budget(budget, getattr(args, "allow_overflow", False))
         if method is None:
             res = export_library(qm, args.output, kernels=kernels, planner=args.planner, provenance=prov,
                                  target=target.name)
@@ -138,7 +178,9 @@ def export_args(args: argparse.Namespace) -> dict[str, Any]:
         raise UserError(f"cannot write to '{args.output}': {e}") from None
     out = {"out_dir": str(res.out_dir), "target": target.name, "core": target.core, "kernels": kernels,
            "planner": args.planner, "arena_bytes": res.arena_bytes, "const_bytes": res.const_bytes,
-           "macs": qm.graph.total_macs(), "provenance": prov, "files": res.files, "method": args.method}
+           "macs": qm.graph.total_macs(), "provenance": prov, "files": res.files, "method": args.method,
+           **budget_json(budget)}
+    assert tuple(out) == EXPORT_KEYS
     if method is not None:
         src = res.model
         s = src.plan.schedule
@@ -275,14 +317,16 @@ def plan(model: Model | str | Path | None, method: str, target: str, *, arch: st
 
 def export(model: Model | str | Path | None, out_dir: str | Path, method: str = "none",
            target: str = "cortex-m4", *, arch: str | None = None, kernels: str | None = None,
-           planner: str = "greedy",
-           dataset: str | None = None, **options: Any) -> dict[str, Any]:
+           planner: str = "greedy", dataset: str | None = None, allow_overflow: bool = False,
+           **options: Any) -> dict[str, Any]:
     """Write the self-contained C library of `model` for `target` to `out_dir` (as `mcutrain export`).
 
     `method` 'none' is inference only; zo, bp-qas and fqt compile their training step in, with
     the training options of `options` (same names, defaults and checks as the command). A float
-    model is quantized on `dataset`'s training samples. Returns the `--json` result.
+    model is quantized on `dataset`'s training samples. A library that does not fit `target` is
+    refused (UserError with the planner's breakdown) unless `allow_overflow`. Returns the `--json` result.
     """
     return export_args(options_namespace("export", method, options, model=None if arch else model, arch=arch,
                                          init="random" if arch else None, target=target, kernels=kernels,
-                                         planner=planner, dataset=dataset, output=out_dir))
+                                         planner=planner, dataset=dataset, output=out_dir,
+                                         allow_overflow=allow_overflow))

@@ -7,7 +7,7 @@ twin (`mcutrain.mcu.twin`). Instructions are counted exactly inside the marked c
 turned into a cycle estimate (`mcutrain.mcu.cycles`).
 
 Example:
-    >>> r = mcutrain.run("model.npz", "digits-c:stripe:5", method="zo", target="nrf52840", steps=3, batch=4)
+    >>> r = mcutrain.run("model.npz", "digits-c:stripe:5", method="zo", target="nrf52840", queries=10)
     >>> r["bit_exact"]
     True
 """
@@ -15,13 +15,22 @@ Example:
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from mcutrain.api.data import Model, check_fits, dataset_of, options_namespace
-from mcutrain.api.device import build_method, check_method_lr, int8_model, resolve_target_and_kernels
+from mcutrain.api.device import (
+    budget_json,
+    build_method,
+    check_budget,
+    check_method_lr,
+    int8_model,
+    library_report,
+    resolve_target_and_kernels,
+)
 from mcutrain.api.training import calibration_samples
 from mcutrain.errors import UserError
 from mcutrain.mcu.twin import first_mismatch, float_state_diff, simulate_fqt_steps, simulate_steps
@@ -30,8 +39,43 @@ from mcutrain.methods import factory
 JSON_KEYS = ("target", "core", "bit_exact", "steps", "instructions_per_step", "macs_per_step",
              "instructions_per_mac", "est_cycles_per_step", "est_ms_per_step", "ram_bytes", "flash_bytes",
              "per_function")
-"""The keys of `--json` (in this order); a training run adds `method`, `batch` and, for fqt,
-`precision` and `partial` after them (`json_result`)."""
+"""The keys of `--json` (in this order); `MEMORY_KEYS` follow, then a training run's configuration
+(`CONFIG_KEYS`). `ram_bytes`/`flash_bytes` are the whole emulated image, harness included."""
+MEMORY_KEYS = ("library_ram_bytes", "library_flash_bytes", "harness_ram_bytes", "harness_flash_bytes",
+               "planned_ram_bytes", "planned_flash_bytes", "ram_limit", "flash_limit", "fits")
+"""The image split into the library (what `plan` plans and the board's budget holds) and the
+harness (its data buffers, newlib's stdio, 8 KB heap), with the planner's verdict on the library."""
+CONFIG_KEYS = ("method", "batch", "trainable", "lr", "queries", "perturb", "precision", "partial")
+"""What a training run ran (zo: queries, perturb; fqt: precision, partial), so a reader such as
+`mcutrain report` tells a run's configuration without its command line."""
+
+
+def emulator_target(target):
+    """`target` with the emulated board's memories, for linking the run's image.
+
+    NOTE: the harness's own buffers are kept out of the board's budget (a firmware has no
+    harness): the library was checked against `target` by the planner (`check_budget`, the
+    verdict `plan` gives) before the build; the harness and newlib get the rest of the
+    emulator's RAM and Flash, and `library_memory` reports the library's share as linked.
+    """
+    b = target.board
+    return replace(target, ram_bytes=max(target.ram_bytes, b.ram_bytes),
+                   flash_bytes=max(target.flash_bytes, b.flash_bytes))
+
+
+def library_memory(build, lib: Path, target, kernels: str, budget) -> dict[str, Any]:
+    """`MEMORY_KEYS` of a linked image: the library's own symbols (plus the stack it is planned
+    with) apart from the harness, and the planner's verdict (`budget`), which alone decides."""
+    from mcutrain.mcu.footprint import library_footprint
+    from mcutrain.plan.memory import STACK_ALLOWANCE
+
+    fp = library_footprint(build.elf, lib, target, kernels)
+    ram, flash = fp["ram"] + STACK_ALLOWANCE, fp["flash"]
+    doc = {"library_ram_bytes": ram, "library_flash_bytes": flash,
+           "harness_ram_bytes": build.sizes.ram_bytes - ram,
+           "harness_flash_bytes": build.sizes.flash_bytes - flash, **budget_json(budget)}
+    assert tuple(doc) == MEMORY_KEYS
+    return doc
 
 
 def load_run_inputs(args: argparse.Namespace):
@@ -86,9 +130,12 @@ def run_inference(args: argparse.Namespace, work: Path, target, kernels: str) ->
     check_fits(qm.graph, ds)
     x_q = int_engine.quantize_input(qm, x)
     sim = int_engine.forward(qm, x_q)
+    budget = library_report(None, qm, target, kernels, 1)
+    check_budget(budget, args.allow_overflow)
     try:
         export_library(qm, work / "lib", kernels=kernels, provenance=prov, target=target.name)
-        b = build_mcu(work / "lib", target, work / "model.elf", kernels=kernels)
+        b = build_mcu(work / "lib", emulator_target(target), work / "model.elf", kernels=kernels)
+        memory = library_memory(b, work / "lib", target, kernels, budget)
         mcu, prof = run_mcu(b.elf, target, x_q, qm.graph.num_classes, work / "run")
     except (ExportError, BuildError, ToolchainMissingError, QemuError, RuntimeError) as e:
         raise UserError(str(e)) from None
@@ -109,7 +156,7 @@ def run_inference(args: argparse.Namespace, work: Path, target, kernels: str) ->
         "ram_bytes": b.sizes.ram_bytes, "flash_bytes": b.sizes.flash_bytes, "per_function": per_function,
     }
     assert tuple(result) == JSON_KEYS
-    return {**result, "kernels": kernels, "provenance": prov, "logits_sim": sim, "logits_mcu": mcu}
+    return {**result, **memory, "kernels": kernels, "provenance": prov, "logits_sim": sim, "logits_mcu": mcu}
 
 
 def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> dict[str, Any]:
@@ -135,15 +182,18 @@ def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> 
                  for i in range(args.steps)]
     batches_q = [(quantize_input(method, x) if fqt else int_engine.quantize_input(qm, x), y)
                  for x, y in batches_f]
+    budget = library_report(method, qm, target, kernels, bsz)
+    check_budget(budget, args.allow_overflow)
     try:
         res = export_training_library(method, work / "lib", batch=bsz, kernels=kernels, provenance=prov,
                                       target=target.name, lr=args.lr)
         src = res.model
         try:
-            b = build_mcu_train(work / "lib", target, work / "train.elf", kernels=kernels)
-        except LinkOverflowError as e:
+            b = build_mcu_train(work / "lib", emulator_target(target), work / "train.elf", kernels=kernels)
+        except LinkOverflowError as e:      # the emulator's memories: a library larger than the board's
             rep = account(src.plan.schedule, target, src.plan)
             raise UserError(f"{e}\nthe planner's breakdown:\n{format_report(rep)}") from None
+        memory = library_memory(b, work / "lib", target, kernels, budget)
         mcu, prof, stack = run_mcu_train(b.elf, target, batches_q, args.lr, src, qm.graph.num_classes,
                                          work / "run")
     except (ExportError, BuildError, ToolchainMissingError, QemuError, RuntimeError) as e:
@@ -159,7 +209,8 @@ def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> 
     last_sim = {k: v for k, v in sim[-1][2].items() if not k.endswith(".velocity")}
     dump_sim = {**last_sim, "losses": np.stack([s[0] for s in sim])}
     dump_mcu = {**{k: mcu[-1].state[k] for k in last_sim}, "losses": np.stack([r.losses for r in mcu])}
-    return {**result, "kernels": kernels, "provenance": prov, "mismatch": mismatch, "stack_used": stack,
+    return {**result, **memory, "trainable": list(src.plan.schedule.trainable), "kernels": kernels,
+            "provenance": prov, "mismatch": mismatch, "stack_used": stack,
             "float_state_diff": float_diff, "sizes": b.sizes, "src": src, "dump_sim": dump_sim,
             "dump_mcu": dump_mcu, "method": args.method}
 
@@ -167,33 +218,38 @@ def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> 
 def run_args(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     """The work of `mcutrain run` in `work` on resolved options (inference or training steps)."""
     check_method_lr(args, "run")
+    args.allow_overflow = getattr(args, "allow_overflow", False)    # a namespace of an older caller
     target, kernels = resolve_target_and_kernels(args)
     if args.method != "none":
         return run_training(args, work, target, kernels)
     return run_inference(args, work, target, kernels)
 
 
-def json_result(r: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
-    """The `--json` result of a run: every `JSON_KEYS` entry, then (training) what ran.
-
-    `method` and `batch` (and fqt's `precision` and `partial`) let a reader such as
-    `mcutrain report` tell the run's settings without its command line.
-    """
-    doc = {k: r[k] for k in JSON_KEYS}
-    if args.method != "none":
-        doc.update(method=args.method, batch=args.batch)
-        if args.method == "fqt":
-            doc.update(precision=args.precision, partial=args.partial)
+def run_config(r: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """The `CONFIG_KEYS` a run ran with (inference: `method` 'none' only)."""
+    if args.method == "none":
+        return {"method": "none"}
+    doc = {"method": args.method, "batch": args.batch, "trainable": r["trainable"], "lr": args.lr}
+    if args.method == "zo":
+        doc.update(queries=args.queries, perturb=args.perturb)
+    if args.method == "fqt":
+        doc.update(precision=args.precision, partial=args.partial)
     return doc
 
 
+def json_result(r: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """The `--json` result of a run: every `JSON_KEYS` entry, the `MEMORY_KEYS`, then what ran."""
+    return {**{k: r[k] for k in JSON_KEYS + MEMORY_KEYS}, **run_config(r, args)}
+
+
 def run(model: Model | str | Path | None, dataset: str, method: str = "none", target: str = "cortex-m4",
-        steps: int = 8, *, arch: str | None = None, kernels: str | None = None,
+        steps: int = 8, *, arch: str | None = None, kernels: str | None = None, allow_overflow: bool = False,
         **options: Any) -> dict[str, Any]:
     """Build for `target`, run `steps` inferences or training steps in QEMU, compare with the simulator.
 
     As `mcutrain run`: `options` are the training options (same defaults and checks). Returns the
-    `--json` result plus, for training, `mismatch` ("" when bit-exact).
+    `--json` result plus, for training, `mismatch` ("" when bit-exact). A library that does not
+    fit `target` is refused (UserError with the planner's breakdown) unless `allow_overflow`.
     """
     from mcutrain.contain import private_dir
     from mcutrain.options import positive_int
@@ -204,7 +260,7 @@ def run(model: Model | str | Path | None, dataset: str, method: str = "none", ta
         raise UserError(str(e)) from None
     args = options_namespace("run", method, options, model=None if arch else model, arch=arch,
                              init="random" if arch else None, dataset=dataset, target=target, kernels=kernels,
-                             steps=steps)
+                             steps=steps, allow_overflow=allow_overflow)
     with private_dir("mcutrain-run-") as tmp:
         r = run_args(args, tmp)
     return {**json_result(r, args), **({"mismatch": r["mismatch"]} if "mismatch" in r else {})}

@@ -58,8 +58,9 @@ from mcutrain.bench.mcu_cases import (
     Pending,
     method_args,
 )
-from mcutrain.bench.mcu_symbols import instructions_by_phase, library_footprint, runtime_symbols
+from mcutrain.bench.mcu_symbols import instructions_by_phase
 from mcutrain.bench.mcu_tables import checks, markdown
+from mcutrain.mcu.footprint import library_footprint, runtime_symbols
 
 
 @dataclass

@@ -1,53 +1,9 @@
-"""Which symbols of a linked training image belong to the library, and which step phase a
-function is in: the footprint (RAM, Flash) and the phase split of benchmark `mcu`'s rows.
-
-Apart from the measurement (`mcu`) because it is a question about object files, answered with
-the cross toolchain's `gcc -c` and `nm`, not about training.
+"""Which step phase a function of a training image is in: the phase split of benchmark `mcu`'s
+rows. The library's footprint (which symbols are the library's) is `mcu.footprint`, which
+`mcutrain run` reports too.
 """
 
 from __future__ import annotations
-
-import subprocess
-import tempfile
-from pathlib import Path
-
-_RUNTIME_NAMES: dict[tuple[str, bool, str], dict[str, str]] = {}
-
-
-def runtime_names(lib: Path, target, kernels: str) -> frozenset[str]:
-    """Symbols the runtime sources define for this build kind (compiled to objects once per kind).
-
-    The runtime is the same package data in every library, so its names are cached per (core,
-    float ABI, kernels); `model.c` differs per library and is read by `model_names`.
-    """
-    return frozenset(runtime_symbols(lib, target, kernels))
-
-
-def runtime_symbols(lib: Path, target, kernels: str) -> dict[str, str]:
-    """Symbol -> the runtime source (file stem) that defines it, static helpers included."""
-    from mcutrain.buildflags import C_STANDARD, CROSS_OPT, REF_KERNELS, SECTION_FLAGS, core_flags
-    from mcutrain.mcu import find_toolchain
-
-    key = (target.core, target.fpu, kernels)
-    if key in _RUNTIME_NAMES:
-        return _RUNTIME_NAMES[key]
-    tools = find_toolchain()
-    flags = [*core_flags(target), CROSS_OPT, *C_STANDARD, *SECTION_FLAGS,
-             f"-I{lib}", f"-I{lib / 'runtime'}"] + ([f"-D{REF_KERNELS}"] if kernels == "ref" else [])
-    with tempfile.TemporaryDirectory(prefix="mt-names-") as tmp:
-        srcs = [str(s) for s in sorted((lib / "runtime").glob("*.c"))]
-        subprocess.run([tools.gcc, *flags, "-c", *srcs], cwd=tmp, check=True, capture_output=True)
-        out = subprocess.run([tools.nm, "--defined-only", *sorted(str(p) for p in Path(tmp).glob("*.o"))],
-                             check=True, capture_output=True, text=True).stdout
-    table: dict[str, str] = {}
-    stem = ""
-    for line in out.splitlines():        # nm of several objects: "file.o:" opens each one's symbols
-        if line.endswith(".o:"):
-            stem = Path(line[:-1]).stem
-        elif len(line.split()) == 3:
-            table.setdefault(line.split()[-1], stem)
-    _RUNTIME_NAMES[key] = table
-    return table
 
 
 def phase_of(name: str, stem: str) -> str:
@@ -71,44 +27,3 @@ def instructions_by_phase(per_function: dict[str, float], symbols: dict[str, str
     for name, count in per_function.items():
         out[phase_of(name, symbols.get(name, ""))] += count
     return out
-
-
-def model_names(lib: Path, target) -> set[str]:
-    from mcutrain.buildflags import C_STANDARD, CROSS_OPT, SECTION_FLAGS, core_flags
-    from mcutrain.mcu import find_toolchain
-
-    tools = find_toolchain()
-    with tempfile.TemporaryDirectory(prefix="mt-names-") as tmp:
-        obj = Path(tmp) / "model.o"
-        subprocess.run([tools.gcc, *core_flags(target), CROSS_OPT, *C_STANDARD, *SECTION_FLAGS,
-                        f"-I{lib}", f"-I{lib / 'runtime'}", "-c", str(lib / "model.c"),
-                        "-o", str(obj)], check=True, capture_output=True)
-        out = subprocess.run([tools.nm, "--defined-only", str(obj)], check=True, capture_output=True,
-                             text=True).stdout
-    return {line.split()[-1] for line in out.splitlines() if len(line.split()) == 3}
-
-
-def library_footprint(elf: Path, lib: Path, target, kernels: str) -> dict[str, int]:
-    """RAM and Flash bytes of the library's own symbols in the linked image (harness and libc excluded).
-
-    Symbols are matched by name: those `model.c` and the runtime define. Anonymous constants
-    (string literals, jump tables outside functions) are not attributed; the library has few.
-    """
-    from mcutrain.mcu import find_toolchain
-
-    names = model_names(lib, target) | runtime_names(lib, target, kernels)
-    out = subprocess.run([find_toolchain().nm, "-S", "--defined-only", str(elf)], check=True,
-                         capture_output=True, text=True).stdout
-    ram_origin = target.board.ram_origin
-    ram = flash = arena = 0
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) != 4 or parts[3] not in names:
-            continue
-        addr, size, kind = int(parts[0], 16), int(parts[1], 16), parts[2].lower()
-        if addr >= ram_origin and kind in "bd":
-            ram += size
-            arena += size if parts[3] == "model_arena" else 0
-        if addr < ram_origin or kind == "d":
-            flash += size
-    return {"ram": ram, "flash": flash, "arena": arena}

@@ -8,7 +8,8 @@ The library runs int8 inference bit-exactly like the simulator and, with `--meth
 `model_train_step` runs the planner's schedule of the method over the planner's arena offsets,
 and the training state (weights, biases, RNG, step counter) saves to a byte blob. It allocates
 nothing; its kernels are the DSP ones where the target core has the DSP extension (M4, M7),
-else the portable reference loops.
+else the portable reference loops. A library that `mcutrain plan` says does not fit --target
+is refused, with the planner's breakdown and what to try, unless --allow-overflow.
 
 Examples:
     mcutrain export model.npz --target cortex-m4 -o build/model
@@ -67,6 +68,9 @@ def register(subparsers) -> None:
                    help="write the int8 model as a .tflite file or as ONNX QDQ instead of a C library")
     p.add_argument("--planner", choices=["greedy", "linear"], default="greedy",
                    help="arena planner: greedy (default) or linear (never reuses memory; for debugging)")
+    p.add_argument("--allow-overflow", action="store_true",
+                   help="write the library even when the planner says it does not fit --target "
+                        "(by default refused, with the breakdown and what to try)")
     p.add_argument("--dataset", help="dataset spec (or your own data.npz) to calibrate a "
                                              "float-only model file on (PTQ)")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")

@@ -4,6 +4,9 @@ Plans the arena of the method's training step (greedy offsets, in place where le
 trainable weights moved to RAM, the method's state and a stack allowance, and the Flash of the
 frozen weights and the code (an estimate until an image is built). When it does not fit, the
 planner tries fewer trainable layers, sparse ZO and smaller batches and names the best that fits.
+Exits with status 3 when the step does not fit (1: an input error, 2: a usage error), so a
+script can stop before `export`, which refuses such a step too. Without `--batch` it plans
+train's batch (32).
 FQT plans one sample at a time (it accumulates per-sample gradients; the batch only keeps the
 gradient buffers alive across samples); zo, bp-qas and float run the batch in one pass, as
 their simulators do.
@@ -27,12 +30,17 @@ from mcutrain.commands.export import resolve_options
 from mcutrain.methods import factory
 from mcutrain.methods.trainable import user_names
 from mcutrain.options import positive_int
+from mcutrain.plan.budget import PLAN_DOES_NOT_FIT
+
+EXIT_STATUS = (f"\n\nExit status: 0 when the step fits, {PLAN_DOES_NOT_FIT} when it does not (export and run "
+               "refuse it too), 1 for an input error, 2 for a usage error.")
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "plan", help="RAM / Flash / MACs of a training step on a target: fits or not, and what would",
-        description=__doc__.split("\n\n")[0], epilog="Examples:" + __doc__.split("Examples:")[1],
+        description=__doc__.split("\n\n")[0] + EXIT_STATUS,
+        epilog="Examples:" + __doc__.split("Examples:")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", nargs="?", help="model file (.npz or a .tflite as deployed); or use --arch")
     p.add_argument("--arch", help="a zoo architecture instead of a model file")
@@ -59,9 +67,10 @@ def run(args: argparse.Namespace) -> int:
     if args.picture:
         from mcutrain.plan.picture import draw
         draw(report.plan, args.picture, report=report)
+    status = 0 if report.fits else PLAN_DOES_NOT_FIT
     if args.json:     # an imported model adds its trained layers' original names
         print_json({**report.to_json(), **({"source_names": renamed} if renamed else {})})
-        return 0
+        return status
     print(format_report(report))
     if renamed:
         print("renamed on import: " + ", ".join(f"{k} = '{v}'" for k, v in renamed.items()))
@@ -74,4 +83,4 @@ def run(args: argparse.Namespace) -> int:
                   f"RAM {best['ram_bytes'] / 1024:,.1f} KB, {best['trained_params']:,} trained parameters)")
     if args.picture:
         print(f"lifetime picture: {args.picture}")
-    return 0
+    return status

@@ -4,12 +4,15 @@ Reads every NAME.npz that `mcutrain train -o NAME.npz` wrote, with its training 
 (older runs: NAME.history.json beside it), and NAME.mcu.json (the
 saved `mcutrain run --json` result, when there is one), plans each trained model on --target
 with the settings it was trained with, and writes summary.md, summary.json, curves.png,
-memory.png and one lifetime-NAME.png per method into RUN_DIR/report (or --out).
+memory.png and one lifetime-NAME.png per method into RUN_DIR/report (or --out). A row is one
+configuration (method, precision, queries, batch, trainable, partial), listed under the table:
+an MCU run of another configuration than the training gets a row of its own.
 
 Examples:
     mcutrain train model.npz --dataset digits-c:stripe:5 --method fqt --partial 0.5 -o runs/fqt.npz
-    mcutrain train model.npz --dataset digits-c:stripe:5 --method zo --queries 10 -o runs/zo.npz
-    mcutrain run runs/zo.npz --dataset digits-c:stripe:5 --target nrf52840 --json > runs/zo.mcu.json
+    mcutrain train model.npz --dataset digits-c:stripe:5 --method zo --queries 10 --lr 0.05 -o runs/zo.npz
+    mcutrain run model.npz --dataset digits-c:stripe:5 --method zo --queries 10 --lr 0.05 --steps 3 \\
+        --target nrf52840 --json > runs/zo.mcu.json
     mcutrain report runs --target nrf52840
     mcutrain report demo-run --out demo-report --json
 """

@@ -9,6 +9,11 @@ Instructions are counted exactly, inside the inference or training-step calls on
 I/O), and turned into an estimated cycle count at the target's clock with the instruction-mix
 model of `mcutrain.mcu.cycles` (an estimate).
 
+The board's budget is the library's, as `mcutrain plan` accounts it: a library the planner says
+does not fit --target is refused (unless --allow-overflow), and the harness's own buffers (its
+data, newlib's stdio and 8 KB heap) are kept out of it, linked into the emulator's memory; the
+output gives the library's RAM and Flash apart from the harness's.
+
 Examples:
     mcutrain run --arch digits-cnn --init random --seed 0 --dataset digits --method none \\
         --steps 8 --target cortex-m4 --dump out --json
@@ -51,6 +56,9 @@ def register(subparsers) -> None:
     p.add_argument("--dump", metavar="DIR",
                    help="write sim.npz and mcu.npz (inference: 'logits'; training: every trainable tensor "
                         "after the last step and 'losses' per step) and keep the build here")
+    p.add_argument("--allow-overflow", action="store_true",
+                   help="run even when the planner says the library does not fit --target (the emulator "
+                        "has the room; by default refused, with the breakdown and what to try)")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.set_defaults(func=run)
 
@@ -94,14 +102,28 @@ def run(args: argparse.Namespace) -> int:
               f"per inference: {r['instructions_per_step']:,.0f} instructions, {r['macs_per_step']:,} MACs "
               f"({r['instructions_per_mac']} instructions/MAC), "
               f"est. {r['est_cycles_per_step']:,.0f} cycles = {r['est_ms_per_step']:.3f} ms (estimate)\n"
-              f"image: RAM {r['ram_bytes']:,} bytes, "
-              f"Flash {r['flash_bytes']:,} bytes\ntop functions: {top}\nmodel: {r['provenance']}")
+              f"{memory_lines(r)}\ntop functions: {top}\nmodel: {r['provenance']}")
     if not r["bit_exact"]:
         bad = np.argwhere(r["logits_sim"] != r["logits_mcu"])
         print(f"mcutrain run: the MCU's logits differ from the simulator's in {len(bad)} places, first at "
               f"sample {bad[0][0]}, class {bad[0][1]}", file=sys.stderr)
         return 1
     return 0
+
+
+def memory_lines(r: dict[str, Any]) -> str:
+    """The library's RAM and Flash (what `plan` plans, the board's budget) apart from the harness's."""
+    lib_ram, target = r["library_ram_bytes"], r["target"]
+    verdict = "fits" if r["fits"] else "does NOT fit"
+    if r["fits"] and lib_ram > r["ram_limit"]:
+        verdict += " by the plan, but the linked library is larger than the board: please report this"
+    stack = f", stack used {r['stack_used']:,} of the planned 8 KB" if r.get("stack_used") else ""
+    return (f"library: RAM {lib_ram:,} bytes ({100 * lib_ram / r['ram_limit']:.0f}% of {target}; planned "
+            f"{r['planned_ram_bytes']:,}{stack}), Flash {r['library_flash_bytes']:,} bytes (planned "
+            f"{r['planned_flash_bytes']:,}, code estimated): {verdict} {target}\n"
+            f"harness (kept out of the board's budget: a firmware has none): RAM {r['harness_ram_bytes']:,} "
+            f"bytes (data buffers, newlib stdio, 8 KB heap), Flash {r['harness_flash_bytes']:,} bytes; "
+            f"whole emulated image: RAM {r['ram_bytes']:,}, Flash {r['flash_bytes']:,} bytes")
 
 
 def report_training(r: dict[str, Any], args: argparse.Namespace) -> int:
@@ -114,8 +136,7 @@ def report_training(r: dict[str, Any], args: argparse.Namespace) -> int:
               f"per step: {r['instructions_per_step']:,.0f} instructions, {r['macs_per_step']:,} MACs "
               f"({r['instructions_per_mac']} instructions/MAC), est. {r['est_cycles_per_step']:,.0f} "
               f"cycles = {r['est_ms_per_step']:.3f} ms (estimate)\n"
-              f"image: RAM {r['ram_bytes']:,} bytes (stack used {r['stack_used']} bytes), "
-              f"Flash {r['flash_bytes']:,} bytes\ntop functions: {top}\nmodel: {r['provenance']}")
+              f"{memory_lines(r)}\ntop functions: {top}\nmodel: {r['provenance']}")
     n_diff, rel = r["float_state_diff"]
     if n_diff:
         print(f"mcutrain run: note: the float32 momentum velocity differs in {n_diff} entries (largest "

@@ -106,6 +106,12 @@ def arena_at_peak(plan: TrainingPlan) -> tuple[int, dict[str, int]]:
     return step, out
 
 
+def fits_target(ram_bytes: int, flash_bytes: int, target: Target) -> bool:
+    """Whether a step of `ram_bytes` RAM and `flash_bytes` Flash fits `target`: the one decision
+    `plan` reports, `export` and `run` refuse on (`plan.budget`), and the report's fits column shows."""
+    return ram_bytes <= target.ram_bytes and flash_bytes <= target.flash_bytes
+
+
 def account(s: Schedule, target: str | Target, plan: TrainingPlan | None = None) -> MemoryReport:
     """RAM/Flash/MACs of schedule `s` on `target` (plans the arena unless `plan` is given)."""
     t = get_target(target)
@@ -132,8 +138,8 @@ def account(s: Schedule, target: str | Target, plan: TrainingPlan | None = None)
     }
     phases = s.macs_by_phase()
     macs = {**phases, "total": sum(phases.values()), "per_node": s.macs_by_node()}
-    return MemoryReport(t, ram_total, flash_total, ram_total <= t.ram_bytes and flash_total <= t.flash_bytes,
-                        breakdown, macs, plan)
+    fits = fits_target(ram_total, flash_total, t)
+    return MemoryReport(t, ram_total, flash_total, fits, breakdown, macs, plan)
 
 
 def kb(n: int) -> str:

@@ -81,6 +81,9 @@ def _backprop_schedule(g: Graph, method: str, cfg: _Backprop, kernels: str) -> S
             s.kernel(f"{layer}.grad_zero", "zero", "weight_grad", layer, [], ts)
 
     s.tensor(INPUT, (spl, *g.input_shape), fmt.act, Role.INPUT)
+    if method == "fqt" and loop:   # NOTE: the C step copies each sample in from a static batch buffer
+        s.tensor("state:batch_input", (cfg.loop, *g.input_shape), "s8", Role.STATE,
+                 "the caller's int8 batch, stepped through one sample at a time")
     name_of = {INPUT: INPUT}
     b.forward(g.nodes, name_of, spl, "", role, loop=loop, repeat=rep)
     k = g.num_classes
