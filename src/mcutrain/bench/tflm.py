@@ -131,7 +131,10 @@ def c_library_block(c_rows: list[dict[str, Any]]) -> str:
             f"minute on the emulated M0+), between {tflm_c.QEMU_MIN_INPUTS} and {tflm_c.QEMU_MAX_INPUTS} "
             "inputs (`mcutrain.bench.tflm_c`). `does_not_fit`: boards the model did not link for; the "
             "row is then the next bigger target.\n\n")
-    return note + files.markdown_table(c_rows, tflm_c.COLUMNS, _fractions(tflm_c.COLUMNS))
+    shown = [{**r, "does_not_fit": ", ".join(r["does_not_fit"]) or None} for r in c_rows]
+    fmt = {**_fractions(tflm_c.COLUMNS), "instructions_per_inference": ",.0f", "instructions_per_mac": ".3f",
+           "flash_bytes": ",d", "ram_bytes": ",d", "inputs": ",d"}
+    return note + files.markdown_table(shown, tflm_c.COLUMNS, fmt)
 
 
 def _fractions(columns: list[str]) -> dict[str, str]:

@@ -48,7 +48,7 @@ QEMU_MIN_INPUTS, QEMU_MAX_INPUTS = 100, 1000
 HOST_TIMEOUT_S, QEMU_TIMEOUT_S = 600.0, 1800.0
 
 COLUMNS = ["model", "target", "core", "kernels", "inputs", "logits_equal", "samples_equal", "max_diff",
-           "instructions_per_inference", "flash_bytes", "ram_bytes", "does_not_fit"]
+           "instructions_per_inference", "instructions_per_mac", "flash_bytes", "ram_bytes", "does_not_fit"]
 
 
 @dataclass(frozen=True)
