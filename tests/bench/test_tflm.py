@@ -1,5 +1,6 @@
-"""The `tflm` benchmark's quick run: TFLM's interpreter and mcutrain agree bit for bit in `tflite`
-rounding, and a model trained in the simulator scores the same under TFLM."""
+"""The `tflm` benchmark's quick run: TFLM's interpreter and mcutrain (golden engine and generated C,
+host and QEMU) agree bit for bit in `tflite` rounding, and a model trained in the simulator scores
+the same under TFLM. The run needs the ARM toolchain and QEMU (its C rows), hence `arm_tools`."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from mcutrain.cli import main
 pytest.importorskip("tflite_micro.python.tflite_micro.runtime", reason="pip install tflite-micro (dev extra)")
 
 
-def test_quick_tflm_benchmark(tmp_path):
+def test_quick_tflm_benchmark(arm_tools, tmp_path):
     assert main(["bench", "tflm", "--quick", "--results", str(tmp_path), "--docs", str(tmp_path)]) == 0
     doc = json.loads((tmp_path / "tflm.quick.json").read_text())
     assert doc["complete"] and {r["model"] for r in doc["rows"]} == {"digits-cnn", "mobilenet-v1-0.25",
@@ -32,3 +33,18 @@ def test_quick_tflm_benchmark(tmp_path):
     assert trip["rounding"] == "tflite"
     assert trip["accuracy_after_mcutrain"] == trip["accuracy_after_tflm"]
     assert trip["accuracy_after_mcutrain"] > trip["accuracy_before"]     # it learned something
+    # the generated C: every quick model on the host (reference and DSP loops), the IMU net on each
+    # board under QEMU, all bit-identical with TFLM, instructions counted
+    rows = doc["c_library"]
+    models = {r["model"] for r in doc["rows"]}
+    assert {(r["model"], r["kernels"]) for r in rows if r["target"] == "host"} == \
+        {(m, k) for m in models for k in ("ref", "dsp")}
+    boards = [r for r in rows if r["target"] != "host"]
+    assert {(r["model"], r["core"], r["kernels"]) for r in boards} == {
+        ("imu-cnn1d", "cortex-m0plus", "ref"), ("imu-cnn1d", "cortex-m4", "dsp"),
+        ("imu-cnn1d", "cortex-m7", "dsp")}
+    for r in rows:
+        assert r["logits_equal"] == r["samples_equal"] == 1.0 and r["max_diff"] == 0, r
+        assert r["inputs"] == (20 if r["target"] == "host" else 4), r
+    for r in boards:   # a dual 16-bit multiply-accumulate (SMLAD) is the most any instruction does
+        assert r["instructions_per_inference"] > r["macs"] / 2 and r["does_not_fit"] == [], r

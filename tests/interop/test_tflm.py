@@ -23,8 +23,7 @@ pytest.importorskip("tflite_micro.python.tflite_micro.runtime",
 from tflite_models import MODELS, quant_model
 
 from mcutrain.bench import tflm_models
-from mcutrain.bench.tflm import agreement
-from mcutrain.bench.tflm_layers import compare_layers, tflm_run
+from mcutrain.bench.tflm_layers import agreement, compare_layers, tflm_run
 from mcutrain.bench.tflm_layers import tflm_outputs as tflm_logits
 from mcutrain.engines import int_engine
 from mcutrain.interop.tflite_export import to_tflite, to_tflite_mapped

@@ -9,8 +9,10 @@ logits are all identical, the largest difference and the argmax agreement, in bo
 The three models built in PyTorch as TFLM users build them (`tflm_models`: a MobileNetV1-0.25
 person detector, a DS-CNN keyword spotter, a 1-D IMU net) are also compared layer by layer, every
 layer's int8 output tensor as TFLM's interpreter holds it after the invoke (`tflm_layers`).
-A trained round trip follows: a digits model imported from `.tflite`, adapted with ZO in the
-simulator, exported back; its test accuracy as `mcutrain` evaluates it and as TFLM runs it.
+Every model's generated C library is compared with TFLM on the same inputs too, on the host and
+under QEMU on a Cortex-M0+, M4 and M7 board (`tflm_c`: JSON key `c_library`, one row per model and
+target). A trained round trip follows: a digits model imported from `.tflite`, adapted with ZO in
+the simulator, exported back; its test accuracy as `mcutrain` evaluates it and as TFLM runs it.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from typing import Any
 import numpy as np
 
 from mcutrain import zoo
-from mcutrain.bench import files, tflm_models
-from mcutrain.bench.tflm_layers import MODES, compare_layers, layer_rows, tflm_outputs
+from mcutrain.bench import files, tflm_c, tflm_models
+from mcutrain.bench.tflm_c import Reference, c_library_rows
+from mcutrain.bench.tflm_layers import MODES, agreement, compare_layers, layer_rows, tflm_outputs
 from mcutrain.engines import int_engine, ptq
 from mcutrain.interop.tflite_export import to_tflite, to_tflite_mapped
 from mcutrain.interop.tflite_import import from_tflite_bytes
@@ -35,19 +38,14 @@ QUICK_MODELS = {"digits-cnn": (8, 8, 1), "mobilenet-v1-0.25": (48, 48, 1)}
 USER_MODELS = tuple(tflm_models.RECIPES)
 QUICK_USER_MODELS = ("imu-cnn1d",)
 SAMPLES, QUICK_SAMPLES = 1000, 100
+QUICK_C_HOST_INPUTS, QUICK_C_QEMU_INPUTS = 20, 4
+QUICK_C_QEMU_MODEL = "imu-cnn1d"
+"""The quick run's generated-C rows: every model on the host, the smallest on each board."""
 
 
-def agreement(ours: np.ndarray, ref: np.ndarray) -> dict[str, float]:
-    """How far two (N, K) int8 logit arrays agree."""
-    ours, ref = ours.reshape(len(ref), -1).astype(np.int32), ref.reshape(len(ref), -1).astype(np.int32)
-    return {"logits_equal": float(np.mean(ours == ref)),
-            "samples_equal": float(np.mean(np.all(ours == ref, axis=1))),
-            "max_diff": int(np.abs(ours - ref).max()),
-            "argmax_equal": float(np.mean(ours.argmax(1) == ref.argmax(1)))}
-
-
-def model_row(arch: str, shape: tuple[int, ...], samples: int) -> dict[str, Any]:
-    """One model: its .tflite through TFLM and through mcutrain in each rounding mode."""
+def model_row(arch: str, shape: tuple[int, ...], samples: int) -> tuple[dict[str, Any], Reference]:
+    """One model: its .tflite through TFLM and through mcutrain in each rounding mode; the row and
+    what was compared (for the generated C's rows)."""
     g = zoo.build(arch, 2 if arch == "mobilenet-v1-0.25" else 10, shape, seed=0)
     x = np.random.default_rng(0).uniform(-1, 1, (256, *shape)).astype(np.float32)
     data = to_tflite(ptq.quantize_model(g, x))
@@ -59,12 +57,13 @@ def model_row(arch: str, shape: tuple[int, ...], samples: int) -> dict[str, Any]
     for mode in ("tflite", "single"):
         a = agreement(int_engine.forward(dataclasses.replace(qm, rounding=mode), x_q), ref)
         row.update({f"{mode}_{k}": v for k, v in a.items()})
-    return row
+    return row, Reference(arch, qm, x_q, ref.reshape(samples, -1))
 
 
-def user_model_rows(name: str, samples: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A PyTorch-built model (`tflm_models`): its logits row (the keys of `model_row`) and one row
-    per layer, every layer read from TFLM's interpreter in the run whose logits are compared."""
+def user_model_rows(name: str, samples: int) -> tuple[dict[str, Any], list[dict[str, Any]], Reference]:
+    """A PyTorch-built model (`tflm_models`): its logits row (the keys of `model_row`), one row per
+    layer, every layer read from TFLM's interpreter in the run whose logits are compared, and what
+    was compared."""
     m = tflm_models.build(name)
     qm, _ = from_tflite_bytes(m.tflite)
     data, tensors = to_tflite_mapped(qm)
@@ -80,7 +79,7 @@ def user_model_rows(name: str, samples: int) -> tuple[dict[str, Any], list[dict[
     for key in (f"{mode}_{way}" for mode in MODES for way in ("chained", "isolated")):
         row[f"{key}_layers_min_equal"] = min(r[f"{key}_equal"] for r in per_layer)
         row[f"{key}_layers_max_diff"] = max(r[f"{key}_max_diff"] for r in per_layer)
-    return row, per_layer
+    return row, per_layer, Reference(name, qm, x_q, ref.reshape(samples, -1))
 
 
 def trained_round_trip(quick: bool) -> dict[str, Any]:
@@ -121,11 +120,29 @@ LAYER_COLUMNS = ["layer", "op", "shape", "tflite_chained_equal", "tflite_isolate
                  "single_chained_max_diff"]
 
 
+def c_library_block(c_rows: list[dict[str, Any]]) -> str:
+    """The generated C library's rows: host and the three boards under QEMU, against TFLM."""
+    note = ("\n\nThe generated C library (`mcutrain export`, the model as imported from its `.tflite`) "
+            "against TFLM on the same int8 inputs: on the host (gcc -O2; `dsp` is the DSP loops' portable "
+            "emulation) and under QEMU on rp2040 (Cortex-M0+, mps2-an385, reference kernels), nrf52840 "
+            "(M4, mps2-an386, DSP kernels) and stm32f746 (M7, mps2-an500, DSP kernels), linked with the "
+            "board's RAM and Flash; instructions per inference counted exactly by the QEMU plugin. QEMU "
+            f"runs take {tflm_c.QEMU_MAC_BUDGET / 1e9:g} G MACs of inputs per model and board (about a "
+            f"minute on the emulated M0+), between {tflm_c.QEMU_MIN_INPUTS} and {tflm_c.QEMU_MAX_INPUTS} "
+            "inputs (`mcutrain.bench.tflm_c`). `does_not_fit`: boards the model did not link for; the "
+            "row is then the next bigger target.\n\n")
+    shown = [{**r, "does_not_fit": ", ".join(r["does_not_fit"]) or None} for r in c_rows]
+    fmt = {**_fractions(tflm_c.COLUMNS), "instructions_per_inference": ",.0f", "instructions_per_mac": ".3f",
+           "flash_bytes": ",d", "ram_bytes": ",d", "inputs": ",d"}
+    return note + files.markdown_table(shown, tflm_c.COLUMNS, fmt)
+
+
 def _fractions(columns: list[str]) -> dict[str, str]:
     return {c: ".4f" for c in columns if c.endswith("_equal")}
 
 
-def docs_block(rows: list[dict[str, Any]], layers: list[dict[str, Any]], trip: dict[str, Any]) -> str:
+def docs_block(rows: list[dict[str, Any]], layers: list[dict[str, Any]], trip: dict[str, Any],
+               c_rows: list[dict[str, Any]]) -> str:
     """The `tflm` block of docs/benchmarks.md: logits of every model, layers of the PyTorch-built ones."""
     note = ("Each model exported as `.tflite`, imported back, then run by TFLM's interpreter "
             "(`tflite-micro`, reference kernels) and by mcutrain's golden engine on the same random "
@@ -150,7 +167,7 @@ def docs_block(rows: list[dict[str, Any]], layers: list[dict[str, Any]], trip: d
     trip_md = (f"\n\nTrained round trip: {trip['model']}: accuracy {trip['accuracy_before']:.4f} -> "
                f"{trip['accuracy_after_mcutrain']:.4f} by `mcutrain eval`, "
                f"{trip['accuracy_after_tflm']:.4f} by TFLM on the exported file.")
-    return note + table + layer_note + summary + per_layer + trip_md
+    return note + table + layer_note + summary + per_layer + trip_md + c_library_block(c_rows)
 
 
 def run_tflm(work: Path, results: Path, quick: bool, log, docs: Path) -> None:
@@ -158,22 +175,34 @@ def run_tflm(work: Path, results: Path, quick: bool, log, docs: Path) -> None:
     PyTorch-built models; a trained round trip."""
     rows: list[dict[str, Any]] = []
     layers: list[dict[str, Any]] = []
+    c_rows: list[dict[str, Any]] = []
     samples = QUICK_SAMPLES if quick else SAMPLES
+
+    def c_library(ref: Reference) -> None:
+        if quick:
+            qemu = QUICK_C_QEMU_INPUTS if ref.name == QUICK_C_QEMU_MODEL else None
+            c_rows.extend(c_library_rows(ref, QUICK_C_HOST_INPUTS, qemu, log))
+        else:
+            c_rows.extend(c_library_rows(ref, samples, 0, log))
+        files.write_results(results, "tflm", rows, quick, complete=False, layers=layers, c_library=c_rows)
+
     for arch, shape in (QUICK_MODELS if quick else MODELS).items():
-        rows.append(model_row(arch, shape, samples))
-        log(f"[tflm] {rows[-1]}")
-        files.write_results(results, "tflm", rows, quick, complete=False, layers=layers)
+        row, ref = model_row(arch, shape, samples)
+        rows.append(row)
+        log(f"[tflm] {row}")
+        c_library(ref)
     for name in QUICK_USER_MODELS if quick else USER_MODELS:
-        row, per_layer = user_model_rows(name, samples)
+        row, per_layer, ref = user_model_rows(name, samples)
         rows.append(row)
         layers += per_layer
         log(f"[tflm] {row}")
-        files.write_results(results, "tflm", rows, quick, complete=False, layers=layers)
+        c_library(ref)
     trip = trained_round_trip(quick)
     log(f"[tflm] trained round trip: {trip}")
-    files.write_results(results, "tflm", rows, quick, complete=True, layers=layers, trained_round_trip=trip)
+    files.write_results(results, "tflm", rows, quick, complete=True, layers=layers, trained_round_trip=trip,
+                        c_library=c_rows)
     if not quick:
-        files.update_docs(docs, "tflm", docs_block(rows, layers, trip))
+        files.update_docs(docs, "tflm", docs_block(rows, layers, trip, c_rows))
 
 
 def register(add) -> None:

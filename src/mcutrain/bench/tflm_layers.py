@@ -57,6 +57,15 @@ def tflm_outputs(data: bytes, x_q: np.ndarray) -> np.ndarray:
     return tflm_run(data, x_q)[0]
 
 
+def agreement(ours: np.ndarray, ref: np.ndarray) -> dict[str, float]:
+    """How far two (N, K) int8 logit arrays agree (golden engine or generated C against TFLM)."""
+    ours, ref = ours.reshape(len(ref), -1).astype(np.int32), ref.reshape(len(ref), -1).astype(np.int32)
+    return {"logits_equal": float(np.mean(ours == ref)),
+            "samples_equal": float(np.mean(np.all(ours == ref, axis=1))),
+            "max_diff": int(np.abs(ours - ref).max()),
+            "argmax_equal": float(np.mean(ours.argmax(1) == ref.argmax(1)))}
+
+
 @dataclass
 class Tally:
     """Bit-identical elements and the largest difference of one layer, summed over chunks."""
