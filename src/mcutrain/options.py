@@ -20,6 +20,8 @@ import math
 import sys
 from collections.abc import Callable
 
+from mcutrain.quant.fixedpoint import ROUNDING_MODES
+
 MAX_COUNT = 1 << 31
 """Largest epoch, batch, step, sample or query count accepted (any larger is a typo)."""
 MAX_SEED = (1 << 32) - 2
@@ -90,3 +92,16 @@ def check_lr(method: str, lr: float, command: str = "train") -> None:
     if warn is not None and lr > warn:
         print(f"mcutrain {command}: warning: --lr {lr:g} is above {warn:g}, far above the rates {method} "
               "is tuned with (0.05..2); expect divergence", file=sys.stderr)
+
+
+def add_rounding_arg(p: argparse.ArgumentParser) -> None:
+    """`--rounding`, for the commands that quantize a model (pretrain, import --calibrate).
+
+    The mode is the new model's for its whole life (simulator, C, `.tflite`): `tflite` makes the
+    simulation and the generated C compute exactly what TFLite Micro computes on the exported
+    `.tflite`; `single` (the default, one exact rounding) is what a model without TFLM needs.
+    """
+    p.add_argument("--rounding", choices=ROUNDING_MODES, default=None,
+                   help="requantization rounding of the new int8 model: 'single' (default: one rounding, "
+                        "half away from zero) or 'tflite' (TFLite Micro's double rounding, so its .tflite "
+                        "runs bit-exactly as simulated); docs/integer-semantics.md 6.1")

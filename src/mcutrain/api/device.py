@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -212,8 +213,14 @@ def export_file_args(args: argparse.Namespace) -> dict[str, Any]:
         raise UserError(str(e)) from None
     except OSError as e:
         raise UserError(f"cannot write '{args.output}': {e}") from None
+    if args.format == "tflite" and qm.rounding != "tflite":
+        print(f"mcutrain export: note: the model rounds {qm.rounding!r}, TFLite Micro in its own double "
+              "rounding ('tflite'): some outputs may differ by one step from the simulation; "
+              f"`mcutrain eval {args.output}` gives TFLM's accuracy. To simulate TFLM exactly, quantize "
+              "with `--rounding tflite` (pretrain, import --calibrate)", file=sys.stderr)
     return {"path": str(path), "format": args.format, "bytes": Path(path).stat().st_size,
-            "provenance": prov, "macs": qm.graph.total_macs(), "params": qm.graph.num_params()}
+            "rounding": qm.rounding, "provenance": prov, "macs": qm.graph.total_macs(),
+            "params": qm.graph.num_params()}
 
 
 def plan_graph(args: argparse.Namespace) -> Graph:

@@ -32,6 +32,7 @@ from pathlib import Path
 from mcutrain.cli import print_json
 from mcutrain.commands._outputs import check_output
 from mcutrain.errors import UserError
+from mcutrain.options import add_rounding_arg
 
 CALIBRATION_SAMPLES = 512
 
@@ -47,6 +48,7 @@ def register(subparsers) -> None:
                    help=f"also quantize to int8 with {CALIBRATION_SAMPLES} training samples of SPEC "
                         "(a dataset spec or your own data.npz)")
     p.add_argument("-o", "--output", required=True, metavar="MODEL.npz", help="the model file to write")
+    add_rounding_arg(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.set_defaults(func=run)
 
@@ -94,7 +96,12 @@ def run(args: argparse.Namespace) -> int:
         if not Path(args.onnx).exists():
             raise UserError(f"model file '{args.onnx}' does not exist")
         if is_tflite(args.onnx):
+            if args.rounding is not None:
+                raise UserError("--rounding applies to a model quantized with --calibrate; a .tflite "
+                                "keeps its own integers and TFLite's rounding")
             return _run_tflite(args)
+    if args.rounding is not None and not args.calibrate:
+        raise UserError("--rounding is the rounding of the quantized model: add --calibrate SPEC")
     try:
         if args.onnx:
             graph, renamed = from_onnx_mapped(args.onnx, input_shape=shape, name=args.name)
@@ -121,7 +128,8 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"dataset '{args.calibrate}' has samples of shape {ds.x_train.shape[1:]}, "
                             f"the model takes {graph.input_shape}")
         try:
-            qm = ptq.quantize_model(graph, ds.x_train[:CALIBRATION_SAMPLES])
+            qm = ptq.quantize_model(graph, ds.x_train[:CALIBRATION_SAMPLES],
+                                    rounding=args.rounding or "single")
             qm.save(args.output, {**provenance, "calibration": args.calibrate})
         except ValueError as e:
             raise UserError(f"cannot quantize the imported model: {e}") from None

@@ -26,7 +26,7 @@ from mcutrain.cli import print_json
 from mcutrain.commands._outputs import check_output
 from mcutrain.errors import UserError
 from mcutrain.graph import GraphError
-from mcutrain.options import check_lr, learning_rate, positive_int, seed_int
+from mcutrain.options import add_rounding_arg, check_lr, learning_rate, positive_int, seed_int
 
 DEFAULT_LR = 3e-3
 CALIBRATION_SAMPLES = 512
@@ -61,6 +61,7 @@ def register(subparsers) -> None:
     p.add_argument("--calibration-samples", type=positive_int, default=CALIBRATION_SAMPLES,
                    help=f"training samples the int8 ranges are calibrated on (default {CALIBRATION_SAMPLES})")
     add_subset_args(p)
+    add_rounding_arg(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.set_defaults(func=run)
 
@@ -124,7 +125,7 @@ def pretrain(args: argparse.Namespace, progress: bool) -> dict[str, Any]:
         accuracy = evaluate(graph, ds.x_test, ds.y_test)
         calib = ds.x_train[np.random.default_rng(args.seed).permutation(ds.n_train)[
             :args.calibration_samples]]
-        qm = ptq.quantize_model(graph, calib, method=args.calibration)
+        qm = ptq.quantize_model(graph, calib, method=args.calibration, rounding=args.rounding or "single")
         int8_accuracy = float(np.mean(int_engine.predict(qm, ds.x_test) == ds.y_test))
     provenance = {"arch": args.arch, "dataset": args.dataset, "epochs": args.epochs, "seed": args.seed,
                   "batch": args.batch, "lr": args.lr, "optimizer": "adam", "schedule": "cosine",
