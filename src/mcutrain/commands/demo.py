@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from mcutrain import io
-from mcutrain.cli import print_json
+from mcutrain.cli import counted, print_json
+from mcutrain.commands._outputs import check_output
 from mcutrain.errors import UserError
 from mcutrain.options import seed_int
 
@@ -75,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
         cfg, note = choose(args.data, args.quick, args.seed, args.target)
     except (TargetError, ValueError) as e:
         raise UserError(str(e)) from None
+    check_output(args.out, "--out", directory=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stream = sys.stderr if args.json else sys.stdout
@@ -110,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         summary["stages"][method], summary["seconds"][method] = r, jobs[method].seconds
         summary["cpu_seconds"][method] = jobs[method].cpu_seconds
         log(f"[{2 + i}/5] adapt with {method}: accuracy on {cfg.adapt_dataset} {r['accuracy_before']:.3f} -> "
-            f"{r['accuracy_after']:.3f} ({r['epochs']} epochs on {r['train_samples']:,} images, "
+            f"{r['accuracy_after']:.3f} ({counted(r['epochs'], 'epoch')} on {r['train_samples']:,} images, "
             f"{jobs[method].seconds:.0f} s)\n      {r['command']}")
     mcu = mcu_runs.result()
     summary["stages"]["mcu"], summary["seconds"]["mcu"] = mcu, mcu_runs.seconds

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from mcutrain import __version__, io, zoo
-from mcutrain.cli import print_json
+from mcutrain.cli import counted, print_json
 from mcutrain.commands._outputs import check_output
 from mcutrain.errors import UserError
 from mcutrain.graph import GraphError
@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"{args.arch} on {args.dataset}: float accuracy {result['float_accuracy']:.4f}, "
               f"int8 {result['int8_accuracy']:.4f} on {result['test_samples']:,} test samples after "
-              f"{args.epochs} epochs on {result['train_samples']:,} training samples "
+              f"{counted(args.epochs, 'epoch')} on {result['train_samples']:,} training samples "
               f"({result['params']:,} parameters, {result['macs']:,} MACs per sample); "
               f"wrote {result['path']}")
     return 0

@@ -25,7 +25,7 @@ import argparse
 from typing import Any
 
 from mcutrain.api.training import changed_options, train_args
-from mcutrain.cli import print_json
+from mcutrain.cli import counted, print_json
 from mcutrain.commands._outputs import check_output
 from mcutrain.commands.pretrain import add_subset_args
 from mcutrain.errors import UserError
@@ -77,9 +77,9 @@ def run(args: argparse.Namespace) -> int:
         print_json(out)
     else:
         print(f"{out['method']}: accuracy {out['accuracy_before']:.4f} -> {out['accuracy_after']:.4f} "
-              f"after {out['epochs']} epochs on {out['train_samples']:,} training samples ({out['steps']} "
-              f"steps, {out['samples_per_s']:.0f} samples/s; accuracy on {out['test_samples']:,} test "
-              "samples)")
+              f"after {counted(out['epochs'], 'epoch')} on {out['train_samples']:,} training samples "
+              f"({counted(out['steps'], 'step')}, {out['samples_per_s']:.0f} samples/s; accuracy on "
+              f"{out['test_samples']:,} test samples)")
         if args.output:
             print(f"saved {args.output} (the model and its training history)")
     return 0
