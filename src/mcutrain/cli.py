@@ -18,6 +18,7 @@ from pathlib import Path
 
 from mcutrain.errors import UserError
 from mcutrain.io import json_plain
+from mcutrain.options import blas_threads
 from mcutrain.version import __version__
 
 COMMANDS = ["demo", "datasets", "import", "pretrain", "train", "eval", "plan", "export", "run",
@@ -108,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     from mcutrain.engines import keep_freed_memory
     keep_freed_memory()  # training steps reuse the same large buffers: keep them mapped
     try:
-        status = int(args.func(args) or 0)
+        with blas_threads(getattr(args, "threads", None)):     # the commands that compute take --threads
+            status = int(args.func(args) or 0)
         sys.stdout.flush()      # a closed pipe shows here, while BrokenPipeError can be caught
         return status
     except UserError as e:

@@ -20,7 +20,7 @@ import pytest
 
 import mcutrain
 from mcutrain import io, zoo
-from mcutrain.cli import main, resume_hint
+from mcutrain.cli import MODULE_NAMES, main, resume_hint
 
 RANDOM = ["--arch", "digits-cnn", "--init", "random"]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(mcutrain.__file__).parents[1]),
@@ -118,7 +118,7 @@ def test_unwritable_outputs_are_refused_before_the_work(capsys, tmp_path, argv):
 def test_an_output_the_system_refuses_is_one_line(capsys, tmp_path, monkeypatch):
     def full(*a, **k):
         raise OSError(28, "No space left on device", str(tmp_path / "grid.png"))
-    monkeypatch.setattr("mcutrain.io.atomic_write_bytes", full)
+    monkeypatch.setattr("mcutrain.data.grid.save_grid", full)
     assert main(["datasets", "--show", "digits", "-o", str(tmp_path / "grid.png")]) == 1
     line = error_line(capsys)
     assert "No space left on device" in line and "grid.png" in line
@@ -233,3 +233,85 @@ def test_outputs_honour_the_umask(tmp_path):
         os.umask(old)
     mode = (tmp_path / "a.bin").stat().st_mode & 0o777
     assert mode == (tmp_path / "ref.npz").stat().st_mode & 0o777 == 0o644
+
+
+@pytest.mark.parametrize("command", ["pretrain", "train", "eval", "plan", "export", "run", "demo", "import"])
+def test_every_command_that_computes_limits_blas_threads(command, monkeypatch):
+    """`--threads N` (default 1, as pretrain's always was) holds for the whole command."""
+    import importlib
+
+    from threadpoolctl import threadpool_info
+    seen = []
+    module = importlib.import_module(f"mcutrain.commands.{MODULE_NAMES.get(command, command)}")
+    monkeypatch.setattr(module, "run", lambda args: seen.append(
+        {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}) or 0)
+    required = {"pretrain": ["--arch", "x", "--dataset", "d", "-o", "m.npz"], "train": ["--dataset", "d"],
+                "eval": ["m.npz", "--dataset", "d"], "plan": ["--method", "fqt", "--target", "t"],
+                "export": ["-o", "out"], "run": ["--target", "t", "--dataset", "d"], "demo": [],
+                "import": ["m.onnx", "-o", "m.npz"]}[command]
+    assert main([command, *required]) == 0
+    assert main([command, *required, "--threads", "2"]) == 0
+    if not any(seen):
+        pytest.skip("numpy has no BLAS threadpool threadpoolctl can see")
+    assert seen == [{1}, {2}]
+
+
+def test_train_help_shows_every_default():
+    from mcutrain.cli import build_parser
+    from mcutrain.methods import factory
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    text = "".join(sub.choices["train"].format_help().split())      # argparse wraps lines anywhere
+    for o in factory.options_of("train"):
+        if not o.switch:
+            assert "".join(factory.help_with_default(o).split()) in text
+            assert "default" in factory.help_with_default(o)
+    assert "(default1)" in text.split("--partialLAMBDA_MIN")[-1].split("--partial-max")[0]
+    assert "trainingmethod(fqt,zo,bp-qas;defaultfqt)" in text
+    assert "--threadsTHREADSBLASthreads(default1:" in text
+
+
+@pytest.mark.parametrize("outputs,dataset,keep", [
+    (7, "digits", "train on data with 7 classes to keep it (a class subset such as 'digits[0-6]'"),
+    (10, "digits[0-4]", "give the samples as your own .npz"),
+])
+def test_a_replaced_head_is_said_with_how_to_keep_it(capsys, tmp_path, outputs, dataset, keep):
+    model = tmp_path / "m.npz"
+    io.save(model, zoo.build("digits-cnn", outputs, seed=1))
+    assert main(["train", str(model), "--dataset", dataset, "--precision", "float32", "--epochs", "1",
+                 "--train-samples", "40", "--test-samples", "20", "--json"]) == 0
+    err = capsys.readouterr().err
+    classes = 10 if dataset == "digits" else 5
+    assert (f"mcutrain train: note: the model has {outputs} outputs, dataset '{dataset}' {classes} classes: "
+            f"its last layer 'fc' is replaced by a new, randomly initialized one of {classes} outputs") in err
+    assert keep in err
+
+
+def test_matching_head_gets_no_note(capsys, int8_model):
+    assert main(["train", str(int8_model), "--dataset", "digits", "--epochs", "1", "--train-samples", "32",
+                 "--test-samples", "16", "--json"]) == 0
+    assert "note:" not in capsys.readouterr().err
+
+
+def test_datasets_shows_the_shape_the_files_hold(capsys, tmp_path, monkeypatch):
+    from mcutrain.data import load_dataset
+    from mcutrain.data import registry as R
+    from mcutrain.data.idx import write_idx
+    monkeypatch.setenv("MCUTRAIN_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("MCUTRAIN_DATA", str(tmp_path / "data"))
+    monkeypatch.setattr(R, "SYSTEM_DIRS", [tmp_path / "system"])
+    folder = tmp_path / "data" / "mnist"
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for part, a in zip(R.IDX_PARTS, [rng.integers(0, 256, (30, 13, 11), dtype=np.uint8), np.arange(30) % 10,
+                                     rng.integers(0, 256, (20, 13, 11), dtype=np.uint8), np.arange(20) % 10]):
+        write_idx(folder / f"{part}.gz", a.astype(np.uint8))
+    assert main(["datasets", "--json"]) == 0
+    import json
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["datasets"]}
+    loaded = load_dataset("mnist")
+    assert rows["mnist"]["shape"] == list(loaded.shape) == [13, 11, 1]
+    assert rows["digits"]["shape"] == list(load_dataset("digits").shape)
+    assert main(["datasets"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("mnist "))
+    assert " 13x11x1 " in line

@@ -37,7 +37,7 @@ from mcutrain import io
 from mcutrain.cli import counted, print_json
 from mcutrain.commands._outputs import check_output
 from mcutrain.errors import UserError
-from mcutrain.options import seed_int
+from mcutrain.options import add_threads_option, seed_int
 
 
 def register(subparsers) -> None:
@@ -56,6 +56,7 @@ def register(subparsers) -> None:
     p.add_argument("--quick", action="store_true",
                    help="the fast variant on digits: 1 adaptation epoch, 2 ZO queries, MCU inference only")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    add_threads_option(p)
     p.set_defaults(func=run)
 
 

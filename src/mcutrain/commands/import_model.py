@@ -32,6 +32,7 @@ from pathlib import Path
 from mcutrain.cli import print_json
 from mcutrain.commands._outputs import check_output
 from mcutrain.errors import UserError
+from mcutrain.options import add_threads_option
 
 CALIBRATION_SAMPLES = 512
 
@@ -48,6 +49,7 @@ def register(subparsers) -> None:
                         "(a dataset spec or your own data.npz)")
     p.add_argument("-o", "--output", required=True, metavar="MODEL.npz", help="the model file to write")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    add_threads_option(p)
     p.set_defaults(func=run)
 
 

@@ -26,7 +26,7 @@ from mcutrain.cli import counted, print_json
 from mcutrain.commands._outputs import check_output
 from mcutrain.errors import UserError
 from mcutrain.graph import GraphError
-from mcutrain.options import check_lr, learning_rate, positive_int, seed_int
+from mcutrain.options import add_threads_option, check_lr, learning_rate, positive_int, seed_int
 
 DEFAULT_LR = 3e-3
 CALIBRATION_SAMPLES = 512
@@ -53,9 +53,7 @@ def register(subparsers) -> None:
                    help=f"batch size (default {DEFAULT_BATCH})")
     p.add_argument("--lr", type=learning_rate, default=DEFAULT_LR,
                    help=f"Adam learning rate at the start of the cosine schedule (default {DEFAULT_LR})")
-    p.add_argument("--threads", type=positive_int, default=1,
-                   help="BLAS threads (default 1: the engine's matrices are small, and on a busy "
-                        "machine extra BLAS threads spin and slow training several fold)")
+    add_threads_option(p)
     p.add_argument("--calibration", choices=("minmax", "percentile"), default="minmax",
                    help="how post-training quantization sets activation ranges (default minmax)")
     p.add_argument("--calibration-samples", type=positive_int, default=CALIBRATION_SAMPLES,

@@ -32,6 +32,7 @@ from mcutrain.errors import UserError
 from mcutrain.methods import factory
 from mcutrain.methods.base import TrainingMethod
 from mcutrain.methods.resume import CHANGEABLE
+from mcutrain.options import add_threads_option
 
 
 def register(subparsers) -> None:
@@ -45,7 +46,8 @@ def register(subparsers) -> None:
     p.add_argument("--dataset", required=True, help="dataset spec, e.g. digits, fashion-mnist[5-9], "
                                                     "fashion-mnist-c:fog:3, or your own data.npz "
                                                     "(arrays x, y; optional x_test, y_test)")
-    p.add_argument("--method", default="fqt", help=f"training method ({', '.join(factory.TRAIN_METHODS)})")
+    p.add_argument("--method", default="fqt",
+                   help=f"training method ({', '.join(factory.TRAIN_METHODS)}; default fqt)")
     p.add_argument("--checkpoint", help="save the training state here after every epoch")
     p.add_argument("--resume", help="continue from a training state saved with --checkpoint (same settings)")
     p.add_argument("--resume-changed", type=changed_options, default=(), metavar="OPTION[,OPTION]",
@@ -54,6 +56,7 @@ def register(subparsers) -> None:
     p.add_argument("-o", "--output", help="save the trained model (.npz), its training history inside it")
     add_subset_args(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_threads_option(p)
     factory.add_options(p.add_argument_group("training options (methods in each help line)"), "train")
     p.set_defaults(func=run)
 
