@@ -8,6 +8,7 @@ commands find exit 1; outputs that could not be written are refused before any w
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import signal
 import subprocess
@@ -315,3 +316,28 @@ def test_datasets_shows_the_shape_the_files_hold(capsys, tmp_path, monkeypatch):
     assert main(["datasets"]) == 0
     line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("mnist "))
     assert " 13x11x1 " in line
+
+
+def test_a_failing_harness_says_what_failed_and_shows_its_output(capsys, tmp_path, arm_tools, monkeypatch):
+    """A real guest that cannot open its files (exit 2), then a step error (exit 4) as the CLI shows it."""
+    from mcutrain.codegen import cross
+    from mcutrain.mcu import count_instructions
+    dump = tmp_path / "d"
+    assert main(["run", *RANDOM, "--target", "cortex-m4", "--dataset", "digits", "--steps", "1",
+                 "--dump", str(dump)]) == 0
+    capsys.readouterr()
+    prof = count_instructions(dump / "build" / "model.elf", "cortex-m4", ["missing.bin", "out.bin"],
+                              cwd=dump / "build")
+    assert prof.exit_code == 2 and "cannot open missing.bin" in prof.stderr
+
+    def failing_step(elf, target, args, cwd, timeout):
+        real = count_instructions(elf, target, args, cwd=cwd, timeout=timeout)
+        return dataclasses.replace(real, exit_code=4,
+                                   stderr="model_predict failed with status 5 on sample 0\n")
+    monkeypatch.setattr(cross, "count_instructions", failing_step)
+    assert main(["run", *RANDOM, "--target", "cortex-m4", "--dataset", "digits", "--steps", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.startswith("mcutrain run: error: the model harness failed on cortex-m4 with exit code 4: the "
+                          "library returned an error status from a step")
+    assert err.rstrip().endswith("its output:\n  model_predict failed with status 5 on sample 0\n  samples 1")
