@@ -126,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         # NOTE: private run directories are gone already (contain.private_dir removes them
         # however its block ends); one line instead of the interpreter's traceback.
-        print(f"\nmcutrain {args.command}: interrupted{resume_hint(args, argv)}", file=sys.stderr)
+        fresh_line = "\n" if sys.stderr.isatty() else ""       # past the ^C and a progress bar
+        print(f"{fresh_line}mcutrain {args.command}: interrupted{resume_hint(args, argv)}", file=sys.stderr)
         return 130
 
 

@@ -214,7 +214,9 @@ def test_ctrl_c_in_run_removes_its_build_folder(tmp_path, arm_tools):
     r = _interrupted(["run", *RANDOM, "--dataset", "digits", "--method", "fqt", "--precision", "int8",
                       "--target", "cortex-m4"], tmp_path, started)
     assert r.returncode == 130, r.stderr
-    assert r.stderr.strip().splitlines() == ["mcutrain run: interrupted"]
+    lines = r.stderr.strip().splitlines()
+    assert lines[-1] == "mcutrain run: interrupted"
+    assert all(ln.startswith("mcutrain run: [") for ln in lines[:-1])     # its stages, nothing else
     assert not list(tmp_path.glob("mcutrain-run-*"))
 
 
@@ -338,6 +340,109 @@ def test_a_failing_harness_says_what_failed_and_shows_its_output(capsys, tmp_pat
     assert main(["run", *RANDOM, "--target", "cortex-m4", "--dataset", "digits", "--steps", "1"]) == 1
     err = capsys.readouterr().err
     assert "Traceback" not in err
+    err = err[err.index("mcutrain run: error:"):]          # after the run's stage lines
     assert err.startswith("mcutrain run: error: the model harness failed on cortex-m4 with exit code 4: the "
                           "library returned an error status from a step")
     assert err.rstrip().endswith("its output:\n  model_predict failed with status 5 on sample 0\n  samples 1")
+
+
+def _sysdeps(tmp_path: Path, uid: int, who: str) -> tuple[subprocess.CompletedProcess, Path]:
+    """scripts/install-sysdeps.sh on a machine without the ARM tools (PATH holds only fakes):
+    `id` says `uid`, `apt-get` records what it was asked to do."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    log = tmp_path / "apt.log"
+    (fake / "id").write_text(f"#!/bin/bash\necho {uid}\n")
+    (fake / "apt-get").write_text(f"#!/bin/bash\necho \"$@\" >> {log}\n")
+    for f in fake.iterdir():
+        f.chmod(0o755)
+    script = Path(__file__).parents[2] / "scripts" / "install-sysdeps.sh"
+    r = subprocess.run(["/bin/bash", str(script), who], capture_output=True, text=True,
+                       env={"PATH": str(fake)}, timeout=60)
+    return r, log
+
+
+def test_make_demo_installs_the_system_packages_first():
+    makefile = (Path(__file__).parents[2] / "Makefile").read_text()
+    demo = makefile.split("\ndemo:")[1].split("\n\n")[0]
+    assert "scripts/install-sysdeps.sh demo" in demo and "mcutrain demo" in demo
+    assert demo.index("install-sysdeps") < demo.index("mcutrain demo")
+
+
+def test_sysdeps_as_root_installs_the_toolchain(tmp_path):
+    r, log = _sysdeps(tmp_path, 0, "demo")
+    assert r.returncode == 0, r.stderr
+    calls = log.read_text().splitlines()
+    assert calls[0] == "update -qq"
+    assert calls[1].startswith("install -y -qq --no-install-recommends gcc-arm-none-eabi "
+                               "libnewlib-arm-none-eabi qemu-system-arm")
+
+
+def test_sysdeps_without_root_says_the_one_command(tmp_path):
+    r, log = _sysdeps(tmp_path, 1000, "demo")
+    assert r.returncode == 0 and not log.exists()
+    commands = [ln.strip() for ln in r.stderr.splitlines() if "apt-get" in ln]
+    assert len(commands) == 1
+    assert commands[0].startswith("sudo apt-get install -y --no-install-recommends gcc-arm-none-eabi "
+                                  "libnewlib-arm-none-eabi qemu-system-arm")
+    assert "the demo runs without them" in r.stderr
+
+
+def test_demo_without_the_toolchain_says_one_consistent_thing(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))   # no arm-none-eabi-gcc, no QEMU (jobs: full path)
+    monkeypatch.setenv("MCUTRAIN_CACHE", str(tmp_path / "cache"))
+    assert main(["demo", "--quick", "--data", "digits", "--out", str(tmp_path / "demo")]) == 0
+    out = capsys.readouterr().out
+    assert "MCU stage skipped" not in out and "built and ran" not in out
+    line = next(ln for ln in out.splitlines() if ln.startswith("[4/5] MCU:"))
+    assert line.startswith("[4/5] MCU: not run: arm-none-eabi-gcc")
+    assert "apt-get install" in line
+
+
+
+def test_progress_writes_plain_lines_when_not_on_a_terminal():
+    import io as text_io
+
+    from mcutrain.progress import Progress
+    log = text_io.StringIO()
+    with Progress(4, "mcutrain run", unit="stage", stream=log, every=0) as p:
+        p.stage("cross-compiling for cortex-m4")
+        p.update(1)
+        p.stage("emulating")
+        p.update(1)
+    lines = log.getvalue().splitlines()
+    assert [ln.split(" (")[0] for ln in lines] == ["mcutrain run: [1/4] cross-compiling for cortex-m4",
+                                                   "mcutrain run: [2/4] emulating"]
+    log = text_io.StringIO()
+    with Progress(10, "fqt", stream=log, every=1e-9) as p:
+        for _ in range(3):
+            p.update(1, loss=0.5)
+    assert log.getvalue().splitlines()[-1].startswith("fqt: 3/10 steps (30%), ")
+    assert log.getvalue().splitlines()[-1].endswith(", loss 0.500")
+    silent = text_io.StringIO()
+    with Progress(10, "fqt", stream=silent, show=False) as p:
+        p.stage("x")
+        p.update(5)
+    assert silent.getvalue() == ""
+
+
+def test_run_says_its_stages_on_stderr(tmp_path, arm_tools):
+    r = cli("run", *RANDOM, "--target", "cortex-m4", "--dataset", "digits", "--steps", "1", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    stages = [ln.split(" (")[0] for ln in r.stderr.splitlines()]
+    assert stages == ["mcutrain run: [1/3] writing the C library",
+                      "mcutrain run: [2/3] cross-compiling for cortex-m4",
+                      "mcutrain run: [3/3] emulating 1 inference in QEMU, counting instructions"]
+    assert "bit-exact" in r.stdout
+
+
+def test_demo_mcu_stage_says_each_part_as_it_ends(tmp_path):
+    from mcutrain.demo.jobs import start
+    from mcutrain.demo.stages import McuRuns
+    said: list[str] = []
+    runs = McuRuns({"seconds": {}, "cpu_seconds": {}},
+                   {"inference": (start(["datasets", "--json"]), tmp_path / "a.json"),
+                    "zo": (start(["datasets", "--json"]), tmp_path / "b.json")}, said.append)
+    runs.wait_saying_progress(every=0.0)
+    ends = sorted(s.split(" (")[0] for s in said if "still" not in s)
+    assert ends == ["  MCU inference: done", "  MCU zo: done"]

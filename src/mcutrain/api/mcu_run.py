@@ -26,6 +26,7 @@ from mcutrain.api.training import calibration_samples
 from mcutrain.errors import UserError
 from mcutrain.mcu.twin import first_mismatch, float_state_diff, simulate_fqt_steps, simulate_steps
 from mcutrain.methods import factory
+from mcutrain.progress import Progress
 
 JSON_KEYS = ("target", "core", "bit_exact", "steps", "instructions_per_step", "macs_per_step",
              "instructions_per_mac", "est_cycles_per_step", "est_ms_per_step", "ram_bytes", "flash_bytes",
@@ -87,9 +88,17 @@ def run_inference(args: argparse.Namespace, work: Path, target, kernels: str) ->
     x_q = int_engine.quantize_input(qm, x)
     sim = int_engine.forward(qm, x_q)
     try:
-        export_library(qm, work / "lib", kernels=kernels, provenance=prov, target=target.name)
-        b = build_mcu(work / "lib", target, work / "model.elf", kernels=kernels)
-        mcu, prof = run_mcu(b.elf, target, x_q, qm.graph.num_classes, work / "run")
+        with run_progress(args, 3) as stages:
+            stages.stage("writing the C library")
+            export_library(qm, work / "lib", kernels=kernels, provenance=prov, target=target.name)
+            stages.update(1)
+            stages.stage(f"cross-compiling for {target.name}")
+            b = build_mcu(work / "lib", target, work / "model.elf", kernels=kernels)
+            stages.update(1)
+            stages.stage(f"emulating {args.steps} inference{'s' * (args.steps != 1)} in QEMU, counting "
+                         "instructions")
+            mcu, prof = run_mcu(b.elf, target, x_q, qm.graph.num_classes, work / "run")
+            stages.update(1)
     except (ExportError, BuildError, ToolchainMissingError, QemuError, RuntimeError) as e:
         raise UserError(str(e)) from None
     region = prof.region
@@ -135,25 +144,35 @@ def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> 
                  for i in range(args.steps)]
     batches_q = [(quantize_input(method, x) if fqt else int_engine.quantize_input(qm, x), y)
                  for x, y in batches_f]
-    try:
-        res = export_training_library(method, work / "lib", batch=bsz, kernels=kernels, provenance=prov,
-                                      target=target.name, lr=args.lr)
-        src = res.model
+    with run_progress(args, 4) as stages:
         try:
-            b = build_mcu_train(work / "lib", target, work / "train.elf", kernels=kernels)
-        except LinkOverflowError as e:
-            rep = account(src.plan.schedule, target, src.plan)
-            raise UserError(f"{e}\nthe planner's breakdown:\n{format_report(rep)}") from None
-        mcu, prof, stack = run_mcu_train(b.elf, target, batches_q, args.lr, src, qm.graph.num_classes,
-                                         work / "run")
-    except (ExportError, BuildError, ToolchainMissingError, QemuError, RuntimeError) as e:
-        raise UserError(str(e)) from None
-    if fqt:
-        sim = simulate_fqt_steps(sim_method, batches_f, args.lr, src)
-        float_diff = (0, 0.0)
-    else:
-        sim = simulate_steps(sim_method, batches_f, args.lr, [e.name for e in src.state])
-        float_diff = float_state_diff(sim, mcu)
+            stages.stage(f"writing the C library ({args.method})")
+            res = export_training_library(method, work / "lib", batch=bsz, kernels=kernels, provenance=prov,
+                                          target=target.name, lr=args.lr)
+            src = res.model
+            stages.update(1)
+            stages.stage(f"cross-compiling for {target.name}")
+            try:
+                b = build_mcu_train(work / "lib", target, work / "train.elf", kernels=kernels)
+            except LinkOverflowError as e:
+                rep = account(src.plan.schedule, target, src.plan)
+                raise UserError(f"{e}\nthe planner's breakdown:\n{format_report(rep)}") from None
+            stages.update(1)
+            stages.stage(f"emulating {args.steps} training step{'s' * (args.steps != 1)} in QEMU, counting "
+                         "instructions")
+            mcu, prof, stack = run_mcu_train(b.elf, target, batches_q, args.lr, src, qm.graph.num_classes,
+                                             work / "run")
+            stages.update(1)
+        except (ExportError, BuildError, ToolchainMissingError, QemuError, RuntimeError) as e:
+            raise UserError(str(e)) from None
+        stages.stage("simulating the same steps and comparing")
+        if fqt:
+            sim = simulate_fqt_steps(sim_method, batches_f, args.lr, src)
+            float_diff = (0, 0.0)
+        else:
+            sim = simulate_steps(sim_method, batches_f, args.lr, [e.name for e in src.state])
+            float_diff = float_state_diff(sim, mcu)
+        stages.update(1)
     mismatch = first_mismatch(sim, mcu)
     result = step_result(prof, target, src, b, args.steps, mismatch)
     last_sim = {k: v for k, v in sim[-1][2].items() if not k.endswith(".velocity")}
@@ -162,6 +181,12 @@ def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> 
     return {**result, "kernels": kernels, "provenance": prov, "mismatch": mismatch, "stack_used": stack,
             "float_state_diff": float_diff, "sizes": b.sizes, "src": src, "dump_sim": dump_sim,
             "dump_mcu": dump_mcu, "method": args.method}
+
+
+def run_progress(args: argparse.Namespace, stages: int) -> Progress:
+    """The stages of a run on stderr (builds and emulation take about 20 s): on only where the
+    command line asked (`args.progress`, None = a bar on a terminal, plain lines elsewhere)."""
+    return Progress(stages, "mcutrain run", unit="stage", show=getattr(args, "progress", False), every=0)
 
 
 def run_args(args: argparse.Namespace, work: Path) -> dict[str, Any]:

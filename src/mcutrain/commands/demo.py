@@ -67,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
         adapt_result,
         describe_mcu,
         pretrain_stage,
+        short,
         start_adapt,
         start_mcu,
     )
@@ -81,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stream = sys.stderr if args.json else sys.stdout
-    progress = not args.json and sys.stderr.isatty()
+    progress = False if args.json else None     # a bar on a terminal, plain lines in a log
 
     def log(text: str) -> None:
         print(text, file=stream, flush=True)
@@ -118,7 +119,10 @@ def run(args: argparse.Namespace) -> int:
     mcu = mcu_runs.result()
     summary["stages"]["mcu"], summary["seconds"]["mcu"] = mcu, mcu_runs.seconds
     summary["cpu_seconds"]["mcu"] = sum((mcu.get("cpu_seconds") or {}).values())
-    log(f"[4/5] MCU: built and ran on the emulated {cfg.target} core ({mcu_runs.seconds:.0f} s)")
+    if mcu.get("available"):
+        log(f"[4/5] MCU: built and ran on the emulated {cfg.target} core ({mcu_runs.seconds:.0f} s)")
+    else:
+        log(f"[4/5] MCU: not run: {short(mcu.get('reason', ''))}")
 
     t0, c0 = time.perf_counter(), time.process_time()
     from mcutrain.report import ReportError, write_report

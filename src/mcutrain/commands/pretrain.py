@@ -16,7 +16,6 @@ Examples:
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 import numpy as np
@@ -102,7 +101,7 @@ def _check(args: argparse.Namespace) -> None:
         raise UserError(f"unknown architecture '{args.arch}'; available: {', '.join(zoo.ARCHS)}")
 
 
-def pretrain(args: argparse.Namespace, progress: bool) -> dict[str, Any]:
+def pretrain(args: argparse.Namespace, progress: bool | None) -> dict[str, Any]:
     """Train, evaluate and save; returns the `--json` result."""
     from threadpoolctl import threadpool_limits
 
@@ -140,7 +139,7 @@ def pretrain(args: argparse.Namespace, progress: bool) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    result = pretrain(args, progress=not args.json and sys.stderr.isatty())
+    result = pretrain(args, progress=False if args.json else None)
     if args.json:
         print_json(result)
     else:

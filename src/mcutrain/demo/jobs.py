@@ -54,11 +54,24 @@ class Job:
         """(exit code, stdout, stderr) once the process has ended."""
         if self._done is None:
             _, status, usage = os.wait4(self.proc.pid, 0)
-            self.seconds = time.perf_counter() - self.started
-            self.cpu_seconds = usage.ru_utime + usage.ru_stime
-            code = self.proc.returncode = os.waitstatus_to_exitcode(status)
-            self._done = (code, _read(self.stdout), _read(self.stderr))
+            self._finish(status, usage)
         return self._done
+
+    def running(self) -> bool:
+        """Whether the process is still working (reaps it, without blocking, once it has ended)."""
+        if self._done is not None:
+            return False
+        pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+        if pid == 0:
+            return True
+        self._finish(status, usage)
+        return False
+
+    def _finish(self, status: int, usage) -> None:
+        self.seconds = time.perf_counter() - self.started
+        self.cpu_seconds = usage.ru_utime + usage.ru_stime
+        code = self.proc.returncode = os.waitstatus_to_exitcode(status)
+        self._done = (code, _read(self.stdout), _read(self.stderr))
 
     def json(self) -> dict[str, Any]:
         """The `--json` result on stdout, whatever the exit code (a mismatch exits 1 with a result)."""

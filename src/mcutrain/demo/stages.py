@@ -23,6 +23,8 @@ from mcutrain.demo.jobs import Job, JobError, start
 Log = Callable[[str], None]
 TRAINED = ("fqt", "zo")
 """The methods the demo adapts with, in this order; each writes NAME.npz (its history inside)."""
+MCU_PROGRESS_EVERY = 15.0
+"""Seconds between two "still running" lines of the MCU stage."""
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -106,8 +108,8 @@ def _train_options(cfg: DemoConfig, method: str) -> list[tuple[str, Any]]:
     """The `mcutrain run` options of a method's training steps (those run does not know are dropped).
 
     NOTE: a smaller batch than the simulation's: every ZO query is a forward pass in the emulator.
-    FQT's partial updates are not in the C step yet, so it runs with every filter trained (the
-    planner's worst case, which the RAM column shows anyway).
+    The C step runs FQT's partial updates at batch 1 only, so at this batch it trains every filter
+    (the planner's worst case, which the RAM column shows anyway).
     """
     if method == "fqt":
         return [("--trainable", cfg.fqt_trainable), ("--batch", cfg.mcu_batch), ("--precision", "int8"),
@@ -148,7 +150,24 @@ class McuRuns:
         self.started = time.perf_counter()
         self.seconds = 0.0
 
+    def wait_saying_progress(self, every: float = MCU_PROGRESS_EVERY) -> None:
+        """Wait for the jobs, saying each part as it finishes and, every `every` seconds, which
+        still run: the MCU stage takes about 1.5 minutes of builds and emulation."""
+        pending = dict(self.jobs)
+        last = time.perf_counter()
+        while pending:
+            for part in [p for p, (job, _) in pending.items() if not job.running()]:
+                job = pending.pop(part)[0]
+                self.log(f"  MCU {part}: {'done' if job.wait()[0] == 0 else 'ended'} ({job.seconds:.0f} s)")
+            if pending and time.perf_counter() - last >= every:
+                last = time.perf_counter()
+                self.log(f"  MCU: {', '.join(pending)} still building or emulating "
+                         f"({last - self.started:.0f} s)")
+            if pending:
+                time.sleep(0.2)
+
     def result(self) -> dict[str, Any]:
+        self.wait_saying_progress()
         for part, (job, path) in self.jobs.items():
             self.res[part] = _finish_part(job, part, path, self.log)
             self.res["seconds"][part] = job.seconds
@@ -167,8 +186,7 @@ def start_mcu(cfg: DemoConfig, model: Path, out: Path, log: Log) -> McuRuns:
     for name in (model.stem, *TRAINED):  # results of an earlier demo in this folder must not pass for these
         (out / f"{name}.mcu.json").unlink(missing_ok=True)
     missing = _toolchain_missing()
-    if missing:
-        log(f"  MCU stage skipped: {missing}")
+    if missing:     # said once, by the demo's [4/5] line and its summary
         return McuRuns({"available": False, "reason": missing}, {}, log)
     res: dict[str, Any] = {"available": True, "seconds": {}, "cpu_seconds": {}}
     jobs: dict[str, tuple[Job, Path]] = {}
