@@ -436,13 +436,66 @@ def test_run_says_its_stages_on_stderr(tmp_path, arm_tools):
     assert "bit-exact" in r.stdout
 
 
-def test_demo_mcu_stage_says_each_part_as_it_ends(tmp_path):
-    from mcutrain.demo.jobs import start
-    from mcutrain.demo.stages import McuRuns
+def test_demo_says_each_job_as_it_ends_and_which_still_run(tmp_path):
+    from mcutrain.demo.jobs import start, wait_all
     said: list[str] = []
-    runs = McuRuns({"seconds": {}, "cpu_seconds": {}},
-                   {"inference": (start(["datasets", "--json"]), tmp_path / "a.json"),
-                    "zo": (start(["datasets", "--json"]), tmp_path / "b.json")}, said.append)
-    runs.wait_saying_progress(every=0.0)
-    ends = sorted(s.split(" (")[0] for s in said if "still" not in s)
-    assert ends == ["  MCU inference: done", "  MCU zo: done"]
+    quick = start(["datasets", "--json"])
+    slow = start(["train", *RANDOM, "--dataset", "digits", "--epochs", "2"])
+    wait_all({"MCU inference": quick, "adapt with fqt": slow}, said.append, every=0.5)
+    ends = [s.split(" (")[0] for s in said if "still" not in s]
+    assert ends == ["  MCU inference: done", "  adapt with fqt: done"]
+    assert any(s.startswith("  still running: adapt with fqt (") for s in said)
+    assert quick.seconds < slow.seconds          # each reaped when it ended, not when the other did
+    wait_all({"MCU inference": quick}, said.append)
+    assert len([s for s in said if "MCU inference: done" in s]) == 1
+
+
+def test_lifetime_phases_read_forward_error_weight_grad_update():
+    from mcutrain.plan.picture import phase_bands
+    from mcutrain.plan.schedules import build_schedule
+    g = zoo.build("digits-cnn", 10)
+    s = build_schedule(g, "fqt", batch=4)
+    bands = phase_bands(s.kernels)
+    assert bands[0][2] == "zero grads" and bands[1][2] == "forward"
+    first = {ph: next(i for i, b in enumerate(bands) if b[2] == ph) for ph in
+             ("forward", "error", "weight_grad", "update")}
+    assert first["forward"] < first["error"] < first["weight_grad"] < first["update"]
+    assert [b[0] for b in bands[1:]] == [b[1] for b in bands[:-1]]      # contiguous, every kernel once
+    assert bands[-1][1] == len(s.kernels)
+
+
+def test_plan_picture_is_written(tmp_path):
+    out = tmp_path / "life.png"
+    assert main(["plan", "--arch", "digits-cnn", "--method", "fqt", "--target", "cortex-m4",
+                 "--picture", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_memory_categories_have_one_colour_in_every_picture():
+    from mcutrain.plan.colors import FALLBACK, ROLE_COLORS, category_color
+    from mcutrain.plan.memory import RAM_LABELS, account
+    from mcutrain.plan.schedules import build_schedule
+    from mcutrain.report import memory_parts
+    for role, colour in ROLE_COLORS.items():
+        assert category_color(RAM_LABELS[role]) == category_color(f"arena: {RAM_LABELS[role]}") == colour
+    rep = account(build_schedule(zoo.build("digits-cnn", 10), "fqt", batch=4), "nrf52840")
+    ram, flash = memory_parts(rep)
+    names = [*ram, *flash]
+    colours = [category_color(n) for n in names]
+    assert FALLBACK not in colours, names
+    assert len(set(colours)) == len(colours)
+
+
+def test_dataset_grid_leaves_room_for_every_row_name():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from mcutrain.data.corruptions import CORRUPTIONS
+    from mcutrain.data.grid import label_width
+    names = [n.replace("_", " ") for n in CORRUPTIONS] + ["T-shirt/top", "Ankle boot"]
+    fig = plt.figure(dpi=100)
+    renderer = fig.canvas.get_renderer()
+    widest = max(fig.text(0, 0, n, fontsize=9).get_window_extent(renderer).width for n in names) / fig.dpi
+    plt.close(fig)
+    assert widest + 0.3 <= label_width(names)      # inches: the name, and a clear gap to the block beside it

@@ -62,6 +62,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mcutrain.demo.config import choose
+    from mcutrain.demo.jobs import wait_all
     from mcutrain.demo.stages import (
         TRAINED,
         adapt_result,
@@ -109,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
         "core, side by side ...")
     jobs = {m: start_adapt(cfg, m, model, out) for m in TRAINED}
     mcu_runs = start_mcu(cfg, model, out, log)
+    wait_all({**{f"adapt with {m}": jobs[m] for m in TRAINED},
+              **{f"MCU {part}": job for part, (job, _) in mcu_runs.jobs.items()}}, log)
     for i, method in enumerate(TRAINED):
         r = adapt_result(jobs[method])
         summary["stages"][method], summary["seconds"][method] = r, jobs[method].seconds

@@ -18,13 +18,11 @@ from typing import Any
 
 from mcutrain import io
 from mcutrain.demo.config import DemoConfig
-from mcutrain.demo.jobs import Job, JobError, start
+from mcutrain.demo.jobs import Job, JobError, start, wait_all
 
 Log = Callable[[str], None]
 TRAINED = ("fqt", "zo")
 """The methods the demo adapts with, in this order; each writes NAME.npz (its history inside)."""
-MCU_PROGRESS_EVERY = 15.0
-"""Seconds between two "still running" lines of the MCU stage."""
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -150,24 +148,8 @@ class McuRuns:
         self.started = time.perf_counter()
         self.seconds = 0.0
 
-    def wait_saying_progress(self, every: float = MCU_PROGRESS_EVERY) -> None:
-        """Wait for the jobs, saying each part as it finishes and, every `every` seconds, which
-        still run: the MCU stage takes about 1.5 minutes of builds and emulation."""
-        pending = dict(self.jobs)
-        last = time.perf_counter()
-        while pending:
-            for part in [p for p, (job, _) in pending.items() if not job.running()]:
-                job = pending.pop(part)[0]
-                self.log(f"  MCU {part}: {'done' if job.wait()[0] == 0 else 'ended'} ({job.seconds:.0f} s)")
-            if pending and time.perf_counter() - last >= every:
-                last = time.perf_counter()
-                self.log(f"  MCU: {', '.join(pending)} still building or emulating "
-                         f"({last - self.started:.0f} s)")
-            if pending:
-                time.sleep(0.2)
-
     def result(self) -> dict[str, Any]:
-        self.wait_saying_progress()
+        wait_all({f"MCU {part}": job for part, (job, _) in self.jobs.items()}, self.log)
         for part, (job, path) in self.jobs.items():
             self.res[part] = _finish_part(job, part, path, self.log)
             self.res["seconds"][part] = job.seconds
