@@ -499,3 +499,34 @@ def test_dataset_grid_leaves_room_for_every_row_name():
     widest = max(fig.text(0, 0, n, fontsize=9).get_window_extent(renderer).width for n in names) / fig.dpi
     plt.close(fig)
     assert widest + 0.3 <= label_width(names)      # inches: the name, and a clear gap to the block beside it
+
+
+TUTORIAL = Path(__file__).parents[2] / "docs" / "tutorial.md"
+
+
+def test_tutorial_says_how_to_get_pytorch_for_the_cpu():
+    text = TUTORIAL.read_text()
+    assert "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in text
+    import tomllib
+    project = tomllib.loads((TUTORIAL.parents[1] / "pyproject.toml").read_text())["project"]
+    assert "torch==2.13.0" in project["optional-dependencies"]["dev"]     # the version the tutorial names
+    assert "partial updates not yet" not in text
+
+
+def test_tutorial_model_trains_off_the_test_split(tmp_path, capsys, monkeypatch):
+    """The tutorial's mynet.py, as written, trains on mcutrain's training split only."""
+    import re
+    pytest.importorskip("torch")
+    from mcutrain.data import load_dataset
+    code = re.search(r"Save it as `mynet.py`:\n\n```python\n(.*?)```", TUTORIAL.read_text(), re.S).group(1)
+    assert "load_digits" not in code and "x_train" in code and "x_test" not in code
+    (tmp_path / "mynet.py").write_text(code)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import mynet
+    seen = []
+    real = mynet.torch.tensor
+    monkeypatch.setattr(mynet.torch, "tensor",
+                        lambda a, *k, **kw: seen.append(np.asarray(a)) or real(a, *k, **kw))
+    mynet.make_net()
+    d = load_dataset("digits")
+    assert np.array_equal(seen[0], d.x_train.transpose(0, 3, 1, 2)) and np.array_equal(seen[1], d.y_train)
