@@ -9,6 +9,7 @@ status 2 and "not implemented yet" instead of pretending.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import json
 import os
@@ -99,6 +100,20 @@ def quiet_broken_pipe() -> int:
     return 0
 
 
+OS_ADVICE = {errno.ENOSPC: "free some space or write elsewhere",
+             errno.EDQUOT: "free some space or write elsewhere",
+             errno.EACCES: "pick a folder you may write in", errno.EPERM: "pick a folder you may write in",
+             errno.EROFS: "pick a folder on a writable disk"}
+"""What to do about the system errors a command meets at its end (a full disk, a read-only folder)."""
+
+
+def os_error_message(e: OSError) -> str:
+    """One line for an OSError that escaped a command: the file, the system's reason, what to do."""
+    where = f" '{e.filename}'" if e.filename else ""
+    advice = OS_ADVICE.get(e.errno, "check the path and try again")
+    return f"cannot use{where}: {e.strerror or e}; {advice}"
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
@@ -119,9 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return quiet_broken_pipe()
     except OSError as e:      # the machine refused (disk full, permission, a read-only folder)
-        where = f" '{e.filename}'" if e.filename else ""
-        print(f"mcutrain {args.command}: error: cannot use{where}: {e.strerror or e}; free space or "
-              "pick a writable folder", file=sys.stderr)
+        print(f"mcutrain {args.command}: error: {os_error_message(e)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         # NOTE: private run directories are gone already (contain.private_dir removes them

@@ -51,7 +51,7 @@ def pretrain_argv(cfg: DemoConfig, out: Path) -> list[str]:
             "-o", str(out / f"{cfg.arch}.npz")]
 
 
-def pretrain_stage(cfg: DemoConfig, out: Path, progress: bool) -> dict[str, Any]:
+def pretrain_stage(cfg: DemoConfig, out: Path, progress: bool | None) -> dict[str, Any]:
     """Float training on the clean data, then int8 by post-training quantization."""
     from mcutrain.commands.pretrain import pretrain
     argv = pretrain_argv(cfg, out)
