@@ -26,12 +26,14 @@ $(DEV_STAMP): $(CORE_STAMP)
 	$(PIP) install -q -e '.[dev]'
 	touch $(DEV_STAMP)
 
-# System packages the tests need (ARM toolchain, QEMU, Fashion-MNIST), installed when we are
-# root and they are missing; without root the tests that need them skip and say how to install.
+# System packages the demo and the tests need (ARM toolchain, QEMU, Fashion-MNIST), installed
+# when we are root and they are missing; without root it prints the one command that installs
+# them, and the demo's MCU stage / the tests that need them say they did not run.
 sysdeps:
-	@bash scripts/install-sysdeps.sh
+	@bash scripts/install-sysdeps.sh tests
 
 demo: $(CORE_STAMP)
+	@bash scripts/install-sysdeps.sh demo
 	$(BIN)/mcutrain demo
 
 test: $(DEV_STAMP) sysdeps

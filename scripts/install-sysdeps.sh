@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
-# Installs the system packages the test suite needs when running as root and they are missing:
-# the ARM cross toolchain with newlib, QEMU for Cortex-M, and Debian's Fashion-MNIST.
+# Installs the system packages the demo and the test suite need when running as root and they
+# are missing: the ARM cross toolchain with newlib, QEMU for Cortex-M, and Debian's
+# Fashion-MNIST. Without root (or apt-get) it prints the one command that installs them.
+# Usage: install-sysdeps.sh [demo|tests]   (who needs them: only the note's wording differs)
 set -euo pipefail
+for_what=${1:-tests}
 need=()
 command -v arm-none-eabi-gcc >/dev/null || need+=(gcc-arm-none-eabi libnewlib-arm-none-eabi)
 command -v qemu-system-arm >/dev/null || need+=(qemu-system-arm)
 [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || need+=(dataset-fashion-mnist)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
-    echo "note: missing ${need[*]}; tests that need them will skip." >&2
-    echo "      install with: sudo apt-get install -y --no-install-recommends ${need[*]}" >&2
+    if [ "$for_what" = demo ]; then
+        echo "note: missing ${need[*]}; the demo runs without them and says which stage it" >&2
+        echo "      leaves out. For the whole demo, run once:" >&2
+    else
+        echo "note: missing ${need[*]}; tests that need them will skip. Install them with:" >&2
+    fi
+    echo "      sudo apt-get install -y --no-install-recommends ${need[*]}" >&2
     exit 0
 fi
-echo "installing ${need[*]} ..."
+echo "installing ${need[*]} (the $for_what need them) ..."
 apt-get update -qq
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

@@ -9,12 +9,17 @@ status 2 and "not implemented yet" instead of pretending.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import json
+import os
+import shlex
 import sys
+from pathlib import Path
 
 from mcutrain.errors import UserError
 from mcutrain.io import json_plain
+from mcutrain.options import blas_threads
 from mcutrain.version import __version__
 
 COMMANDS = ["demo", "datasets", "import", "pretrain", "train", "eval", "plan", "export", "run",
@@ -60,7 +65,57 @@ def print_json(obj) -> None:
     sys.stdout.write("\n")
 
 
+def counted(n: int, noun: str) -> str:
+    """`n` and `noun`, plural unless n is 1: "1 epoch", "3 epochs".
+
+    >>> counted(1, "epoch"), counted(2, "epoch")
+    ('1 epoch', '2 epochs')
+    """
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def resume_hint(args: argparse.Namespace, argv: list[str]) -> str:
+    """What to type to continue an interrupted run: its command line with `--resume CHECKPOINT`
+    (empty when the run saved no checkpoint yet)."""
+    ck = getattr(args, "checkpoint", None)
+    if not ck or not Path(ck).is_file():
+        return ""
+    words, rest = [], iter(argv)
+    for w in rest:      # an earlier --resume gives way to the newest checkpoint
+        if w == "--resume":
+            next(rest, None)
+        elif not w.startswith("--resume="):
+            words.append(w)
+    return f"; continue with: mcutrain {shlex.join([*words, '--resume', ck])}"
+
+
+def quiet_broken_pipe() -> int:
+    """The reader of stdout went away (`mcutrain datasets | head -1`): stop without a traceback.
+
+    NOTE: stdout is pointed at /dev/null so that the interpreter's final flush cannot raise
+    again; the status is 0 because the reader, not mcutrain, chose to stop.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 0
+
+
+OS_ADVICE = {errno.ENOSPC: "free some space or write elsewhere",
+             errno.EDQUOT: "free some space or write elsewhere",
+             errno.EACCES: "pick a folder you may write in", errno.EPERM: "pick a folder you may write in",
+             errno.EROFS: "pick a folder on a writable disk"}
+"""What to do about the system errors a command meets at its end (a full disk, a read-only folder)."""
+
+
+def os_error_message(e: OSError) -> str:
+    """One line for an OSError that escaped a command: the file, the system's reason, what to do."""
+    where = f" '{e.filename}'" if e.filename else ""
+    advice = OS_ADVICE.get(e.errno, "check the path and try again")
+    return f"cannot use{where}: {e.strerror or e}; {advice}"
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -69,10 +124,24 @@ def main(argv: list[str] | None = None) -> int:
     from mcutrain.engines import keep_freed_memory
     keep_freed_memory()  # training steps reuse the same large buffers: keep them mapped
     try:
-        return int(args.func(args) or 0)
+        with blas_threads(getattr(args, "threads", None)):     # the commands that compute take --threads
+            status = int(args.func(args) or 0)
+        sys.stdout.flush()      # a closed pipe shows here, while BrokenPipeError can be caught
+        return status
     except UserError as e:
         print(f"mcutrain {args.command}: error: {e}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        return quiet_broken_pipe()
+    except OSError as e:      # the machine refused (disk full, permission, a read-only folder)
+        print(f"mcutrain {args.command}: error: {os_error_message(e)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        # NOTE: private run directories are gone already (contain.private_dir removes them
+        # however its block ends); one line instead of the interpreter's traceback.
+        fresh_line = "\n" if sys.stderr.isatty() else ""       # past the ^C and a progress bar
+        print(f"{fresh_line}mcutrain {args.command}: interrupted{resume_hint(args, argv)}", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -82,6 +82,29 @@ momentum = _float_type("momentum", 0.0, 1.0, hi_open=True)
 """SGD momentum in [0, 1): 1 never forgets a gradient and diverges."""
 
 
+BLAS_THREADS = 1
+"""Default of `--threads`: the engines' matrices are small, and on a busy machine extra BLAS
+threads spin and slow training several fold (an epoch took 2x longer under contention)."""
+
+
+def add_threads_option(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """`--threads N`: the BLAS threads of a command that computes; `mcutrain.cli.main` applies it
+    (`blas_threads`) around the whole command."""
+    p.add_argument("--threads", type=positive_int, default=BLAS_THREADS,
+                   help=f"BLAS threads (default {BLAS_THREADS}: the engine's matrices are small, and on a "
+                        "busy machine extra BLAS threads spin and slow the work several fold)")
+
+
+def blas_threads(n: int | None):
+    """A context that limits BLAS to `n` threads (none when `n` is None)."""
+    import contextlib
+
+    if n is None:
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits
+    return threadpool_limits(n, "blas")
+
+
 def check_lr(method: str, lr: float, command: str = "train") -> None:
     """Refuse (ValueError) or warn (stderr) for a rate valid in type but implausible for `method`."""
     hi = LR_REFUSE_ABOVE.get(method)

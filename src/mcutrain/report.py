@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from mcutrain import io
+from mcutrain.plan.colors import category_color
 from mcutrain.plan.memory import MemoryReport, arena_at_peak, kb
 from mcutrain.plan.suggest import PlanRequest
 
@@ -387,12 +388,14 @@ def plot_memory(runs: list[MethodRun], path: str | Path) -> Path | None:
     for ax, which in zip(axes, ("RAM", "Flash"), strict=True):
         parts = [memory_parts(r.plan)[which == "Flash"] for r in planned]
         keys = list(dict.fromkeys(k for d in parts for k in d))
-        cmap = plt.get_cmap("tab20")
+        labelled: set[str] = set()
         for i in range(len(planned)):
             left = 0.0
-            for j, k in enumerate(keys):
+            for k in keys:       # one colour per category in every memory picture (plan.colors)
                 v = parts[i].get(k, 0) / 1024
-                ax.barh(i, v, left=left, color=cmap(j % 20), label=k if i == 0 else None)
+                ax.barh(i, v, left=left, color=category_color(k), edgecolor="white", lw=0.5,
+                        label=None if k in labelled or not v else k)
+                labelled |= {k} if v else set()
                 left += v
         limit = planned[0].plan.target.ram_bytes if which == "RAM" else planned[0].plan.target.flash_bytes
         total = max(sum(d.values()) for d in parts)

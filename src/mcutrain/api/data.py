@@ -46,17 +46,24 @@ def check_fits(graph: Graph, ds: Dataset) -> None:
     """Refuse a dataset the model cannot take: samples of another shape than its input (both shapes
     said, and the reshape when the sizes agree), or -- where only the labels tell the classes, a
     user's .npz -- a label the model has no output for."""
-    if ds.shape != graph.input_shape:
-        want = "(N, " + ", ".join(map(str, graph.input_shape)) + ")"
-        fix = (f"reshape x to {want}" if math.prod(ds.shape) == math.prod(graph.input_shape)
-               else "give samples of the model's input shape, or another model")
-        raise UserError(f"the model takes samples of shape {graph.input_shape} but dataset '{ds.name}' "
-                        f"has samples of shape {ds.shape}; {fix}")
+    check_shape(graph.input_shape, ds.shape, ds.name)
     if not ds.classes_known and ds.num_classes > graph.num_classes:
         top = graph.num_classes - 1
         raise UserError(f"dataset '{ds.name}' has labels up to {ds.num_classes - 1} but the model has "
                         f"{graph.num_classes} outputs (classes 0..{top}); relabel the data to 0..{top}, "
                         "or train a new model with --arch")
+
+
+def check_shape(input_shape: tuple[int, ...], sample_shape: tuple[int, ...], dataset: str) -> None:
+    """Refuse samples of another shape than the model's input: both shapes said, and the reshape
+    when the sizes agree."""
+    input_shape, sample_shape = tuple(input_shape), tuple(sample_shape)
+    if sample_shape != input_shape:
+        want = "(N, " + ", ".join(map(str, input_shape)) + ")"
+        fix = (f"reshape x to {want}" if math.prod(sample_shape) == math.prod(input_shape)
+               else "give samples of the model's input shape, or another model")
+        raise UserError(f"the model takes samples of shape {input_shape} but dataset '{dataset}' "
+                        f"has samples of shape {sample_shape}; {fix}")
 
 
 def load(path: str | Path) -> Model:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from mcutrain import zoo
-from mcutrain.api.data import Model, dataset_of, graph_of, options_namespace, read
+from mcutrain.api.data import Model, check_shape, dataset_of, graph_of, options_namespace, read
 from mcutrain.api.library_manifest import write_library_record
 from mcutrain.errors import UserError
 from mcutrain.graph import Graph
@@ -78,11 +78,15 @@ def int8_model(args: argparse.Namespace, calib_x: np.ndarray | None = None, num_
                input_shape: tuple[int, ...] | None = None) -> tuple[QuantModel, str]:
     """(QuantModel, provenance) of export and run: a file, `--arch --init random`, or an in-memory model.
 
-    A float model (file or Graph) is quantized on `calib_x`; without samples it is refused.
+    A float model (file or Graph) is quantized on `calib_x`; without samples it is refused, and
+    samples of another shape than the model's input are refused before any work (`check_shape`).
     """
     from mcutrain.codegen.model_source import FLOAT_CALIB_SAMPLES, ModelSourceError, resolve_model
     from mcutrain.engines import ptq
 
+    if calib_x is not None and getattr(args, "arch", None) is None and args.model is not None:
+        model = args.model if isinstance(args.model, Graph | QuantModel) else read(args.model).model
+        check_shape(graph_of(model).input_shape, calib_x.shape[1:], getattr(args, "dataset", None) or "given")
     if isinstance(args.model, QuantModel):
         return args.model, f"int8 model '{args.model.graph.name}' (in memory)"
     if isinstance(args.model, Graph):

@@ -35,6 +35,7 @@ from mcutrain.api.training import calibration_samples
 from mcutrain.errors import UserError
 from mcutrain.mcu.twin import first_mismatch, float_state_diff, simulate_fqt_steps, simulate_steps
 from mcutrain.methods import factory
+from mcutrain.progress import Progress
 
 JSON_KEYS = ("target", "core", "bit_exact", "steps", "instructions_per_step", "macs_per_step",
              "instructions_per_mac", "est_cycles_per_step", "est_ms_per_step", "ram_bytes", "flash_bytes",
@@ -133,10 +134,18 @@ def run_inference(args: argparse.Namespace, work: Path, target, kernels: str) ->
     budget = library_report(None, qm, target, kernels, 1)
     check_budget(budget, args.allow_overflow)
     try:
-        export_library(qm, work / "lib", kernels=kernels, provenance=prov, target=target.name)
-        b = build_mcu(work / "lib", emulator_target(target), work / "model.elf", kernels=kernels)
-        memory = library_memory(b, work / "lib", target, kernels, budget)
-        mcu, prof = run_mcu(b.elf, target, x_q, qm.graph.num_classes, work / "run")
+        with run_progress(args, 3) as stages:
+            stages.stage("writing the C library")
+            export_library(qm, work / "lib", kernels=kernels, provenance=prov, target=target.name)
+            stages.update(1)
+            stages.stage(f"cross-compiling for {target.name}")
+            b = build_mcu(work / "lib", emulator_target(target), work / "model.elf", kernels=kernels)
+            memory = library_memory(b, work / "lib", target, kernels, budget)
+            stages.update(1)
+            stages.stage(f"emulating {args.steps} inference{'s' * (args.steps != 1)} in QEMU, counting "
+                         "instructions")
+            mcu, prof = run_mcu(b.elf, target, x_q, qm.graph.num_classes, work / "run")
+            stages.update(1)
     except (ExportError, BuildError, ToolchainMissingError, QemuError, RuntimeError) as e:
         raise UserError(str(e)) from None
     region = prof.region
@@ -184,26 +193,37 @@ def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> 
                  for x, y in batches_f]
     budget = library_report(method, qm, target, kernels, bsz)
     check_budget(budget, args.allow_overflow)
-    try:
-        res = export_training_library(method, work / "lib", batch=bsz, kernels=kernels, provenance=prov,
-                                      target=target.name, lr=args.lr)
-        src = res.model
+    with run_progress(args, 4) as stages:
         try:
-            b = build_mcu_train(work / "lib", emulator_target(target), work / "train.elf", kernels=kernels)
-        except LinkOverflowError as e:      # the emulator's memories: a library larger than the board's
-            rep = account(src.plan.schedule, target, src.plan)
-            raise UserError(f"{e}\nthe planner's breakdown:\n{format_report(rep)}") from None
-        memory = library_memory(b, work / "lib", target, kernels, budget)
-        mcu, prof, stack = run_mcu_train(b.elf, target, batches_q, args.lr, src, qm.graph.num_classes,
-                                         work / "run")
-    except (ExportError, BuildError, ToolchainMissingError, QemuError, RuntimeError) as e:
-        raise UserError(str(e)) from None
-    if fqt:
-        sim = simulate_fqt_steps(sim_method, batches_f, args.lr, src)
-        float_diff = (0, 0.0)
-    else:
-        sim = simulate_steps(sim_method, batches_f, args.lr, [e.name for e in src.state])
-        float_diff = float_state_diff(sim, mcu)
+            stages.stage(f"writing the C library ({args.method})")
+            res = export_training_library(method, work / "lib", batch=bsz, kernels=kernels, provenance=prov,
+                                          target=target.name, lr=args.lr)
+            src = res.model
+            stages.update(1)
+            stages.stage(f"cross-compiling for {target.name}")
+            try:
+                b = build_mcu_train(work / "lib", emulator_target(target), work / "train.elf",
+                                    kernels=kernels)
+            except LinkOverflowError as e:      # the emulator's memories: a library larger than the board's
+                rep = account(src.plan.schedule, target, src.plan)
+                raise UserError(f"{e}\nthe planner's breakdown:\n{format_report(rep)}") from None
+            memory = library_memory(b, work / "lib", target, kernels, budget)
+            stages.update(1)
+            stages.stage(f"emulating {args.steps} training step{'s' * (args.steps != 1)} in QEMU, counting "
+                         "instructions")
+            mcu, prof, stack = run_mcu_train(b.elf, target, batches_q, args.lr, src, qm.graph.num_classes,
+                                             work / "run")
+            stages.update(1)
+        except (ExportError, BuildError, ToolchainMissingError, QemuError, RuntimeError) as e:
+            raise UserError(str(e)) from None
+        stages.stage("simulating the same steps and comparing")
+        if fqt:
+            sim = simulate_fqt_steps(sim_method, batches_f, args.lr, src)
+            float_diff = (0, 0.0)
+        else:
+            sim = simulate_steps(sim_method, batches_f, args.lr, [e.name for e in src.state])
+            float_diff = float_state_diff(sim, mcu)
+        stages.update(1)
     mismatch = first_mismatch(sim, mcu)
     result = step_result(prof, target, src, b, args.steps, mismatch)
     last_sim = {k: v for k, v in sim[-1][2].items() if not k.endswith(".velocity")}
@@ -213,6 +233,12 @@ def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> 
             "provenance": prov, "mismatch": mismatch, "stack_used": stack,
             "float_state_diff": float_diff, "sizes": b.sizes, "src": src, "dump_sim": dump_sim,
             "dump_mcu": dump_mcu, "method": args.method}
+
+
+def run_progress(args: argparse.Namespace, stages: int) -> Progress:
+    """The stages of a run on stderr (builds and emulation take about 20 s): on only where the
+    command line asked (`args.progress`, None = a bar on a terminal, plain lines elsewhere)."""
+    return Progress(stages, "mcutrain run", unit="stage", show=getattr(args, "progress", False), every=0)
 
 
 def run_args(args: argparse.Namespace, work: Path) -> dict[str, Any]:

@@ -120,8 +120,26 @@ def starting_model(args: argparse.Namespace, ds: Dataset) -> Model:
         raise UserError(str(e)) from None
     check_fits(graph, ds)
     if graph.num_classes != ds.num_classes and ds.classes_known:
+        print(new_head_note(graph, ds), file=sys.stderr)
         return new_head(graph, ds.num_classes, args.seed)
     return model
+
+
+def new_head_note(graph: Graph, ds: Dataset) -> str:
+    """The line that says a trained head is being replaced, and how to keep it.
+
+    Why: a model with 7 outputs given 10 classes used to get a new random last layer without a
+    word, which looks like training that forgot everything.
+    """
+    n, last = graph.num_classes, graph.nodes[-1].name
+    keep = (f"train on data with {n} classes to keep it (a class subset such as "
+            f"'{ds.name.split('[')[0]}[0-{n - 1}]', or your own .npz with labels 0..{n - 1})"
+            if n < ds.num_classes else
+            f"to keep it, give the samples as your own .npz (np.savez('data.npz', x=..., y=...)): "
+            f"its labels 0..{ds.num_classes - 1} fit the model's {n} outputs")
+    return (f"mcutrain train: note: the model has {n} outputs, dataset '{ds.name}' {ds.num_classes} "
+            f"classes: its last layer '{last}' is replaced by a new, randomly initialized one of "
+            f"{ds.num_classes} outputs; {keep}")
 
 
 def calibration_samples(x_train: np.ndarray, seed: int) -> np.ndarray:

@@ -20,6 +20,7 @@ import numpy as np
 from mcutrain.buildflags import CROSS_OPT, REF_KERNELS
 from mcutrain.codegen.runtime_files import runtime_sources
 from mcutrain.mcu import BuildResult, Profile, build, count_instructions
+from mcutrain.mcu.harness_status import harness_failure
 from mcutrain.mcu.train_data import read_train_results, write_train_data
 from mcutrain.targets import Target, get_target
 
@@ -53,8 +54,8 @@ def run_mcu(elf: str | Path, target: str | Target, x_q: np.ndarray, num_classes:
         out.unlink()
     prof = count_instructions(elf, target, ["inputs.bin", "logits.bin"], cwd=work, timeout=timeout)
     if prof.exit_code != 0 or not out.exists():
-        raise RuntimeError(f"the model harness failed on {get_target(target).name} with exit code "
-                           f"{prof.exit_code}: {prof.stdout.strip()}")
+        raise RuntimeError(harness_failure("model harness", get_target(target).name, prof.exit_code,
+                                           prof.stdout, prof.stderr, out.exists()))
     logits = np.frombuffer(out.read_bytes(), np.int8)
     if logits.size != len(x_q) * num_classes:
         raise RuntimeError(f"the harness wrote {logits.size} logits, expected {len(x_q)} x {num_classes}")
@@ -90,8 +91,8 @@ def run_mcu_train(elf: str | Path, target: str | Target, batches: list[tuple[np.
         out.unlink()
     prof = count_instructions(elf, target, ["train.bin", "results.bin"], cwd=work, timeout=timeout)
     if prof.exit_code != 0 or not out.exists():
-        raise RuntimeError(f"the training harness failed on {get_target(target).name} with exit code "
-                           f"{prof.exit_code}: {prof.stdout.strip()}")
+        raise RuntimeError(harness_failure("training harness", get_target(target).name, prof.exit_code,
+                                           prof.stdout, prof.stderr, out.exists()))
     m = re.search(r"stack_used (\d+)", prof.stdout)
     stack = int(m.group(1)) if m else None
     return read_train_results(out, src, len(batches), num_classes), prof, stack

@@ -34,9 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from mcutrain import io
-from mcutrain.cli import print_json
+from mcutrain.cli import counted, print_json
+from mcutrain.commands._outputs import check_output
 from mcutrain.errors import UserError
-from mcutrain.options import seed_int
+from mcutrain.options import add_threads_option, seed_int
 
 TFLITE_PATH = ("a .tflite deployed with TensorFlow Lite Micro takes the same path as it is: mcutrain train "
                "model.tflite --dataset D -o adapted.npz, then mcutrain export adapted.npz --format tflite "
@@ -60,16 +61,19 @@ def register(subparsers) -> None:
     p.add_argument("--quick", action="store_true",
                    help="the fast variant on digits: 1 adaptation epoch, 2 ZO queries, MCU inference only")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    add_threads_option(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from mcutrain.demo.config import choose
+    from mcutrain.demo.jobs import wait_all
     from mcutrain.demo.stages import (
         TRAINED,
         adapt_result,
         describe_mcu,
         pretrain_stage,
+        short,
         start_adapt,
         start_mcu,
     )
@@ -80,10 +84,11 @@ def run(args: argparse.Namespace) -> int:
         cfg, note = choose(args.data, args.quick, args.seed, args.target)
     except (TargetError, ValueError) as e:
         raise UserError(str(e)) from None
+    check_output(args.out, "--out", directory=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stream = sys.stderr if args.json else sys.stdout
-    progress = not args.json and sys.stderr.isatty()
+    progress = False if args.json else None     # a bar on a terminal, plain lines in a log
 
     def log(text: str) -> None:
         print(text, file=stream, flush=True)
@@ -110,17 +115,22 @@ def run(args: argparse.Namespace) -> int:
         "core, side by side ...")
     jobs = {m: start_adapt(cfg, m, model, out) for m in TRAINED}
     mcu_runs = start_mcu(cfg, model, out, log)
+    wait_all({**{f"adapt with {m}": jobs[m] for m in TRAINED},
+              **{f"MCU {part}": job for part, (job, _) in mcu_runs.jobs.items()}}, log)
     for i, method in enumerate(TRAINED):
         r = adapt_result(jobs[method])
         summary["stages"][method], summary["seconds"][method] = r, jobs[method].seconds
         summary["cpu_seconds"][method] = jobs[method].cpu_seconds
         log(f"[{2 + i}/5] adapt with {method}: accuracy on {cfg.adapt_dataset} {r['accuracy_before']:.3f} -> "
-            f"{r['accuracy_after']:.3f} ({r['epochs']} epochs on {r['train_samples']:,} images, "
+            f"{r['accuracy_after']:.3f} ({counted(r['epochs'], 'epoch')} on {r['train_samples']:,} images, "
             f"{jobs[method].seconds:.0f} s)\n      {r['command']}")
     mcu = mcu_runs.result()
     summary["stages"]["mcu"], summary["seconds"]["mcu"] = mcu, mcu_runs.seconds
     summary["cpu_seconds"]["mcu"] = sum((mcu.get("cpu_seconds") or {}).values())
-    log(f"[4/5] MCU: built and ran on the emulated {cfg.target} core ({mcu_runs.seconds:.0f} s)")
+    if mcu.get("available"):
+        log(f"[4/5] MCU: built and ran on the emulated {cfg.target} core ({mcu_runs.seconds:.0f} s)")
+    else:
+        log(f"[4/5] MCU: not run: {short(mcu.get('reason', ''))}")
 
     t0, c0 = time.perf_counter(), time.process_time()
     from mcutrain.report import ReportError, write_report

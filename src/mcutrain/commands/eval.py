@@ -18,7 +18,7 @@ import argparse
 from mcutrain.api.data import load
 from mcutrain.api.models import evaluate
 from mcutrain.cli import print_json
-from mcutrain.options import positive_int, seed_int
+from mcutrain.options import add_threads_option, positive_int, seed_int
 from mcutrain.qmodel import QuantModel
 
 
@@ -33,6 +33,7 @@ def register(subparsers) -> None:
     p.add_argument("--test-samples", type=positive_int, help="the first N test samples (default all)")
     p.add_argument("--seed", type=seed_int, default=0, help="the dataset's corruption seed (default 0)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_threads_option(p)
     p.set_defaults(func=run)
 
 

@@ -30,6 +30,7 @@ from mcutrain.cli import print_json
 from mcutrain.commands._outputs import check_output
 from mcutrain.errors import UserError
 from mcutrain.methods import factory
+from mcutrain.options import add_threads_option
 
 
 def add_model_args(p: argparse.ArgumentParser, target_required: bool = True) -> None:
@@ -45,6 +46,7 @@ def add_model_args(p: argparse.ArgumentParser, target_required: bool = True) -> 
                    help="MCU target, e.g. cortex-m0plus, cortex-m4, cortex-m7")
     p.add_argument("--kernels", choices=["ref", "dsp"],
                    help="kernel build: dsp (default where the core has DSP) or ref (portable loops)")
+    add_threads_option(p)
 
 
 def resolve_options(args: argparse.Namespace, command: str) -> argparse.Namespace:

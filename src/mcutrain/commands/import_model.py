@@ -32,7 +32,7 @@ from pathlib import Path
 from mcutrain.cli import print_json
 from mcutrain.commands._outputs import check_output
 from mcutrain.errors import UserError
-from mcutrain.options import add_rounding_arg
+from mcutrain.options import add_rounding_arg, add_threads_option
 
 CALIBRATION_SAMPLES = 512
 
@@ -50,6 +50,7 @@ def register(subparsers) -> None:
     p.add_argument("-o", "--output", required=True, metavar="MODEL.npz", help="the model file to write")
     add_rounding_arg(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    add_threads_option(p)
     p.set_defaults(func=run)
 
 

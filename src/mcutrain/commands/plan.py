@@ -29,7 +29,7 @@ from mcutrain.commands._outputs import check_output
 from mcutrain.commands.export import resolve_options
 from mcutrain.methods import factory
 from mcutrain.methods.trainable import user_names
-from mcutrain.options import positive_int
+from mcutrain.options import add_threads_option, positive_int
 from mcutrain.plan.budget import PLAN_DOES_NOT_FIT
 
 EXIT_STATUS = (f"\n\nExit status: 0 when the step fits, {PLAN_DOES_NOT_FIT} when it does not (export and run "
@@ -54,6 +54,7 @@ def register(subparsers) -> None:
     factory.add_options(p.add_argument_group("training options (methods in each help line)"), "plan")
     p.add_argument("--picture", metavar="PNG", help="write the memory-lifetime picture here")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_threads_option(p)
     p.set_defaults(func=run)
 
 

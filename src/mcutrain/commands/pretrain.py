@@ -16,17 +16,23 @@ Examples:
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 import numpy as np
 
 from mcutrain import __version__, io, zoo
-from mcutrain.cli import print_json
+from mcutrain.cli import counted, print_json
 from mcutrain.commands._outputs import check_output
 from mcutrain.errors import UserError
 from mcutrain.graph import GraphError
-from mcutrain.options import add_rounding_arg, check_lr, learning_rate, positive_int, seed_int
+from mcutrain.options import (
+    add_rounding_arg,
+    add_threads_option,
+    check_lr,
+    learning_rate,
+    positive_int,
+    seed_int,
+)
 
 DEFAULT_LR = 3e-3
 CALIBRATION_SAMPLES = 512
@@ -53,9 +59,7 @@ def register(subparsers) -> None:
                    help=f"batch size (default {DEFAULT_BATCH})")
     p.add_argument("--lr", type=learning_rate, default=DEFAULT_LR,
                    help=f"Adam learning rate at the start of the cosine schedule (default {DEFAULT_LR})")
-    p.add_argument("--threads", type=positive_int, default=1,
-                   help="BLAS threads (default 1: the engine's matrices are small, and on a busy "
-                        "machine extra BLAS threads spin and slow training several fold)")
+    add_threads_option(p)
     p.add_argument("--calibration", choices=("minmax", "percentile"), default="minmax",
                    help="how post-training quantization sets activation ranges (default minmax)")
     p.add_argument("--calibration-samples", type=positive_int, default=CALIBRATION_SAMPLES,
@@ -105,7 +109,7 @@ def _check(args: argparse.Namespace) -> None:
         raise UserError(f"unknown architecture '{args.arch}'; available: {', '.join(zoo.ARCHS)}")
 
 
-def pretrain(args: argparse.Namespace, progress: bool) -> dict[str, Any]:
+def pretrain(args: argparse.Namespace, progress: bool | None) -> dict[str, Any]:
     """Train, evaluate and save; returns the `--json` result."""
     from threadpoolctl import threadpool_limits
 
@@ -143,13 +147,13 @@ def pretrain(args: argparse.Namespace, progress: bool) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    result = pretrain(args, progress=not args.json and sys.stderr.isatty())
+    result = pretrain(args, progress=False if args.json else None)
     if args.json:
         print_json(result)
     else:
         print(f"{args.arch} on {args.dataset}: float accuracy {result['float_accuracy']:.4f}, "
               f"int8 {result['int8_accuracy']:.4f} on {result['test_samples']:,} test samples after "
-              f"{args.epochs} epochs on {result['train_samples']:,} training samples "
+              f"{counted(args.epochs, 'epoch')} on {result['train_samples']:,} training samples "
               f"({result['params']:,} parameters, {result['macs']:,} MACs per sample); "
               f"wrote {result['path']}")
     return 0

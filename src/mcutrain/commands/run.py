@@ -90,6 +90,7 @@ def run_in_work_dir(args: argparse.Namespace) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     check_output(args.dump, "--dump", directory=True)
     resolve_options(args, "run")
+    args.progress = None        # its stages on stderr: a bar on a terminal, plain lines elsewhere
     r = run_in_work_dir(args)
     if args.json:
         print_json(json_result(r, args))

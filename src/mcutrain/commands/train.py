@@ -25,13 +25,14 @@ import argparse
 from typing import Any
 
 from mcutrain.api.training import changed_options, train_args
-from mcutrain.cli import print_json
+from mcutrain.cli import counted, print_json
 from mcutrain.commands._outputs import check_output
 from mcutrain.commands.pretrain import add_subset_args
 from mcutrain.errors import UserError
 from mcutrain.methods import factory
 from mcutrain.methods.base import TrainingMethod
 from mcutrain.methods.resume import CHANGEABLE
+from mcutrain.options import add_threads_option
 
 
 def register(subparsers) -> None:
@@ -46,7 +47,8 @@ def register(subparsers) -> None:
     p.add_argument("--dataset", required=True, help="dataset spec, e.g. digits, fashion-mnist[5-9], "
                                                     "fashion-mnist-c:fog:3, or your own data.npz "
                                                     "(arrays x, y; optional x_test, y_test)")
-    p.add_argument("--method", default="fqt", help=f"training method ({', '.join(factory.TRAIN_METHODS)})")
+    p.add_argument("--method", default="fqt",
+                   help=f"training method ({', '.join(factory.TRAIN_METHODS)}; default fqt)")
     p.add_argument("--checkpoint", help="save the training state here after every epoch")
     p.add_argument("--resume", help="continue from a training state saved with --checkpoint (same settings)")
     p.add_argument("--resume-changed", type=changed_options, default=(), metavar="OPTION[,OPTION]",
@@ -56,6 +58,7 @@ def register(subparsers) -> None:
                    "inside it")
     add_subset_args(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_threads_option(p)
     factory.add_options(p.add_argument_group("training options (methods in each help line)"), "train")
     p.set_defaults(func=run)
 
@@ -79,9 +82,9 @@ def run(args: argparse.Namespace) -> int:
         print_json(out)
     else:
         print(f"{out['method']}: accuracy {out['accuracy_before']:.4f} -> {out['accuracy_after']:.4f} "
-              f"after {out['epochs']} epochs on {out['train_samples']:,} training samples ({out['steps']} "
-              f"steps, {out['samples_per_s']:.0f} samples/s; accuracy on {out['test_samples']:,} test "
-              "samples)")
+              f"after {counted(out['epochs'], 'epoch')} on {out['train_samples']:,} training samples "
+              f"({counted(out['steps'], 'step')}, {out['samples_per_s']:.0f} samples/s; accuracy on "
+              f"{out['test_samples']:,} test samples)")
         if args.output:
             print(f"saved {args.output} (the model and its training history)")
     return 0

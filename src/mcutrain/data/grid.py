@@ -52,7 +52,16 @@ def grid_rows(spec: DatasetSpec, seed: int = 0) -> tuple[list[str], np.ndarray, 
 
 
 CELL, LABEL_W, LINE_H, HEAD_H, MARGIN = 0.8, 1.35, 0.22, 0.3, 0.2
-"""Layout in inches: image cell (with its gap), row-label column, title line, column header, margin."""
+"""Layout in inches: image cell (with its gap), row-label column (at least), title line, column
+header, margin."""
+CHAR_W = 0.085
+"""Inches per character of a row label at font size 9 (DejaVu Sans, generous: a label must not
+run into the block beside it, as "jpeg compression" did)."""
+
+
+def label_width(names: list[str]) -> float:
+    """The row-label column's width in inches: room for the longest name."""
+    return max(LABEL_W, CHAR_W * max(map(len, names), default=0) + 0.25)
 def mosaic(cells: np.ndarray, gap: int, fill: float = 0.5) -> np.ndarray:
     """Tile cells (rows, cols, H, W, C) into one image with `gap`-pixel gaps of `fill`
     (mid grey, so white and black image borders both stay visible)."""
@@ -80,18 +89,19 @@ def save_grid(spec_text: str, out: str | Path, seed: int = 0) -> Path:
     gap = max(1, round(max(h, w) / 14))
     blocks = -(-n_rows // MAX_ROWS_PER_BLOCK)
     per_block = -(-n_rows // blocks)
-    block_w = LABEL_W + n_cols * CELL
+    row_names = labels if spec.corruption is None else class_names
+    label_w = label_width(row_names)
+    block_w = label_w + n_cols * CELL
     width = 2 * MARGIN + blocks * block_w
     title = textwrap.fill(f"{spec}: {describe_spec(spec)} (seed {seed})", int(width * 11))
     title_h = LINE_H * (title.count("\n") + 1) + 0.1
     height = 2 * MARGIN + title_h + HEAD_H + per_block * CELL
     fig = plt.figure(figsize=(width, height))
     titles = ["clean"] + [f"sev. {s}" for s in SEVERITIES]
-    row_names = labels if spec.corruption is None else class_names
     for b in range(blocks):
         part = cells[b * per_block:(b + 1) * per_block]
         rows = len(part)
-        left = MARGIN + b * block_w + LABEL_W
+        left = MARGIN + b * block_w + label_w
         ax = fig.add_axes((left / width, (height - MARGIN - title_h - HEAD_H - rows * CELL) / height,
                            n_cols * CELL / width, rows * CELL / height))
         img = mosaic(part, gap)

@@ -246,13 +246,17 @@ def dataset_status(name: str) -> dict:
         files = find_idx(name)
         if files is None:
             return row
-        sizes = [read_idx_header(f)[1][0] for f in files]
-        row.update(available=True, source=str(files[0].parent), n_train=sizes[0], n_test=sizes[2])
+        shapes = [read_idx_header(f)[1] for f in files]
+        # NOTE: the shape the loader gives (N, H, W) -> (H, W, 1), read from the files' headers:
+        # files of 13x11 images must not be listed as the registry's 28x28.
+        row.update(available=True, source=str(files[0].parent), n_train=shapes[0][0], n_test=shapes[2][0],
+                   shape=[*shapes[0][1:], 1])
     elif info.kind == "generated":
         row.update(_mnist1d_status())
     else:
         x_tr, _, x_te, _, source = _load_digits()
-        row.update(available=True, source=source, n_train=len(x_tr), n_test=len(x_te))
+        row.update(available=True, source=source, n_train=len(x_tr), n_test=len(x_te),
+                   shape=list(x_tr.shape[1:]))
     return row
 
 
@@ -268,7 +272,7 @@ def _mnist1d_status() -> dict:
         try:
             with np.load(path, allow_pickle=False) as z:
                 return {"available": True, "source": source, "n_train": len(z["y_train"]),
-                        "n_test": len(z["y_test"])}
+                        "n_test": len(z["y_test"]), "shape": [1, z["x_train"].shape[1], 1]}
         except (OSError, ValueError, KeyError):
             continue
     args = _mnist1d_args()

@@ -44,6 +44,8 @@ class Job:
     cpu_seconds: float | None = None
     """CPU time of the process and everything it ran (compiler, QEMU): what the job costs, whatever
     else the machine is doing."""
+    said: bool = False
+    """Whether `wait_all` has said that it ended (each job is said once)."""
     _done: tuple[int, str, str] | None = field(default=None, repr=False)
 
     @property
@@ -54,11 +56,24 @@ class Job:
         """(exit code, stdout, stderr) once the process has ended."""
         if self._done is None:
             _, status, usage = os.wait4(self.proc.pid, 0)
-            self.seconds = time.perf_counter() - self.started
-            self.cpu_seconds = usage.ru_utime + usage.ru_stime
-            code = self.proc.returncode = os.waitstatus_to_exitcode(status)
-            self._done = (code, _read(self.stdout), _read(self.stderr))
+            self._finish(status, usage)
         return self._done
+
+    def running(self) -> bool:
+        """Whether the process is still working (reaps it, without blocking, once it has ended)."""
+        if self._done is not None:
+            return False
+        pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+        if pid == 0:
+            return True
+        self._finish(status, usage)
+        return False
+
+    def _finish(self, status: int, usage) -> None:
+        self.seconds = time.perf_counter() - self.started
+        self.cpu_seconds = usage.ru_utime + usage.ru_stime
+        code = self.proc.returncode = os.waitstatus_to_exitcode(status)
+        self._done = (code, _read(self.stdout), _read(self.stderr))
 
     def json(self) -> dict[str, Any]:
         """The `--json` result on stdout, whatever the exit code (a mismatch exits 1 with a result)."""
@@ -85,6 +100,32 @@ def _read(f: IO[bytes]) -> str:
     text = f.read().decode(errors="replace")
     f.close()
     return text
+
+
+WAIT_SAYS_EVERY = 15.0
+"""Seconds between two "still running" lines while the demo waits for its jobs."""
+
+
+def wait_all(jobs: dict[str, Job], log, every: float = WAIT_SAYS_EVERY) -> None:
+    """Wait for every job, saying each one as it ends and, every `every` seconds, which still run.
+
+    Why: the demo's MCU stage and adaptations take one to two minutes side by side; without
+    these lines the demo looks hung. Each job is reaped as soon as it ends, so its `seconds`
+    is its own wall time, not the time until the demo got round to it.
+    """
+    pending = {name: job for name, job in jobs.items() if not job.said}
+    started = min((j.started for j in jobs.values()), default=time.perf_counter())
+    last = time.perf_counter()
+    while pending:
+        for name in [n for n, job in pending.items() if not job.running()]:
+            job = pending.pop(name)
+            job.said = True
+            log(f"  {name}: {'done' if job.wait()[0] == 0 else 'failed'} ({job.seconds:.0f} s)")
+        if pending and time.perf_counter() - last >= every:
+            last = time.perf_counter()
+            log(f"  still running: {', '.join(pending)} ({last - started:.0f} s)")
+        if pending:
+            time.sleep(0.2)
 
 
 def start(argv: list[str]) -> Job:

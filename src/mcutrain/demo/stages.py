@@ -18,7 +18,7 @@ from typing import Any
 
 from mcutrain import io
 from mcutrain.demo.config import DemoConfig
-from mcutrain.demo.jobs import Job, JobError, start
+from mcutrain.demo.jobs import Job, JobError, start, wait_all
 
 Log = Callable[[str], None]
 TRAINED = ("fqt", "zo")
@@ -51,7 +51,7 @@ def pretrain_argv(cfg: DemoConfig, out: Path) -> list[str]:
             "-o", str(out / f"{cfg.arch}.npz")]
 
 
-def pretrain_stage(cfg: DemoConfig, out: Path, progress: bool) -> dict[str, Any]:
+def pretrain_stage(cfg: DemoConfig, out: Path, progress: bool | None) -> dict[str, Any]:
     """Float training on the clean data, then int8 by post-training quantization."""
     from mcutrain.commands.pretrain import pretrain
     argv = pretrain_argv(cfg, out)
@@ -106,8 +106,8 @@ def _train_options(cfg: DemoConfig, method: str) -> list[tuple[str, Any]]:
     """The `mcutrain run` options of a method's training steps (those run does not know are dropped).
 
     NOTE: a smaller batch than the simulation's: every ZO query is a forward pass in the emulator.
-    FQT's partial updates are not in the C step yet, so it runs with every filter trained (the
-    planner's worst case, which the RAM column shows anyway).
+    The C step runs FQT's partial updates at batch 1 only, so at this batch it trains every filter
+    (the planner's worst case, which the RAM column shows anyway).
     """
     if method == "fqt":
         return [("--trainable", cfg.fqt_trainable), ("--batch", cfg.mcu_batch), ("--precision", "int8"),
@@ -149,6 +149,7 @@ class McuRuns:
         self.seconds = 0.0
 
     def result(self) -> dict[str, Any]:
+        wait_all({f"MCU {part}": job for part, (job, _) in self.jobs.items()}, self.log)
         for part, (job, path) in self.jobs.items():
             self.res[part] = _finish_part(job, part, path, self.log)
             self.res["seconds"][part] = job.seconds
@@ -167,8 +168,7 @@ def start_mcu(cfg: DemoConfig, model: Path, out: Path, log: Log) -> McuRuns:
     for name in (model.stem, *TRAINED):  # results of an earlier demo in this folder must not pass for these
         (out / f"{name}.mcu.json").unlink(missing_ok=True)
     missing = _toolchain_missing()
-    if missing:
-        log(f"  MCU stage skipped: {missing}")
+    if missing:     # said once, by the demo's [4/5] line and its summary
         return McuRuns({"available": False, "reason": missing}, {}, log)
     res: dict[str, Any] = {"available": True, "seconds": {}, "cpu_seconds": {}}
     jobs: dict[str, tuple[Job, Path]] = {}

@@ -54,6 +54,8 @@ class Profile:
     seconds: float = 0.0
     elf: Path | None = None
     target: Target | None = None
+    stderr: str = ""
+    """What the guest (and QEMU) wrote to stderr: a failed harness says why there."""
 
     @property
     def whole(self) -> Counts:
@@ -140,4 +142,4 @@ def count_instructions(elf: str | Path, target: str | Target, args: Sequence[str
     return Profile(total=whole.total, per_function=whole.per_function, per_mnemonic=whole.per_mnemonic,
                    exit_code=result.exit_code, stdout=result.stdout, per_address=whole.per_address,
                    region=region, n_regions=header["regions"], seconds=result.seconds, elf=elf,
-                   target=target)
+                   target=target, stderr=result.stderr)

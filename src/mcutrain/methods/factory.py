@@ -184,6 +184,15 @@ def defaults(command: str) -> dict[str, Any]:
     return {o.dest: o.default for o in options_of(command)}
 
 
+def help_with_default(o: Option) -> str:
+    """`o.help`, ending in "(default X)" from the table when the text does not say its default:
+    the parser's own default is `UNSET`, so argparse cannot show it."""
+    if "default" in o.help:
+        return o.help
+    shown = f"{o.default:g}" if isinstance(o.default, float) else str(o.default)
+    return f"{o.help} (default {shown})"
+
+
 def add_options(p: argparse.ArgumentParser | argparse._ArgumentGroup, command: str,
                 skip: Iterable[str] = ()) -> None:
     """Add `command`'s options to `p`, each with the default `UNSET` (see `resolve`)."""
@@ -195,7 +204,7 @@ def add_options(p: argparse.ArgumentParser | argparse._ArgumentGroup, command: s
             p.add_argument(o.flag, action="store_const", const=True, default=UNSET, help=o.help)
         else:
             p.add_argument(o.flag, type=o.type, default=UNSET, choices=o.choices, metavar=o.metavar,
-                           help=o.help)
+                           help=help_with_default(o))
 
 
 def refuse_foreign(given: Iterable[str], method: str, command: str) -> None:

@@ -11,7 +11,6 @@ data order are part of every step.
 from __future__ import annotations
 
 import math
-import sys
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -19,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from mcutrain.methods import resume as rs
 from mcutrain.methods.base import (
@@ -32,6 +30,7 @@ from mcutrain.methods.base import (
     verify_state,
 )
 from mcutrain.methods.state_file import StateFileError, data_sha256
+from mcutrain.progress import Progress
 
 
 def cosine_lr(base_lr: float, step: int, total_steps: int, min_fraction: float = 0.0) -> float:
@@ -121,9 +120,7 @@ def fit(method: TrainingMethod, x_train: np.ndarray, y_train: np.ndarray,
         loop, best_state, notes = _resume(resume, method, run, rs.check_allowed(allow_changed))
     if loop["accuracy_before"] is None:
         loop["accuracy_before"] = evaluate(method, x_test, y_test)
-    show = sys.stderr.isatty() if progress is None else progress
-    bar = tqdm(total=total, initial=loop["step"], disable=not show, unit="step", leave=False,
-               desc=method.name)
+    bar = Progress(total, method.name, show=progress, initial=loop["step"])
     epoch_stats: list[StepStats] = []
     while loop["step"] < total:
         epoch, i = divmod(loop["step"], steps_per_epoch)
@@ -139,8 +136,7 @@ def fit(method: TrainingMethod, x_train: np.ndarray, y_train: np.ndarray,
             loop["macs"][k] = loop["macs"].get(k, 0) + int(v)
         epoch_stats.append(stats)
         loop["step"] += 1
-        bar.update(1)
-        bar.set_postfix(loss=f"{stats.loss:.3f}")
+        bar.update(1, loss=float(stats.loss))
         if not math.isfinite(stats.loss):
             bar.close()
             raise FloatingPointError(f"{method.name}: loss became {stats.loss} at step {loop['step']}; "
