@@ -22,6 +22,7 @@ import numpy as np
 from mcutrain import zoo
 from mcutrain.api.data import Model, dataset_of, graph_of, options_namespace, read
 from mcutrain.api.library_manifest import write_library_record
+from mcutrain.codegen.cformat import c_prefix
 from mcutrain.errors import UserError
 from mcutrain.graph import Graph
 from mcutrain.methods import factory
@@ -109,12 +110,24 @@ def build_method(args: argparse.Namespace, qm: QuantModel, calib: np.ndarray | N
     return method
 
 
+def symbol_prefix(args: argparse.Namespace) -> str:
+    """`--prefix` checked as a C identifier prefix ('' without one), before any work."""
+    prefix = getattr(args, "prefix", None) or ""
+    if prefix:
+        try:
+            c_prefix(prefix)
+        except ValueError as e:
+            raise UserError(f"--prefix: {e}") from None
+    return prefix
+
+
 def export_args(args: argparse.Namespace) -> dict[str, Any]:
     """The work of `mcutrain export` on resolved options: the library written, its `--json` result."""
     from mcutrain.codegen.emit import ExportError
     from mcutrain.codegen.library import export_library, export_training_library
 
     check_method_lr(args, "export")
+    prefix = symbol_prefix(args)
     target, kernels = resolve_target_and_kernels(args)
     calib = None
     if args.dataset:
@@ -124,12 +137,13 @@ def export_args(args: argparse.Namespace) -> dict[str, Any]:
         method = build_method(args, qm, None if calib is None else calib[:factory.CALIB_SAMPLES])
         if method is None:
             res = export_library(qm, args.output, kernels=kernels, planner=args.planner, provenance=prov,
-                                 target=target.name)
+                                 target=target.name, prefix=prefix)
         else:
             if args.planner != "greedy":
                 raise UserError("--planner linear applies to inference libraries (--method none)")
             res = export_training_library(method, args.output, batch=args.batch,
-                                          kernels=kernels, provenance=prov, target=target.name, lr=args.lr)
+                                          kernels=kernels, provenance=prov, target=target.name, lr=args.lr,
+                                          prefix=prefix)
             res.files = sorted(res.files + write_library_record(args.output, args, qm, res.model, kernels,
                                                                 target.name, prov))
     except ExportError as e:
@@ -138,7 +152,8 @@ def export_args(args: argparse.Namespace) -> dict[str, Any]:
         raise UserError(f"cannot write to '{args.output}': {e}") from None
     out = {"out_dir": str(res.out_dir), "target": target.name, "core": target.core, "kernels": kernels,
            "planner": args.planner, "arena_bytes": res.arena_bytes, "const_bytes": res.const_bytes,
-           "macs": qm.graph.total_macs(), "provenance": prov, "files": res.files, "method": args.method}
+           "macs": qm.graph.total_macs(), "provenance": prov, "files": res.files, "method": args.method,
+           "prefix": prefix}
     if method is not None:
         src = res.model
         s = src.plan.schedule
@@ -275,14 +290,15 @@ def plan(model: Model | str | Path | None, method: str, target: str, *, arch: st
 
 def export(model: Model | str | Path | None, out_dir: str | Path, method: str = "none",
            target: str = "cortex-m4", *, arch: str | None = None, kernels: str | None = None,
-           planner: str = "greedy",
-           dataset: str | None = None, **options: Any) -> dict[str, Any]:
+           planner: str = "greedy", dataset: str | None = None, prefix: str = "",
+           **options: Any) -> dict[str, Any]:
     """Write the self-contained C library of `model` for `target` to `out_dir` (as `mcutrain export`).
 
     `method` 'none' is inference only; zo, bp-qas and fqt compile their training step in, with
     the training options of `options` (same names, defaults and checks as the command). A float
-    model is quantized on `dataset`'s training samples. Returns the `--json` result.
+    model is quantized on `dataset`'s training samples. `prefix` ('kws_') starts every name and
+    file of the library, so two libraries link into one image. Returns the `--json` result.
     """
     return export_args(options_namespace("export", method, options, model=None if arch else model, arch=arch,
                                          init="random" if arch else None, target=target, kernels=kernels,
-                                         planner=planner, dataset=dataset, output=out_dir))
+                                         planner=planner, dataset=dataset, output=out_dir, prefix=prefix))

@@ -8,6 +8,9 @@ Layout of the output directory:
     Makefile, CMakeLists.txt   build `libmodel.a` (C99, -Wall -Wextra -Werror)
     README.md                  the API, the model's facts and how to build
 Files are written atomically; a failed export leaves an earlier one intact file by file.
+With `prefix='kws_'` every name and file of the library starts with it (`kws_model.h`,
+`kws_model_predict`, `runtime/kws_mt_nn.h`, `libkws_model.a`; `codegen/prefix.py`), so two
+libraries link into one image; without one the files are those of every earlier version.
 
 Example:
     >>> from mcutrain import zoo
@@ -22,9 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mcutrain.codegen.build_files import build_files, harness_sources
+from mcutrain.codegen.build_files import build_files, harness_programs, harness_sources
 from mcutrain.codegen.dispatch import emit_training
 from mcutrain.codegen.emit import ModelSource, emit_model
+from mcutrain.codegen.prefix import LIBRARY_NAME, prefixed_files
 from mcutrain.codegen.rounding_c import CONFIG_HEADER, config_header
 from mcutrain.codegen.runtime_files import runtime_files
 from mcutrain.codegen.templates import render
@@ -45,33 +49,37 @@ class ExportResult:
     model: ModelSource | None = None
 
 
-def _write(path: Path, text: str) -> None:
-    atomic_write_bytes(path, lambda f: f.write(text.encode()))
+def _write_all(out: Path, files: dict[str, str], prefix: str, training: bool) -> list[str]:
+    """Write `files` (renamed for `prefix`) under `out`; their relative paths, sorted."""
+    files = prefixed_files(files, prefix, harness_programs(training))
+    for rel, text in files.items():
+        atomic_write_bytes(out / rel, lambda f, text=text: f.write(text.encode()))
+    return sorted(files)
 
 
 def export_library(qm: QuantModel, out_dir: str | Path, kernels: str = "dsp", planner: str = "greedy",
-                   provenance: str = "", target: str = "") -> ExportResult:
-    """Generate the library for `qm` into `out_dir` (created if needed)."""
+                   provenance: str = "", target: str = "", prefix: str = "") -> ExportResult:
+    """Generate the library for `qm` into `out_dir` (created if needed); `prefix` see the module doc."""
     out = Path(out_dir)
     src = emit_model(qm, kernels=kernels, planner=planner, provenance=provenance)
     files: dict[str, str] = {"model.h": src.header, "model.c": src.source, **harness_sources(training=False)}
     for name, text in runtime_files(kernels).items():
         files[f"runtime/{name}"] = text
     files[f"runtime/{CONFIG_HEADER}"] = config_header(qm.rounding)
-    files.update(build_files(kernels, training=False))
+    files.update(build_files(kernels, training=False, prefix=prefix))
     g = qm.graph
     files["README.md"] = render(
         "README_inference.md", name=g.name, provenance=provenance or "(not recorded)",
         target=target or "(any)", kernels=kernels, planner=planner, arena=src.plan.arena_bytes,
         consts=src.const_bytes, macs=g.total_macs(), summary=g.summary(), in_shape=str(list(g.input_shape)),
-        k=g.num_classes)
-    for rel, text in files.items():
-        _write(out / rel, text)
-    return ExportResult(out, sorted(files), kernels, src.plan.arena_bytes, src.const_bytes, src.layers, src)
+        k=g.num_classes, lib=prefix + LIBRARY_NAME)
+    written = _write_all(out, files, prefix, training=False)
+    return ExportResult(out, written, kernels, src.plan.arena_bytes, src.const_bytes, src.layers, src)
 
 
 def export_training_library(method, out_dir: str | Path, batch: int = 1, kernels: str = "dsp",
-                            provenance: str = "", target: str = "", lr: float = 0.0) -> ExportResult:
+                            provenance: str = "", target: str = "", lr: float = 0.0,
+                            prefix: str = "") -> ExportResult:
     """Generate a training library for `method` (ZOMethod, BPQASMethod or FQT) into `out_dir`.
 
     The files are those of `export_library` plus `harness/train_main.c`; the Makefile and CMake
@@ -86,7 +94,7 @@ def export_training_library(method, out_dir: str | Path, batch: int = 1, kernels
         files[f"runtime/{name}"] = text
     rounding = method.qm.rounding if hasattr(method, "qm") else "single"   # FQT: single only (emit_fqt)
     files[f"runtime/{CONFIG_HEADER}"] = config_header(rounding)
-    files.update(build_files(kernels, training=True))
+    files.update(build_files(kernels, training=True, prefix=prefix))
     g = method.qm.graph if hasattr(method, "qm") else method.graph   # FQT keeps its own graph
     s = src.plan.schedule
     files["README.md"] = render(
@@ -98,8 +106,8 @@ def export_training_library(method, out_dir: str | Path, batch: int = 1, kernels
         trainable=", ".join(s.trainable) or "(none)",
         options=", ".join(f"{k} {v}" for k, v in src.options.items() if k != "method"),
         entries="\n".join(f"| {e.name} | {e.dtype} | {list(e.shape)} | {e.nbytes} |" for e in src.state),
-        summary=g.summary(), in_shape=str(list(g.input_shape)), k=g.num_classes, lr=lr)
-    for rel, text in files.items():
-        _write(out / rel, text)
-    return ExportResult(out, sorted(files), kernels, src.arena_bytes, src.const_bytes,
+        summary=g.summary(), in_shape=str(list(g.input_shape)), k=g.num_classes, lr=lr,
+        lib=prefix + LIBRARY_NAME)
+    written = _write_all(out, files, prefix, training=True)
+    return ExportResult(out, written, kernels, src.arena_bytes, src.const_bytes,
                         [n.name for n in g.nodes], src)

@@ -15,6 +15,7 @@ Examples:
     mcutrain export --arch digits-cnn --init random --seed 0 --target cortex-m0plus -o out --json
     mcutrain export model.npz --method zo --perturb mix --trainable last:2 --batch 4 --target nrf52840 -o out
     mcutrain export --arch digits-cnn --init random --method fqt --precision int8 --target cortex-m4 -o out
+    mcutrain export model.npz --target nrf52840 --prefix kws_ -o build/kws
     mcutrain export model.npz --format tflite -o model.tflite
     mcutrain export model.npz --format onnx -o model-int8.onnx
 """
@@ -67,6 +68,10 @@ def register(subparsers) -> None:
                    help="write the int8 model as a .tflite file or as ONNX QDQ instead of a C library")
     p.add_argument("--planner", choices=["greedy", "linear"], default="greedy",
                    help="arena planner: greedy (default) or linear (never reuses memory; for debugging)")
+    p.add_argument("--prefix", metavar="PREFIX",
+                   help="start every name and file of the library with PREFIX (e.g. kws_: kws_model_predict, "
+                        "KWS_MODEL_INPUT_SIZE, kws_mt_* runtime, kws_model.h, target kws_model), so two "
+                        "libraries link into one firmware image")
     p.add_argument("--dataset", help="dataset spec (or your own data.npz) to calibrate a "
                                              "float-only model file on (PTQ)")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
@@ -78,6 +83,9 @@ FORMATS = {"tflite": ".tflite", "onnx": ".onnx"}
 
 def export(args: argparse.Namespace) -> dict[str, Any]:
     if args.format:
+        if args.prefix:
+            raise UserError("--prefix names the symbols of a C library; a --format file has none: "
+                            "leave it out")
         check_output(args.output, "-o/--output", FORMATS[args.format])
         return export_file_args(resolve_options(args, "export"))
     if args.target is None:
