@@ -13,9 +13,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mcutrain.buildflags import C_STD_FLAGS, CROSS_OPT, REF_KERNELS, TRAIN_FLAGS, WARNING_FLAGS
+from mcutrain.buildflags import (
+    C_STD_FLAGS,
+    CROSS_OPT,
+    REF_KERNELS,
+    SECTION_FLAGS,
+    TRAIN_FLAGS,
+    WARNING_FLAGS,
+    core_flags,
+)
 from mcutrain.codegen.prefix import LIBRARY_NAME
 from mcutrain.codegen.templates import render
+from mcutrain.targets import get_target
 
 
 @dataclass(frozen=True)
@@ -42,12 +51,25 @@ def harness_programs(training: bool, prefix: str = "") -> tuple[str, ...]:
     return tuple(prefix + h.program for h in (TRAINING_HARNESSES if training else INFERENCE_HARNESSES))
 
 
-def build_files(kernels: str, training: bool, prefix: str = "") -> dict[str, str]:
+TOOLCHAIN_FILE = "cmake/arm-none-eabi.cmake"
+"""The CMake toolchain file of a library exported for a target."""
+
+
+def toolchain_file(target: str) -> str:
+    """The CMake toolchain file for arm-none-eabi-gcc with `target`'s core flags (`-mcpu`, FPU, ABI)."""
+    t = get_target(target)
+    return render("arm-none-eabi.cmake", target=t.name, core=t.core,
+                  core_flags=" ".join(core_flags(t) + SECTION_FLAGS))
+
+
+def build_files(kernels: str, training: bool, prefix: str = "", target: str = "") -> dict[str, str]:
     """Makefile and CMakeLists.txt for a library planned for `kernels` ('dsp' or 'ref').
 
     'ref' libraries define `MT_KERNELS_REF` so every build runs the portable loops they were
     planned for; CMake sets the C standard itself, so it gets the warnings without `-std=`.
     `prefix` (already checked) names the library `lib<prefix>model.a`, target `<prefix>model`.
+    Both build with `CROSS_OPT` unless told otherwise (Make's `OPT`, CMake's `<lib>_OPT`); with a
+    `target`, `cmake/arm-none-eabi.cmake` cross-compiles for its core.
     """
     harnesses = TRAINING_HARNESSES if training else INFERENCE_HARNESSES
     programs = harness_programs(training, prefix)
@@ -62,8 +84,11 @@ def build_files(kernels: str, training: bool, prefix: str = "") -> dict[str, str
                                 for h, p in zip(harnesses, programs, strict=True)),
         harness_programs=" ".join(programs))
     cmake = render(
-        "CMakeLists.txt.in", flags=" ".join(WARNING_FLAGS + extra), lib=lib,
+        "CMakeLists.txt.in", flags=" ".join(WARNING_FLAGS + extra), lib=lib, opt=CROSS_OPT,
         defines=f"target_compile_definitions({lib} PUBLIC {ref_define})\n" if ref_define else "",
         harnesses="".join(render("CMakeLists.harness.txt.in", source=h.source, program=p, lib=lib)
                           for h, p in zip(harnesses, programs, strict=True)))
-    return {"Makefile": makefile, "CMakeLists.txt": cmake}
+    files = {"Makefile": makefile, "CMakeLists.txt": cmake}
+    if target:
+        files[TOOLCHAIN_FILE] = toolchain_file(target)
+    return files

@@ -5,7 +5,8 @@ Layout of the output directory:
     runtime/                   the mcutrain C runtime: the files `runtime_files.runtime_files(kernels)`
                                picks from the package's folders, in one flat folder
     harness/main.c             a file-in, file-out driver (host or semihosting), optional to use
-    Makefile, CMakeLists.txt   build `libmodel.a` (C99, -Wall -Wextra -Werror)
+    Makefile, CMakeLists.txt   build `libmodel.a` (C99, -Wall -Wextra -Werror, -O2)
+    cmake/arm-none-eabi.cmake  CMake toolchain file for the target's core (when a target is given)
     README.md                  the API, the model's facts and how to build
 Files are written atomically; a failed export leaves an earlier one intact file by file.
 With `prefix='kws_'` every name and file of the library starts with it (`kws_model.h`,
@@ -66,7 +67,7 @@ def export_library(qm: QuantModel, out_dir: str | Path, kernels: str = "dsp", pl
     for name, text in runtime_files(kernels).items():
         files[f"runtime/{name}"] = text
     files[f"runtime/{CONFIG_HEADER}"] = config_header(qm.rounding)
-    files.update(build_files(kernels, training=False, prefix=prefix))
+    files.update(build_files(kernels, training=False, prefix=prefix, target=target))
     g = qm.graph
     files["README.md"] = render(
         "README_inference.md", name=g.name, provenance=provenance or "(not recorded)",
@@ -94,7 +95,7 @@ def export_training_library(method, out_dir: str | Path, batch: int = 1, kernels
         files[f"runtime/{name}"] = text
     rounding = method.qm.rounding if hasattr(method, "qm") else "single"   # FQT: single only (emit_fqt)
     files[f"runtime/{CONFIG_HEADER}"] = config_header(rounding)
-    files.update(build_files(kernels, training=True, prefix=prefix))
+    files.update(build_files(kernels, training=True, prefix=prefix, target=target))
     g = method.qm.graph if hasattr(method, "qm") else method.graph   # FQT keeps its own graph
     s = src.plan.schedule
     files["README.md"] = render(
