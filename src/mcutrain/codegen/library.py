@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcutrain.codegen.build_files import build_files, harness_programs, harness_sources
+from mcutrain.codegen.compiled_in import compiled_in, readme_rows
 from mcutrain.codegen.dispatch import emit_training
 from mcutrain.codegen.emit import ModelSource, emit_model
 from mcutrain.codegen.prefix import LIBRARY_NAME, prefixed_files
@@ -73,7 +74,8 @@ def export_library(qm: QuantModel, out_dir: str | Path, kernels: str = "dsp", pl
         "README_inference.md", name=g.name, provenance=provenance or "(not recorded)",
         target=target or "(any)", kernels=kernels, planner=planner, arena=src.plan.arena_bytes,
         consts=src.const_bytes, macs=g.total_macs(), summary=g.summary(), in_shape=str(list(g.input_shape)),
-        k=g.num_classes, lib=prefix + LIBRARY_NAME)
+        k=g.num_classes, lib=prefix + LIBRARY_NAME,
+        compiled_in=readme_rows(compiled_in(None, batch=1, rounding=qm.rounding, kernels=kernels)))
     written = _write_all(out, files, prefix, training=False)
     return ExportResult(out, written, kernels, src.plan.arena_bytes, src.const_bytes, src.layers, src)
 
@@ -108,7 +110,8 @@ def export_training_library(method, out_dir: str | Path, batch: int = 1, kernels
         options=", ".join(f"{k} {v}" for k, v in src.options.items() if k != "method"),
         entries="\n".join(f"| {e.name} | {e.dtype} | {list(e.shape)} | {e.nbytes} |" for e in src.state),
         summary=g.summary(), in_shape=str(list(g.input_shape)), k=g.num_classes, lr=lr,
-        lib=prefix + LIBRARY_NAME)
+        lib=prefix + LIBRARY_NAME,
+        compiled_in=readme_rows(compiled_in(s.decisions, batch, rounding, kernels)))
     written = _write_all(out, files, prefix, training=True)
     return ExportResult(out, written, kernels, src.arena_bytes, src.const_bytes,
                         [n.name for n in g.nodes], src)
