@@ -21,6 +21,12 @@ import numpy as np
 
 from mcutrain import zoo
 from mcutrain.api.data import Model, dataset_of, graph_of, options_namespace, read
+from mcutrain.api.harness_inputs import (
+    check_inputs_method,
+    harness_files,
+    inputs_dataset,
+    write_harness_inputs,
+)
 from mcutrain.api.library_manifest import write_library_record
 from mcutrain.codegen.cformat import c_prefix
 from mcutrain.errors import UserError
@@ -128,11 +134,15 @@ def export_args(args: argparse.Namespace) -> dict[str, Any]:
 
     check_method_lr(args, "export")
     prefix = symbol_prefix(args)
+    inputs = getattr(args, "inputs", None)
+    if inputs:
+        check_inputs_method(args.method)
     target, kernels = resolve_target_and_kernels(args)
     calib = None
     if args.dataset:
         calib = dataset_of(args.dataset, args.seed).x_train
     qm, prov = int8_model(args, calib)
+    harness_ds = inputs_dataset(args, qm) if inputs else None
     try:
         method = build_method(args, qm, None if calib is None else calib[:factory.CALIB_SAMPLES])
         if method is None:
@@ -146,6 +156,8 @@ def export_args(args: argparse.Namespace) -> dict[str, Any]:
                                           prefix=prefix)
             res.files = sorted(res.files + write_library_record(args.output, args, qm, res.model, kernels,
                                                                 target.name, prov))
+        harness = (write_harness_inputs(args, qm, harness_ds, args.output, training=method is not None)
+                   if harness_ds is not None else None)
     except ExportError as e:
         raise UserError(str(e)) from None
     except OSError as e:
@@ -154,6 +166,9 @@ def export_args(args: argparse.Namespace) -> dict[str, Any]:
            "planner": args.planner, "arena_bytes": res.arena_bytes, "const_bytes": res.const_bytes,
            "macs": qm.graph.total_macs(), "provenance": prov, "files": res.files, "method": args.method,
            "prefix": prefix}
+    if harness:
+        out["harness_inputs"] = harness
+        out["files"] = sorted(res.files + harness_files(harness))
     if method is not None:
         src = res.model
         s = src.plan.schedule
@@ -291,14 +306,16 @@ def plan(model: Model | str | Path | None, method: str, target: str, *, arch: st
 def export(model: Model | str | Path | None, out_dir: str | Path, method: str = "none",
            target: str = "cortex-m4", *, arch: str | None = None, kernels: str | None = None,
            planner: str = "greedy", dataset: str | None = None, prefix: str = "",
-           **options: Any) -> dict[str, Any]:
+           inputs: str | None = None, **options: Any) -> dict[str, Any]:
     """Write the self-contained C library of `model` for `target` to `out_dir` (as `mcutrain export`).
 
     `method` 'none' is inference only; zo, bp-qas and fqt compile their training step in, with
     the training options of `options` (same names, defaults and checks as the command). A float
     model is quantized on `dataset`'s training samples. `prefix` ('kws_') starts every name and
-    file of the library, so two libraries link into one image. Returns the `--json` result.
+    file of the library, so two libraries link into one image. `inputs` (a dataset spec) writes the
+    harness files and the expected logits (`api.harness_inputs`). Returns the `--json` result.
     """
     return export_args(options_namespace("export", method, options, model=None if arch else model, arch=arch,
                                          init="random" if arch else None, target=target, kernels=kernels,
-                                         planner=planner, dataset=dataset, output=out_dir, prefix=prefix))
+                                         planner=planner, dataset=dataset, output=out_dir, prefix=prefix,
+                                         inputs=inputs))

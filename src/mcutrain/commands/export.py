@@ -16,6 +16,7 @@ Examples:
     mcutrain export model.npz --method zo --perturb mix --trainable last:2 --batch 4 --target nrf52840 -o out
     mcutrain export --arch digits-cnn --init random --method fqt --precision int8 --target cortex-m4 -o out
     mcutrain export model.npz --target nrf52840 --prefix kws_ -o build/kws
+    mcutrain export model.npz --target nrf52840 --inputs fashion-mnist -o build/model
     mcutrain export model.npz --format tflite -o model.tflite
     mcutrain export model.npz --format onnx -o model-int8.onnx
 """
@@ -72,6 +73,10 @@ def register(subparsers) -> None:
                    help="start every name and file of the library with PREFIX (e.g. kws_: kws_model_predict, "
                         "KWS_MODEL_INPUT_SIZE, kws_mt_* runtime, kws_model.h, target kws_model), so two "
                         "libraries link into one firmware image")
+    p.add_argument("--inputs", metavar="DATASET",
+                   help="also write harness/inputs.bin (16 test samples of DATASET, int8), "
+                        "harness/expected_logits.bin (what model_harness must write for them) and, for "
+                        "zo/bp-qas, harness/train.bin (docs/c-api.md, 'Harness files')")
     p.add_argument("--dataset", help="dataset spec (or your own data.npz) to calibrate a "
                                              "float-only model file on (PTQ)")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
@@ -83,9 +88,9 @@ FORMATS = {"tflite": ".tflite", "onnx": ".onnx"}
 
 def export(args: argparse.Namespace) -> dict[str, Any]:
     if args.format:
-        if args.prefix:
-            raise UserError("--prefix names the symbols of a C library; a --format file has none: "
-                            "leave it out")
+        if args.prefix or args.inputs:
+            raise UserError("--prefix and --inputs are about a C library's symbols and harness; a "
+                            "--format file has neither: leave them out")
         check_output(args.output, "-o/--output", FORMATS[args.format])
         return export_file_args(resolve_options(args, "export"))
     if args.target is None:
