@@ -64,7 +64,7 @@ def test_export_int8_model_file(tmp_path, capsys):
     (["--arch", "digits-cnn", "--init", "random", "--target", "cortex-m4", "--prefix", "Kws"],
      "--prefix: symbol prefix 'Kws' is not a C identifier prefix"),
     (["--arch", "digits-cnn", "--init", "random", "--format", "tflite", "--prefix", "kws_"],
-     "--prefix and --inputs are about a C library"),
+     "--prefix, --inputs and --example are about a C library"),
 ])
 def test_export_errors(tmp_path, capsys, argv, message):
     assert main(["export", *argv, "-o", str(tmp_path / "o")]) == 1

@@ -29,6 +29,7 @@ from mcutrain.api.harness_inputs import (
 )
 from mcutrain.api.library_manifest import write_library_record
 from mcutrain.codegen.cformat import c_prefix
+from mcutrain.codegen.examples import ExampleError
 from mcutrain.errors import UserError
 from mcutrain.graph import Graph
 from mcutrain.methods import factory
@@ -134,6 +135,7 @@ def export_args(args: argparse.Namespace) -> dict[str, Any]:
 
     check_method_lr(args, "export")
     prefix = symbol_prefix(args)
+    examples = tuple(getattr(args, "example", None) or ())
     inputs = getattr(args, "inputs", None)
     if inputs:
         check_inputs_method(args.method)
@@ -147,25 +149,25 @@ def export_args(args: argparse.Namespace) -> dict[str, Any]:
         method = build_method(args, qm, None if calib is None else calib[:factory.CALIB_SAMPLES])
         if method is None:
             res = export_library(qm, args.output, kernels=kernels, planner=args.planner, provenance=prov,
-                                 target=target.name, prefix=prefix)
+                                 target=target.name, prefix=prefix, examples=examples)
         else:
             if args.planner != "greedy":
                 raise UserError("--planner linear applies to inference libraries (--method none)")
             res = export_training_library(method, args.output, batch=args.batch,
                                           kernels=kernels, provenance=prov, target=target.name, lr=args.lr,
-                                          prefix=prefix)
+                                          prefix=prefix, examples=examples)
             res.files = sorted(res.files + write_library_record(args.output, args, qm, res.model, kernels,
                                                                 target.name, prov))
         harness = (write_harness_inputs(args, qm, harness_ds, args.output, training=method is not None)
                    if harness_ds is not None else None)
-    except ExportError as e:
+    except (ExportError, ExampleError) as e:
         raise UserError(str(e)) from None
     except OSError as e:
         raise UserError(f"cannot write to '{args.output}': {e}") from None
     out = {"out_dir": str(res.out_dir), "target": target.name, "core": target.core, "kernels": kernels,
            "planner": args.planner, "arena_bytes": res.arena_bytes, "const_bytes": res.const_bytes,
            "macs": qm.graph.total_macs(), "provenance": prov, "files": res.files, "method": args.method,
-           "prefix": prefix}
+           "prefix": prefix, "examples": list(examples)}
     if harness:
         out["harness_inputs"] = harness
         out["files"] = sorted(res.files + harness_files(harness))
@@ -306,16 +308,17 @@ def plan(model: Model | str | Path | None, method: str, target: str, *, arch: st
 def export(model: Model | str | Path | None, out_dir: str | Path, method: str = "none",
            target: str = "cortex-m4", *, arch: str | None = None, kernels: str | None = None,
            planner: str = "greedy", dataset: str | None = None, prefix: str = "",
-           inputs: str | None = None, **options: Any) -> dict[str, Any]:
+           inputs: str | None = None, examples: tuple[str, ...] = (), **options: Any) -> dict[str, Any]:
     """Write the self-contained C library of `model` for `target` to `out_dir` (as `mcutrain export`).
 
     `method` 'none' is inference only; zo, bp-qas and fqt compile their training step in, with
     the training options of `options` (same names, defaults and checks as the command). A float
     model is quantized on `dataset`'s training samples. `prefix` ('kws_') starts every name and
     file of the library, so two libraries link into one image. `inputs` (a dataset spec) writes the
-    harness files and the expected logits (`api.harness_inputs`). Returns the `--json` result.
+    harness files and the expected logits (`api.harness_inputs`); `examples` ready-to-build firmware
+    layouts (`codegen.examples.EXAMPLES`). Returns the `--json` result.
     """
     return export_args(options_namespace("export", method, options, model=None if arch else model, arch=arch,
                                          init="random" if arch else None, target=target, kernels=kernels,
                                          planner=planner, dataset=dataset, output=out_dir, prefix=prefix,
-                                         inputs=inputs))
+                                         inputs=inputs, example=list(examples)))

@@ -30,6 +30,7 @@ from mcutrain.codegen.build_files import build_files, harness_programs, harness_
 from mcutrain.codegen.compiled_in import compiled_in, readme_rows
 from mcutrain.codegen.dispatch import emit_training
 from mcutrain.codegen.emit import ModelSource, emit_model
+from mcutrain.codegen.examples import LibraryFacts, example_files
 from mcutrain.codegen.prefix import LIBRARY_NAME, prefixed_files
 from mcutrain.codegen.rounding_c import CONFIG_HEADER, config_header
 from mcutrain.codegen.runtime_files import runtime_files
@@ -51,8 +52,12 @@ class ExportResult:
     model: ModelSource | None = None
 
 
-def _write_all(out: Path, files: dict[str, str], prefix: str, training: bool) -> list[str]:
-    """Write `files` (renamed for `prefix`) under `out`; their relative paths, sorted."""
+def _write_all(out: Path, files: dict[str, str], prefix: str, training: bool, examples: tuple[str, ...] = (),
+               facts: LibraryFacts | None = None) -> list[str]:
+    """Write `files` and the `examples` of the library `facts` describes (all renamed for `prefix`)
+    under `out`; their relative paths, sorted."""
+    if examples and facts is not None:
+        files = {**files, **example_files(list(examples), facts, files)}
     files = prefixed_files(files, prefix, harness_programs(training))
     for rel, text in files.items():
         atomic_write_bytes(out / rel, lambda f, text=text: f.write(text.encode()))
@@ -60,8 +65,10 @@ def _write_all(out: Path, files: dict[str, str], prefix: str, training: bool) ->
 
 
 def export_library(qm: QuantModel, out_dir: str | Path, kernels: str = "dsp", planner: str = "greedy",
-                   provenance: str = "", target: str = "", prefix: str = "") -> ExportResult:
-    """Generate the library for `qm` into `out_dir` (created if needed); `prefix` see the module doc."""
+                   provenance: str = "", target: str = "", prefix: str = "",
+                   examples: tuple[str, ...] = ()) -> ExportResult:
+    """Generate the library for `qm` into `out_dir` (created if needed); `prefix` see the module doc,
+    `examples` the firmware layouts of `codegen/examples.py` ('arduino', 'baremetal-nrf52840', ...)."""
     out = Path(out_dir)
     src = emit_model(qm, kernels=kernels, planner=planner, provenance=provenance)
     files: dict[str, str] = {"model.h": src.header, "model.c": src.source, **harness_sources(training=False)}
@@ -76,13 +83,14 @@ def export_library(qm: QuantModel, out_dir: str | Path, kernels: str = "dsp", pl
         consts=src.const_bytes, macs=g.total_macs(), summary=g.summary(), in_shape=str(list(g.input_shape)),
         k=g.num_classes, lib=prefix + LIBRARY_NAME,
         compiled_in=readme_rows(compiled_in(None, batch=1, rounding=qm.rounding, kernels=kernels)))
-    written = _write_all(out, files, prefix, training=False)
+    facts = LibraryFacts(prefix + LIBRARY_NAME, prefix, False, "none", kernels, target)
+    written = _write_all(out, files, prefix, training=False, examples=examples, facts=facts)
     return ExportResult(out, written, kernels, src.plan.arena_bytes, src.const_bytes, src.layers, src)
 
 
 def export_training_library(method, out_dir: str | Path, batch: int = 1, kernels: str = "dsp",
                             provenance: str = "", target: str = "", lr: float = 0.0,
-                            prefix: str = "") -> ExportResult:
+                            prefix: str = "", examples: tuple[str, ...] = ()) -> ExportResult:
     """Generate a training library for `method` (ZOMethod, BPQASMethod or FQT) into `out_dir`.
 
     The files are those of `export_library` plus `harness/train_main.c`; the Makefile and CMake
@@ -112,6 +120,7 @@ def export_training_library(method, out_dir: str | Path, batch: int = 1, kernels
         summary=g.summary(), in_shape=str(list(g.input_shape)), k=g.num_classes, lr=lr,
         lib=prefix + LIBRARY_NAME,
         compiled_in=readme_rows(compiled_in(s.decisions, batch, rounding, kernels)))
-    written = _write_all(out, files, prefix, training=True)
+    facts = LibraryFacts(prefix + LIBRARY_NAME, prefix, True, method.name, kernels, target, lr)
+    written = _write_all(out, files, prefix, training=True, examples=examples, facts=facts)
     return ExportResult(out, written, kernels, src.arena_bytes, src.const_bytes,
                         [n.name for n in g.nodes], src)

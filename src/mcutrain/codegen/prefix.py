@@ -68,7 +68,7 @@ def library_names(files: dict[str, str], programs: tuple[str, ...] = ()) -> set[
     names = set(programs)
     for rel, text in files.items():
         path = PurePosixPath(rel)
-        if path.parts[0] == "runtime":
+        if path.parts[:1] == ("runtime",):
             names |= set(RUNTIME_NAME.findall(text))
             names.add(path.name)
         elif rel in (library_file("", "h"), library_file("", "c")):
@@ -77,12 +77,11 @@ def library_names(files: dict[str, str], programs: tuple[str, ...] = ()) -> set[
     return names
 
 
-def prefixed_path(rel: str, prefix: str) -> str:
-    """`rel` with its file name prefixed when it is model.h, model.c or a runtime file."""
+def prefixed_path(rel: str, prefix: str, names: set[str]) -> str:
+    """`rel` with its file name prefixed when it is one of the library's files (`names`: model.h,
+    model.c, a runtime file), wherever it is (an Arduino layout holds copies in its src/)."""
     path = PurePosixPath(rel)
-    if rel in (library_file("", "h"), library_file("", "c")) or path.parts[0] == "runtime":
-        return str(path.with_name(prefix + path.name))
-    return rel
+    return str(path.with_name(prefix + path.name)) if path.name in names else rel
 
 
 def prefixed_text(text: str, names: set[str], prefix: str, c_source: bool = True,
@@ -126,6 +125,7 @@ def prefixed_files(files: dict[str, str], prefix: str, programs: tuple[str, ...]
         return files
     c_prefix(prefix)
     names = library_names(files, programs)
-    return {prefixed_path(rel, prefix): prefixed_text(text, names, prefix, rel.endswith((".c", ".h")),
-                                                      keep_strings=rel == library_file("", "c"))
+    return {prefixed_path(rel, prefix, names):
+            prefixed_text(text, names, prefix, rel.endswith((".c", ".h")),
+                          keep_strings=PurePosixPath(rel).name == library_file("", "c"))
             for rel, text in files.items()}

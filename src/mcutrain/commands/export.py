@@ -17,6 +17,7 @@ Examples:
     mcutrain export --arch digits-cnn --init random --method fqt --precision int8 --target cortex-m4 -o out
     mcutrain export model.npz --target nrf52840 --prefix kws_ -o build/kws
     mcutrain export model.npz --target nrf52840 --inputs fashion-mnist -o build/model
+    mcutrain export model.npz --target stm32f746 --example baremetal-stm32f746 --example zephyr -o build/model
     mcutrain export model.npz --format tflite -o model.tflite
     mcutrain export model.npz --format onnx -o model-int8.onnx
 """
@@ -28,6 +29,7 @@ from typing import Any
 
 from mcutrain.api.device import export_args, export_file_args
 from mcutrain.cli import print_json
+from mcutrain.codegen.examples import EXAMPLES
 from mcutrain.commands._outputs import check_output
 from mcutrain.errors import UserError
 from mcutrain.methods import factory
@@ -73,6 +75,9 @@ def register(subparsers) -> None:
                    help="start every name and file of the library with PREFIX (e.g. kws_: kws_model_predict, "
                         "KWS_MODEL_INPUT_SIZE, kws_mt_* runtime, kws_model.h, target kws_model), so two "
                         "libraries link into one firmware image")
+    p.add_argument("--example", action="append", choices=EXAMPLES, metavar="KIND",
+                   help="also write a ready-to-build firmware layout (repeatable): "
+                        f"{', '.join(EXAMPLES)} (docs/c-api.md, 'Ready-to-build examples')")
     p.add_argument("--inputs", metavar="DATASET",
                    help="also write harness/inputs.bin (16 test samples of DATASET, int8), "
                         "harness/expected_logits.bin (what model_harness must write for them) and, for "
@@ -88,9 +93,9 @@ FORMATS = {"tflite": ".tflite", "onnx": ".onnx"}
 
 def export(args: argparse.Namespace) -> dict[str, Any]:
     if args.format:
-        if args.prefix or args.inputs:
-            raise UserError("--prefix and --inputs are about a C library's symbols and harness; a "
-                            "--format file has neither: leave them out")
+        if args.prefix or args.inputs or args.example:
+            raise UserError("--prefix, --inputs and --example are about a C library; a --format file "
+                            "is not one: leave them out")
         check_output(args.output, "-o/--output", FORMATS[args.format])
         return export_file_args(resolve_options(args, "export"))
     if args.target is None:
