@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs the system packages the demo and the test suite need when running as root and they
-# are missing: the ARM cross toolchain with newlib, QEMU for Cortex-M, and Debian's
-# Fashion-MNIST. Without root (or apt-get) it prints the one command that installs them.
+# are missing: the ARM cross toolchain with newlib, QEMU for Cortex-M, CMake (the exported CMake
+# builds), and Debian's Fashion-MNIST. Without root (or apt-get) it prints the one command that
+# installs them.
 # Usage: install-sysdeps.sh [demo|tests]   (who needs them: only the note's wording differs)
 set -euo pipefail
 for_what=${1:-tests}
 need=()
 command -v arm-none-eabi-gcc >/dev/null || need+=(gcc-arm-none-eabi libnewlib-arm-none-eabi)
 command -v qemu-system-arm >/dev/null || need+=(qemu-system-arm)
+command -v cmake >/dev/null || need+=(cmake)
 [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || need+=(dataset-fashion-mnist)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then

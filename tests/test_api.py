@@ -115,6 +115,17 @@ def test_export_inference_and_training(files, tmp_path):
         mcutrain.export(mcutrain.load(files[0]), tmp_path / "f", target="cortex-m4")
 
 
+def test_export_for_a_firmware(files, tmp_path):
+    r = mcutrain.export(files[1], tmp_path / "kws", target="nrf52840", prefix="kws_", inputs="digits",
+                        examples=("zephyr", "baremetal-nrf52840"))
+    assert (r["prefix"], r["examples"], r["harness_inputs"]["samples"]) == (
+        "kws_", ["zephyr", "baremetal-nrf52840"], 16)
+    assert {"kws_model.h", "zephyr/module.yml", "examples/baremetal-nrf52840/nrf52840.ld",
+            "harness/expected_logits.bin"} <= set(r["files"])
+    with pytest.raises(mcutrain.UserError, match="not a C identifier prefix"):
+        mcutrain.export(files[1], tmp_path / "bad", target="nrf52840", prefix="KWS")
+
+
 def test_run_in_qemu_is_bit_exact(arm_tools, files):
     r = mcutrain.run(files[1], "digits", method="zo", target="cortex-m4", steps=1, batch=2, queries=2)
     assert r["bit_exact"] is True and r["mismatch"] == "" and (r["method"], r["batch"]) == ("zo", 2)

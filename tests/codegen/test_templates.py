@@ -44,8 +44,10 @@ def test_every_template_renders_each_field_verbatim(name):
 
 
 def test_values_are_spliced_as_given_so_callers_escape():
-    assert HOSTILE in render("Makefile.harness.in", source=HOSTILE, program="p")   # never expanded again
-    assert render("Makefile.harness.in", source="s", program=7) == "\t$(CC) $(CFLAGS) s libmodel.a -o 7\n"
+    harness = {"program": "p", "lib": "model"}
+    assert HOSTILE in render("Makefile.harness.in", source=HOSTILE, **harness)   # never expanded again
+    want = "\t$(CC) $(CFLAGS) s libmodel.a -o 7\n"
+    assert render("Makefile.harness.in", source="s", program=7, lib="model") == want
     fields = {f: "0" for f in placeholders("model_inference.h")}
     header = render("model_inference.h", **{**fields, "provenance": c_comment(HOSTILE)})
     assert header.count("*/") == render("model_inference.h", **fields).count("*/")   # the comment holds
@@ -53,11 +55,11 @@ def test_values_are_spliced_as_given_so_callers_escape():
 
 
 def test_render_refuses_fields_that_do_not_match():
-    with pytest.raises(TemplateError, match=r"missing fields \['program'\]"):
+    with pytest.raises(TemplateError, match=r"missing fields \['lib', 'program'\]"):
         render("Makefile.harness.in", source="s")
     with pytest.raises(TemplateError, match=r"unknown fields \['extra'\]"):
-        render("Makefile.harness.in", source="s", program="p", extra="x")
+        render("Makefile.harness.in", source="s", program="p", lib="model", extra="x")
     with pytest.raises(TemplateError, match="must be str, int or float"):
-        render("Makefile.harness.in", source=["s"], program="p")
+        render("Makefile.harness.in", source=["s"], program="p", lib="model")
     with pytest.raises(TemplateError, match=r"no template 'nope\.c'; known: "):
         render("nope.c")

@@ -62,10 +62,29 @@ def test_export_int8_model_file(tmp_path, capsys):
     (["--arch", "resnet", "--init", "random", "--target", "cortex-m4"], "unknown architecture 'resnet'"),
     (["--target", "cortex-m4"], "either a MODEL file or --arch"),
     (["missing.npz", "--target", "cortex-m4"], "does not exist"),
+    (["--arch", "digits-cnn", "--init", "random", "--target", "cortex-m4", "--prefix", "Kws"],
+     "--prefix: symbol prefix 'Kws' is not a C identifier prefix"),
+    (["--arch", "digits-cnn", "--init", "random", "--format", "tflite", "--prefix", "kws_"],
+     "--prefix, --inputs and --example are about a C library"),
 ])
 def test_export_errors(tmp_path, capsys, argv, message):
     assert main(["export", *argv, "-o", str(tmp_path / "o")]) == 1
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_export_with_a_prefix_names_every_file_and_says_so(tmp_path, capsys):
+    out = tmp_path / "kws"
+    assert main(["export", "--arch", "digits-cnn", "--init", "random", "--target", "nrf52840",
+                 "--prefix", "kws_", "-o", str(out), "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["prefix"] == "kws_"
+    assert {"kws_model.h", "kws_model.c", "runtime/kws_mt_nn.h"} <= set(r["files"])
+    assert all(f.startswith(("kws_", "runtime/kws_", "harness/")) or f in
+               ("README.md", "Makefile", "CMakeLists.txt", "cmake/arm-none-eabi.cmake") for f in r["files"])
+    assert "int kws_model" not in (out / "kws_model.h").read_text()     # kws_mt_status, not int
+    assert "kws_mt_status kws_model_predict(" in (out / "kws_model.h").read_text()
+    assert "link `kws_model`" in (out / "README.md").read_text()
 
 
 def test_float_model_file_needs_a_dataset(tmp_path, capsys):

@@ -23,7 +23,15 @@ import numpy as np
 
 from mcutrain import zoo
 from mcutrain.api.data import Model, check_shape, dataset_of, graph_of, options_namespace, read
+from mcutrain.api.harness_inputs import (
+    check_inputs_method,
+    harness_files,
+    inputs_dataset,
+    write_harness_inputs,
+)
 from mcutrain.api.library_manifest import write_library_record
+from mcutrain.codegen.cformat import c_prefix
+from mcutrain.codegen.examples import ExampleError
 from mcutrain.errors import UserError
 from mcutrain.graph import Graph
 from mcutrain.methods import factory
@@ -39,12 +47,13 @@ PLAN_METHODS = ("fqt", "zo", "bp-qas", "float", "none")
 
 EXPORT_KEYS = ("out_dir", "target", "core", "kernels", "planner", "arena_bytes", "const_bytes", "macs",
                "provenance", "files", "method", "planned_ram_bytes", "planned_flash_bytes", "ram_limit",
-               "flash_limit", "fits")
-"""The keys of `export --json` for a C library (in this order); a training library adds
-`TRAINING_EXPORT_KEYS` (an imported model's `source_names` before them)."""
+               "flash_limit", "fits", "prefix", "examples")
+"""The keys of `export --json` for a C library (in this order; `harness_inputs` follows with
+`--inputs`); a training library adds `TRAINING_EXPORT_KEYS` (an imported model's
+`source_names` before them)."""
 TRAINING_EXPORT_KEYS = ("batch", "trainable", "train_arena_bytes", "inference_arena_bytes",
                         "ram_weight_bytes", "state_bytes", "macs_per_step", "options")
-FILE_EXPORT_KEYS = ("path", "format", "bytes", "provenance", "macs", "params")
+FILE_EXPORT_KEYS = ("path", "format", "bytes", "rounding", "provenance", "macs", "params")
 """The keys of `export --format tflite | onnx --json`."""
 
 
@@ -152,40 +161,63 @@ def budget_json(report) -> dict[str, Any]:
             "fits": report.fits}
 
 
+def symbol_prefix(args: argparse.Namespace) -> str:
+    """`--prefix` checked as a C identifier prefix ('' without one), before any work."""
+    prefix = getattr(args, "prefix", None) or ""
+    if prefix:
+        try:
+            c_prefix(prefix)
+        except ValueError as e:
+            raise UserError(f"--prefix: {e}") from None
+    return prefix
+
+
 def export_args(args: argparse.Namespace) -> dict[str, Any]:
     """The work of `mcutrain export` on resolved options: the library written, its `--json` result."""
     from mcutrain.codegen.emit import ExportError
     from mcutrain.codegen.library import export_library, export_training_library
 
     check_method_lr(args, "export")
+    prefix = symbol_prefix(args)
+    examples = tuple(getattr(args, "example", None) or ())
+    inputs = getattr(args, "inputs", None)
+    if inputs:
+        check_inputs_method(args.method)
     target, kernels = resolve_target_and_kernels(args)
     calib = None
     if args.dataset:
         calib = dataset_of(args.dataset, args.seed).x_train
     qm, prov = int8_model(args, calib)
+    harness_ds = inputs_dataset(args, qm) if inputs else None
     try:
         method = build_method(args, qm, None if calib is None else calib[:factory.CALIB_SAMPLES])
         budget = library_report(method, qm, target, kernels, getattr(args, "batch", 1))
         check_budget(budget, getattr(args, "allow_overflow", False))
         if method is None:
             res = export_library(qm, args.output, kernels=kernels, planner=args.planner, provenance=prov,
-                                 target=target.name)
+                                 target=target.name, prefix=prefix, examples=examples)
         else:
             if args.planner != "greedy":
                 raise UserError("--planner linear applies to inference libraries (--method none)")
             res = export_training_library(method, args.output, batch=args.batch,
-                                          kernels=kernels, provenance=prov, target=target.name, lr=args.lr)
+                                          kernels=kernels, provenance=prov, target=target.name, lr=args.lr,
+                                          prefix=prefix, examples=examples)
             res.files = sorted(res.files + write_library_record(args.output, args, qm, res.model, kernels,
                                                                 target.name, prov))
-    except ExportError as e:
+        harness = (write_harness_inputs(args, qm, harness_ds, args.output, training=method is not None)
+                   if harness_ds is not None else None)
+    except (ExportError, ExampleError) as e:
         raise UserError(str(e)) from None
     except OSError as e:
         raise UserError(f"cannot write to '{args.output}': {e}") from None
     out = {"out_dir": str(res.out_dir), "target": target.name, "core": target.core, "kernels": kernels,
            "planner": args.planner, "arena_bytes": res.arena_bytes, "const_bytes": res.const_bytes,
            "macs": qm.graph.total_macs(), "provenance": prov, "files": res.files, "method": args.method,
-           **budget_json(budget)}
+           **budget_json(budget), "prefix": prefix, "examples": list(examples)}
     assert tuple(out) == EXPORT_KEYS
+    if harness:
+        out["harness_inputs"] = harness
+        out["files"] = sorted(res.files + harness_files(harness))
     if method is not None:
         src = res.model
         s = src.plan.schedule
@@ -329,15 +361,21 @@ def plan(model: Model | str | Path | None, method: str, target: str, *, arch: st
 def export(model: Model | str | Path | None, out_dir: str | Path, method: str = "none",
            target: str = "cortex-m4", *, arch: str | None = None, kernels: str | None = None,
            planner: str = "greedy", dataset: str | None = None, allow_overflow: bool = False,
+           prefix: str = "", inputs: str | None = None, examples: tuple[str, ...] = (),
            **options: Any) -> dict[str, Any]:
     """Write the self-contained C library of `model` for `target` to `out_dir` (as `mcutrain export`).
 
     `method` 'none' is inference only; zo, bp-qas and fqt compile their training step in, with
     the training options of `options` (same names, defaults and checks as the command). A float
     model is quantized on `dataset`'s training samples. A library that does not fit `target` is
-    refused (UserError with the planner's breakdown) unless `allow_overflow`. Returns the `--json` result.
+    refused (UserError with the planner's breakdown) unless `allow_overflow`. `prefix` ('kws_')
+    starts every name and file of the library, so two libraries link into one image. `inputs` (a
+    dataset spec) writes the harness files and the expected logits (`api.harness_inputs`);
+    `examples` ready-to-build firmware layouts (`codegen.examples.EXAMPLES`). Returns the `--json`
+    result.
     """
     return export_args(options_namespace("export", method, options, model=None if arch else model, arch=arch,
                                          init="random" if arch else None, target=target, kernels=kernels,
                                          planner=planner, dataset=dataset, output=out_dir,
-                                         allow_overflow=allow_overflow))
+                                         allow_overflow=allow_overflow, prefix=prefix, inputs=inputs,
+                                         example=list(examples)))

@@ -4,15 +4,27 @@ An inference library has one file-driven driver (`harness/main.c` -> `model_harn
 training library adds `harness/train_main.c` -> `model_train_harness` and builds with the
 training flags (`buildflags.TRAIN_FLAGS`). Both come from the same templates (`Makefile.in`,
 `CMakeLists.txt.in`), the difference being the fields: the flags and one rule per driver.
-Only fixed words reach these files (flags, the kernel choice, file names); no model text.
+Only fixed words reach these files (flags, the kernel choice, file names, a symbol prefix checked
+by `cformat.c_prefix`); no model text. With a prefix the library, its CMake target, its driver
+programs and the `MT_KERNELS_REF` define carry it (`codegen/prefix.py`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mcutrain.buildflags import C_STD_FLAGS, CROSS_OPT, REF_KERNELS, TRAIN_FLAGS, WARNING_FLAGS
+from mcutrain.buildflags import (
+    C_STD_FLAGS,
+    CROSS_OPT,
+    REF_KERNELS,
+    SECTION_FLAGS,
+    TRAIN_FLAGS,
+    WARNING_FLAGS,
+    core_flags,
+)
+from mcutrain.codegen.prefix import LIBRARY_NAME
 from mcutrain.codegen.templates import render
+from mcutrain.targets import get_target
 
 
 @dataclass(frozen=True)
@@ -34,25 +46,49 @@ def harness_sources(training: bool) -> dict[str, str]:
     return {h.source: render(h.template) for h in (TRAINING_HARNESSES if training else INFERENCE_HARNESSES)}
 
 
-def build_files(kernels: str, training: bool) -> dict[str, str]:
+def harness_programs(training: bool, prefix: str = "") -> tuple[str, ...]:
+    """The driver programs' names (what the build makes and a prefixed library renames)."""
+    return tuple(prefix + h.program for h in (TRAINING_HARNESSES if training else INFERENCE_HARNESSES))
+
+
+TOOLCHAIN_FILE = "cmake/arm-none-eabi.cmake"
+"""The CMake toolchain file of a library exported for a target."""
+
+
+def toolchain_file(target: str) -> str:
+    """The CMake toolchain file for arm-none-eabi-gcc with `target`'s core flags (`-mcpu`, FPU, ABI)."""
+    t = get_target(target)
+    return render("arm-none-eabi.cmake", target=t.name, core=t.core,
+                  core_flags=" ".join(core_flags(t) + SECTION_FLAGS))
+
+
+def build_files(kernels: str, training: bool, prefix: str = "", target: str = "") -> dict[str, str]:
     """Makefile and CMakeLists.txt for a library planned for `kernels` ('dsp' or 'ref').
 
     'ref' libraries define `MT_KERNELS_REF` so every build runs the portable loops they were
     planned for; CMake sets the C standard itself, so it gets the warnings without `-std=`.
+    `prefix` (already checked) names the library `lib<prefix>model.a`, target `<prefix>model`.
+    Both build with `CROSS_OPT` unless told otherwise (Make's `OPT`, CMake's `<lib>_OPT`); with a
+    `target`, `cmake/arm-none-eabi.cmake` cross-compiles for its core.
     """
     harnesses = TRAINING_HARNESSES if training else INFERENCE_HARNESSES
+    programs = harness_programs(training, prefix)
     extra = TRAIN_FLAGS if training else []
-    ref = kernels != "dsp"
+    lib = prefix + LIBRARY_NAME
+    ref_define = prefix.upper() + REF_KERNELS if kernels != "dsp" else ""
     makefile = render(
-        "Makefile.in", flags=" ".join(C_STD_FLAGS + extra), opt=CROSS_OPT,
-        defines=f" -D{REF_KERNELS}" if ref else "",
+        "Makefile.in", flags=" ".join(C_STD_FLAGS + extra), opt=CROSS_OPT, lib=lib,
+        defines=f" -D{ref_define}" if ref_define else "",
         harness_sources=" ".join(h.source for h in harnesses),
-        harness_recipes="".join(render("Makefile.harness.in", source=h.source, program=h.program)
-                                for h in harnesses),
-        harness_programs=" ".join(h.program for h in harnesses))
+        harness_recipes="".join(render("Makefile.harness.in", source=h.source, program=p, lib=lib)
+                                for h, p in zip(harnesses, programs, strict=True)),
+        harness_programs=" ".join(programs))
     cmake = render(
-        "CMakeLists.txt.in", flags=" ".join(WARNING_FLAGS + extra),
-        defines=f"target_compile_definitions(model PUBLIC {REF_KERNELS})\n" if ref else "",
-        harnesses="".join(render("CMakeLists.harness.txt.in", source=h.source, program=h.program)
-                          for h in harnesses))
-    return {"Makefile": makefile, "CMakeLists.txt": cmake}
+        "CMakeLists.txt.in", flags=" ".join(WARNING_FLAGS + extra), lib=lib, opt=CROSS_OPT,
+        defines=f"target_compile_definitions({lib} PUBLIC {ref_define})\n" if ref_define else "",
+        harnesses="".join(render("CMakeLists.harness.txt.in", source=h.source, program=p, lib=lib)
+                          for h, p in zip(harnesses, programs, strict=True)))
+    files = {"Makefile": makefile, "CMakeLists.txt": cmake}
+    if target:
+        files[TOOLCHAIN_FILE] = toolchain_file(target)
+    return files

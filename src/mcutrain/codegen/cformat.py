@@ -6,7 +6,8 @@ graph name, provenance line or anything else that comes from a model file goes t
 literal) before an emitter splices it in. Names are already restricted by the graph
 (`graph.NAME_RULE`); these functions hold even for text that is not, so a model file can
 never end a comment, start a preprocessor line or add code. No model data reaches the
-Makefile or CMakeLists.txt (their only variable part is the kernel choice, a fixed word).
+Makefile or CMakeLists.txt (their variable parts are the kernel choice, a fixed word, and the
+symbol prefix, which `c_prefix` checks).
 
 Generated files are snapshot-tested, so every number is printed the same way on every
 machine (plain decimal integers; no floats are ever emitted into code).
@@ -85,6 +86,25 @@ def unique_idents(names: list[str]) -> dict[str, str]:
         used.add(ident)
         out[n] = ident
     return out
+
+
+PREFIX_RULE = re.compile(r"[a-z][a-z0-9_]{0,22}_")
+"""A symbol prefix (`export --prefix`): a lowercase letter, then letters, digits or `_`, ending in
+`_`, at most 24 characters. Lowercase so its uppercase form prefixes the macros; no leading `_`
+(reserved names in C); the closing `_` keeps `kws_model_predict` readable."""
+
+
+def c_prefix(prefix: str) -> str:
+    """`prefix` checked against `PREFIX_RULE` and returned unchanged; ValueError saying the rule.
+
+    Unlike `c_ident`, which repairs a model's names, a prefix is typed by the user and is refused,
+    never rewritten: the names a firmware calls must be the ones asked for.
+    """
+    if not isinstance(prefix, str) or not PREFIX_RULE.fullmatch(prefix):
+        raise ValueError(f"symbol prefix {prefix!r} is not a C identifier prefix: use a lowercase letter, "
+                         "then lowercase letters, digits or '_', ending in '_', at most 24 characters "
+                         "(e.g. kws_)")
+    return prefix
 
 
 def _literal(v: int, ctype: str) -> str:

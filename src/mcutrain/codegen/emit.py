@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mcutrain.codegen.cformat import c_array, c_comment, c_comment_lines, c_string, unique_idents
+from mcutrain.codegen.compiled_in import compiled_in, header_lines
 from mcutrain.codegen.rounding_c import mode_guard, tflite_add, tflite_mean
 from mcutrain.codegen.templates import render
 from mcutrain.engines.int_engine import check_accumulator
@@ -341,7 +342,8 @@ def emit_model(qm: QuantModel, kernels: str = "dsp", planner: str = "greedy",
         h=ishape[0], w=ishape[1], c=ishape[2], in_size=in_size, out_size=out_size,
         in_zp=qm.zero_point(INPUT), in_q=c_comment(qparams_comment(qm, INPUT)),
         out_zp=qm.zero_point(g.output), out_q=c_comment(qparams_comment(qm, g.output)),
-        arena=plan.arena_bytes, layers=len(g.nodes))
+        arena=plan.arena_bytes, layers=len(g.nodes),
+        compiled_in=header_lines(compiled_in(None, batch=1, rounding=qm.rounding, kernels=kernels)))
     source = render(
         "model_inference.c", kernels=kernels, planner=plan.planner, arena=plan.arena_bytes,
         consts=mode_guard(qm.rounding) + "\n\n".join(em.consts),

@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcutrain.codegen.cformat import c_comment, c_comment_lines
+from mcutrain.codegen.compiled_in import compiled_in, header_lines
 from mcutrain.codegen.emit import ExportError
 from mcutrain.codegen.emit_base import call, checked
 from mcutrain.codegen.emit_fqt_base import FqtEmitter
@@ -280,7 +281,8 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
         out_q="qparams dynamic (the EMA range moves every step; the zero point macro is the initial one)"
               if qout else "the float32 logits quantized with their own range (as the loss sees them)",
         arena=plan.arena_bytes, train_arena=plan.arena_bytes, infer_arena=plan.arena_bytes,
-        state_bytes=state_bytes, layers=len(g.nodes))
+        state_bytes=state_bytes, layers=len(g.nodes),
+        compiled_in=header_lines(compiled_in(s.decisions, batch, "single", kernels)))   # fqt: single only
     save = "\n".join(f"    {sv}\n    off += {x.nbytes};" for (sv, _), x in zip(io, entries))
     load = "\n".join(f"    {ld}\n    off += {x.nbytes};" for (_, ld), x in zip(io, entries))
     source = render(

@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcutrain.codegen.cformat import c_array, c_comment, c_comment_lines, c_ident, c_string, unique_idents
+from mcutrain.codegen.compiled_in import compiled_in, header_lines
 from mcutrain.codegen.emit import ExportError, InferenceEmitter, check_supported, qparams_comment
 from mcutrain.codegen.emit_train_ops import StepEmitter, method_op
 from mcutrain.codegen.rounding_c import mode_guard
@@ -214,7 +215,8 @@ def emit_zo_bp_training(method, batch: int = 1, kernels: str = "dsp", provenance
         in_zp=qm.zero_point(INPUT), in_q=c_comment(qparams_comment(qm, INPUT)),
         out_zp=qm.zero_point(g.output),
         out_q=c_comment(qparams_comment(qm, g.output)), arena=arena, train_arena=plan.arena_bytes,
-        infer_arena=inf.arena_bytes, state_bytes=state_bytes, layers=len(g.nodes))
+        infer_arena=inf.arena_bytes, state_bytes=state_bytes, layers=len(g.nodes),
+        compiled_in=header_lines(compiled_in(s.decisions, batch, qm.rounding, kernels)))
     source = render(
         "model_zo_bp.c", method=method.name, kernels=kernels, arena=arena, train_arena=plan.arena_bytes,
         infer_arena=inf.arena_bytes,

@@ -15,7 +15,7 @@ template goes through `codegen/cformat.py` (`c_ident`, `c_comment`, `c_comment_l
 unfilled, so a renamed placeholder cannot silently drop or leave text.
 
 Example:
-    >>> text = render("Makefile.harness.in", source="harness/main.c", program="model_harness")
+    >>> text = render("Makefile.harness.in", source="harness/main.c", program="model_harness", lib="model")
     >>> text.split()[-1]
     'model_harness'
 """

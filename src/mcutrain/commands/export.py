@@ -16,6 +16,9 @@ Examples:
     mcutrain export --arch digits-cnn --init random --seed 0 --target cortex-m0plus -o out --json
     mcutrain export model.npz --method zo --perturb mix --trainable last:2 --batch 4 --target nrf52840 -o out
     mcutrain export --arch digits-cnn --init random --method fqt --precision int8 --target cortex-m4 -o out
+    mcutrain export model.npz --target nrf52840 --prefix kws_ -o build/kws
+    mcutrain export model.npz --target nrf52840 --inputs fashion-mnist -o build/model
+    mcutrain export model.npz --target stm32f746 --example baremetal-stm32f746 --example zephyr -o build/model
     mcutrain export model.npz --format tflite -o model.tflite
     mcutrain export model.npz --format onnx -o model-int8.onnx
 """
@@ -27,6 +30,7 @@ from typing import Any
 
 from mcutrain.api.device import export_args, export_file_args
 from mcutrain.cli import print_json
+from mcutrain.codegen.examples import EXAMPLES
 from mcutrain.commands._outputs import check_output
 from mcutrain.errors import UserError
 from mcutrain.methods import factory
@@ -73,6 +77,17 @@ def register(subparsers) -> None:
     p.add_argument("--allow-overflow", action="store_true",
                    help="write the library even when the planner says it does not fit --target "
                         "(by default refused, with the breakdown and what to try)")
+    p.add_argument("--prefix", metavar="PREFIX",
+                   help="start every name and file of the library with PREFIX (e.g. kws_: kws_model_predict, "
+                        "KWS_MODEL_INPUT_SIZE, kws_mt_* runtime, kws_model.h, target kws_model), so two "
+                        "libraries link into one firmware image")
+    p.add_argument("--example", action="append", choices=EXAMPLES, metavar="KIND",
+                   help="also write a ready-to-build firmware layout (repeatable): "
+                        f"{', '.join(EXAMPLES)} (docs/c-api.md, 'Ready-to-build examples')")
+    p.add_argument("--inputs", metavar="DATASET",
+                   help="also write harness/inputs.bin (16 test samples of DATASET, int8), "
+                        "harness/expected_logits.bin (what model_harness must write for them) and, for "
+                        "zo/bp-qas, harness/train.bin (docs/c-api.md, 'Harness files')")
     p.add_argument("--dataset", help="dataset spec (or your own data.npz) to calibrate a "
                                              "float-only model file on (PTQ)")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
@@ -84,6 +99,9 @@ FORMATS = {"tflite": ".tflite", "onnx": ".onnx"}
 
 def export(args: argparse.Namespace) -> dict[str, Any]:
     if args.format:
+        if args.prefix or args.inputs or args.example:
+            raise UserError("--prefix, --inputs and --example are about a C library; a --format file "
+                            "is not one: leave them out")
         check_output(args.output, "-o/--output", FORMATS[args.format])
         return export_file_args(resolve_options(args, "export"))
     if args.target is None:

@@ -3,6 +3,8 @@
  *
  * Provenance: @provenance@
  * Kernels planned for: @kernels@. Training: @method@, batch @batch@; @options@.
+ * Compiled in:
+@compiled_in@
  *
  * Usage:
  *     if (model_init() != MT_OK) ...;                       (once: checks the arena against the kernels)

@@ -3,6 +3,11 @@
  *
  * Provenance: tests/codegen tiny model
  * Kernels planned for: dsp; arena planner: greedy.
+ * Compiled in:
+ *     method: none (inference only)
+ *     rounding: single
+ *     kernels: dsp
+ *     mcutrain: 0.1.0
  *
  * Usage:
  *     if (model_init() != MT_OK) ...;            (once: checks the arena against the kernels)

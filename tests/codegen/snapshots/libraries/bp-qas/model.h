@@ -3,6 +3,18 @@
  *
  * Provenance: tests/codegen library snapshot
  * Kernels planned for: ref. Training: bp-qas, batch 2; samples_per_pass 2, momentum 0.9, bias_last 1, qas True, weights ['conv2', 'fc'], biases ['conv2', 'fc'].
+ * Compiled in:
+ *     method: bp-qas
+ *     precision: int8 (weights s8, biases s32, activations s8, errors f32, per-sample gradients f32)
+ *     batch: 2 sample(s) per model_train_step
+ *     trained weights: conv2, fc
+ *     trained biases: conv2, fc
+ *     partial updates: none (every trained layer in full)
+ *     bias_last: 1
+ *     momentum: 0.9
+ *     rounding: single
+ *     kernels: ref
+ *     mcutrain: 0.1.0
  *
  * Usage:
  *     if (model_init() != MT_OK) ...;                       (once: checks the arena against the kernels)

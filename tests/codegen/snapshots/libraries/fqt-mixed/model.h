@@ -3,6 +3,16 @@
  *
  * Provenance: tests/codegen library snapshot
  * Kernels planned for: ref. Training: fqt, batch 1; precision mixed, alpha_a 0.1, alpha_e 0.1, alpha_w 0.001, alpha_norm 0.1.
+ * Compiled in:
+ *     method: fqt
+ *     precision: mixed (weights u8, biases s32, activations u8, errors f32, per-sample gradients f32)
+ *     batch: 1 sample(s) per model_train_step
+ *     trained weights: conv1, conv2, fc
+ *     trained biases: conv1, conv2, fc
+ *     partial updates: none (every trained layer in full)
+ *     rounding: single
+ *     kernels: ref
+ *     mcutrain: 0.1.0
  *
  * Usage:
  *     if (model_init() != MT_OK) ...;                       (once: checks the arena against the kernels)

@@ -3,6 +3,16 @@
  *
  * Provenance: tests/codegen library snapshot
  * Kernels planned for: ref. Training: fqt, batch 1; precision uint8, alpha_a 0.1, alpha_e 0.1, alpha_w 0.001, alpha_norm 0.1.
+ * Compiled in:
+ *     method: fqt
+ *     precision: uint8 (weights u8, biases s32, activations u8, errors u8, per-sample gradients u8)
+ *     batch: 1 sample(s) per model_train_step
+ *     trained weights: conv1, conv2, fc
+ *     trained biases: conv1, conv2, fc
+ *     partial updates: conv1 (lambda_min 0.5, lambda_max 1); conv2 (lambda_min 0.5, lambda_max 1); fc (lambda_min 0.5, lambda_max 1)
+ *     rounding: single
+ *     kernels: ref
+ *     mcutrain: 0.1.0
  *
  * Usage:
  *     if (model_init() != MT_OK) ...;                       (once: checks the arena against the kernels)

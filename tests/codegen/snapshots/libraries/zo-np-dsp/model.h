@@ -3,6 +3,19 @@
  *
  * Provenance: tests/codegen library snapshot
  * Kernels planned for: dsp. Training: zo, batch 1; perturb np, queries 3, mask none, samples_per_pass 1, base recompute, sigma_w 1, sigma_b 100, sigma_node 5, gns True, qas True, units ['np:conv1', 'np:conv2', 'np:fc'].
+ * Compiled in:
+ *     method: zo
+ *     precision: int8 (weights s8, biases s32, activations s8)
+ *     batch: 1 sample(s) per model_train_step
+ *     trained weights: conv1, conv2, fc
+ *     trained biases: conv1, conv2, fc
+ *     partial updates: none (every trained layer in full)
+ *     perturb: np
+ *     queries: 3
+ *     mask: none
+ *     rounding: single
+ *     kernels: dsp
+ *     mcutrain: 0.1.0
  *
  * Usage:
  *     if (model_init() != MT_OK) ...;                       (once: checks the arena against the kernels)
