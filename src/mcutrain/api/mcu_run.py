@@ -22,6 +22,7 @@ import numpy as np
 
 from mcutrain.api.data import Model, check_fits, dataset_of, options_namespace
 from mcutrain.api.device import build_method, check_method_lr, int8_model, resolve_target_and_kernels
+from mcutrain.api.library_manifest import write_library_record
 from mcutrain.api.training import calibration_samples
 from mcutrain.errors import UserError
 from mcutrain.mcu.twin import first_mismatch, float_state_diff, simulate_fqt_steps, simulate_steps
@@ -139,6 +140,8 @@ def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> 
         res = export_training_library(method, work / "lib", batch=bsz, kernels=kernels, provenance=prov,
                                       target=target.name, lr=args.lr)
         src = res.model
+        # the manifest and model state-to-model reads: `--dump DIR` keeps DIR/build/lib with DIR/state.bin
+        write_library_record(work / "lib", args, qm, src, kernels, target.name, prov)
         try:
             b = build_mcu_train(work / "lib", target, work / "train.elf", kernels=kernels)
         except LinkOverflowError as e:
@@ -161,7 +164,7 @@ def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> 
     dump_mcu = {**{k: mcu[-1].state[k] for k in last_sim}, "losses": np.stack([r.losses for r in mcu])}
     return {**result, "kernels": kernels, "provenance": prov, "mismatch": mismatch, "stack_used": stack,
             "float_state_diff": float_diff, "sizes": b.sizes, "src": src, "dump_sim": dump_sim,
-            "dump_mcu": dump_mcu, "method": args.method}
+            "dump_mcu": dump_mcu, "method": args.method, "state_blob": mcu[-1].blob}
 
 
 def run_args(args: argparse.Namespace, work: Path) -> dict[str, Any]:
