@@ -1,6 +1,10 @@
 """The `tflm` benchmark's quick run: TFLM's interpreter and mcutrain (golden engine and generated C,
 host and QEMU) agree bit for bit in `tflite` rounding, and a model trained in the simulator scores
-the same under TFLM. The run needs the ARM toolchain and QEMU (its C rows), hence `arm_tools`."""
+the same under TFLM. Issue #17 item 7 end to end (its fast variant): a `.tflite` trained with fqt
+int8 (last layers and all), zo and bp-qas through the commands -- planned on the boards, run in
+QEMU bit-exactly, exported back by `export --format tflite` and by `state-to-model` from the
+device's state -- scores exactly the same by `mcutrain eval` and by TFLM, every logit identical.
+Needs the ARM cross toolchain and QEMU (the C rows and the `run` step), hence `arm_tools`."""
 
 from __future__ import annotations
 
@@ -14,7 +18,8 @@ pytest.importorskip("tflite_micro.python.tflite_micro.runtime", reason="pip inst
 
 
 def test_quick_tflm_benchmark(arm_tools, tmp_path):
-    assert main(["bench", "tflm", "--quick", "--results", str(tmp_path), "--docs", str(tmp_path)]) == 0
+    assert main(["bench", "tflm", "--quick", "--results", str(tmp_path), "--docs", str(tmp_path),
+                 "--work", str(tmp_path / "work")]) == 0
     doc = json.loads((tmp_path / "tflm.quick.json").read_text())
     assert doc["complete"] and {r["model"] for r in doc["rows"]} == {"digits-cnn", "mobilenet-v1-0.25",
                                                                       "imu-cnn1d"}
@@ -48,3 +53,14 @@ def test_quick_tflm_benchmark(arm_tools, tmp_path):
         assert r["inputs"] == (20 if r["target"] == "host" else 4), r
     for r in boards:   # a dual 16-bit multiply-accumulate (SMLAD) is the most any instruction does
         assert r["instructions_per_inference"] > r["macs"] / 2 and r["does_not_fit"] == [], r
+    rows = {r["method"]: r for r in trip["methods"]}
+    assert set(rows) == {"fqt-int8-last", "fqt-int8-all", "zo", "bp-qas"}
+    for r in rows.values():
+        assert r["accuracy_before"] == trip["accuracy_before"], r     # every method starts from the file
+        assert r["nrf52840_fits"] and r["stm32f746_fits"] and r["run_bit_exact"], r
+        for kind in ("exported", "device"):
+            assert r[f"{kind}_rounding"] == "tflite", r
+            assert r[f"{kind}_accuracy_eval"] == r[f"{kind}_accuracy_tflm"], r
+            assert r[f"{kind}_logits_identical"], r
+        assert r["exported_accuracy_eval"] == r["accuracy_after"], r    # train -o wrote what it measured
+        assert r["accuracy_after"] != r["accuracy_before"], r           # it trained

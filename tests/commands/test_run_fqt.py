@@ -43,3 +43,29 @@ def test_fqt_partial_updates_of_a_batch_are_refused(capsys):
     args = ["--precision", "mixed", "--partial", "0.5", "--batch", "2", "--target", "cortex-m4"]
     assert main([*BASE, *args]) == 1
     assert "partial updates (lambda_min < 1) run in C with --batch 1" in capsys.readouterr().err
+
+
+def test_a_tflite_run_dumps_the_device_state_state_to_model_takes(arm_tools, tmp_path, capsys):
+    """`run model.tflite --method fqt --dump D` (TFLite's rounding in C) leaves D/state.bin beside the
+    library D/build/lib; `state-to-model` turns them into the model the steps trained, weight for weight."""
+    from mcutrain import zoo
+    from mcutrain.engines import ptq
+    from mcutrain.interop.tflite_export import save_tflite
+    from mcutrain.qmodel import QuantModel
+
+    g = zoo.build("digits-cnn", seed=1)
+    x = np.random.default_rng(1).random((64, *g.input_shape), dtype=np.float32)
+    tfl = save_tflite(ptq.quantize_model(g, x, rounding="tflite"), tmp_path / "m.tflite")
+    dump = tmp_path / "D"
+    assert main(["run", str(tfl), "--dataset", "digits", "--json", "--method", "fqt", "--trainable", "last:2",
+                 "--batch", "2", "--steps", "2", "--target", "cortex-m4", "--dump", str(dump)]) == 0
+    assert json.loads(capsys.readouterr().out)["bit_exact"] is True
+    out = tmp_path / "trained.npz"
+    assert main(["state-to-model", str(dump / "build" / "lib"), str(dump / "state.bin"), "-o", str(out),
+                 "--json"]) == 0
+    back = json.loads(capsys.readouterr().out)
+    assert back["steps"] == 2 and back["changed"] > 0
+    trained, mcu = QuantModel.load(out), np.load(dump / "mcu.npz")
+    assert trained.rounding == "tflite"
+    for layer in ("conv2", "fc"):
+        np.testing.assert_array_equal(trained.weights[layer].reshape(-1), mcu[f"{layer}.weight"].reshape(-1))

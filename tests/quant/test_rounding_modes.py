@@ -257,11 +257,10 @@ def test_tflite_mean_and_add_kernels() -> None:
     assert ie.add_fwd_s8_tflite(a, 0, b, 0, p, 0, -128, 127).tolist() == [14, -6]
 
 
-def test_fqt_trains_a_tflite_model_in_the_simulator_its_c_step_refuses_it() -> None:
+def test_fqt_trains_a_tflite_model_in_the_simulator_and_its_c_step_takes_it() -> None:
     import argparse
 
     from mcutrain.api.device import build_method as device_method
-    from mcutrain.errors import UserError
     from mcutrain.methods.factory import build_method, defaults, resolve
     qm, x = _model("tflite")
     v = argparse.Namespace(trainable="all", seed=0)
@@ -270,8 +269,7 @@ def test_fqt_trains_a_tflite_model_in_the_simulator_its_c_step_refuses_it() -> N
     assert np.array_equal(m.logits_and_losses(x, np.zeros(len(x), int))[0],
                           ie.forward(qm, ie.quantize_input(qm, x)))
     args = argparse.Namespace(**{**defaults("export"), "method": "fqt", "trainable": "all"})
-    with pytest.raises(UserError, match="the fqt C step rounds 'single'"):
-        device_method(args, qm, x)
+    assert device_method(args, qm, x).rounding == "tflite"    # the C step runs the model's mode
 
 
 def test_zo_queries_run_the_models_mode() -> None:

@@ -115,16 +115,9 @@ def build_method(args: argparse.Namespace, qm: QuantModel, calib: np.ndarray | N
                  c_twin: bool = False):
     """The `--method` of export/run on `qm` through the factory (None for 'none'); UserError on bad input.
 
-    fqt on a model of rounding other than 'single' is refused here, on the C paths: the simulator
-    runs FQT's forward in the model's mode, the generated FQT step does not yet.
+    Every method's C step runs in `qm`'s rounding mode (fqt int8's forward requantizations, ADD and
+    MEAN included: codegen/rounding_c.py), so a `tflite` model exports as it is.
     """
-    if args.method == "fqt" and qm.rounding != "single":
-        # NOTE: where FQT-tflite must be wired into codegen: codegen/emit_fqt.py (the forward
-        # requantizations of its kernel calls, the ADD and the global average pool) once the C
-        # runtime has the tflite mode; then drop this refusal.
-        raise UserError(f"the fqt C step rounds 'single'; this model rounds {qm.rounding!r} (an imported "
-                        ".tflite). Train it with fqt in the simulator (mcutrain train), or export it "
-                        "with --method zo / bp-qas / none once the C runtime has its rounding")
     try:
         method = factory.build_method(args.method, args, qm, calib, c_twin=c_twin)
     except factory.FactoryError as e:

@@ -31,6 +31,7 @@ from mcutrain.api.device import (
     library_report,
     resolve_target_and_kernels,
 )
+from mcutrain.api.library_manifest import write_library_record
 from mcutrain.api.training import calibration_samples
 from mcutrain.errors import UserError
 from mcutrain.mcu.twin import first_mismatch, float_state_diff, simulate_fqt_steps, simulate_steps
@@ -199,6 +200,8 @@ def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> 
             res = export_training_library(method, work / "lib", batch=bsz, kernels=kernels, provenance=prov,
                                           target=target.name, lr=args.lr)
             src = res.model
+            # the manifest and model state-to-model reads: `--dump DIR` keeps DIR/build/lib and DIR/state.bin
+            write_library_record(work / "lib", args, qm, src, kernels, target.name, prov)
             stages.update(1)
             stages.stage(f"cross-compiling for {target.name}")
             try:
@@ -232,7 +235,7 @@ def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> 
     return {**result, **memory, "trainable": list(src.plan.schedule.trainable), "kernels": kernels,
             "provenance": prov, "mismatch": mismatch, "stack_used": stack,
             "float_state_diff": float_diff, "sizes": b.sizes, "src": src, "dump_sim": dump_sim,
-            "dump_mcu": dump_mcu, "method": args.method}
+            "dump_mcu": dump_mcu, "method": args.method, "state_blob": mcu[-1].blob}
 
 
 def run_progress(args: argparse.Namespace, stages: int) -> Progress:

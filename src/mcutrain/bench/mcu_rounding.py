@@ -14,7 +14,9 @@ requantizations per element against one int64 sum).
 
 Run: ``mcutrain bench mcu-rounding`` writes `benchmarks/results/mcu-rounding.json` and its block
 in `docs/benchmarks.md`; ``--quick`` (digits-cnn inference on the M4 with DSP kernels) writes
-`mcu-rounding.quick.json` only. Needs the ARM cross toolchain and QEMU.
+`mcu-rounding.quick.json` only. FQT int8 steps (`FQT_TRAINABLE`) are rows too: the model's own integers,
+its forward in the row's mode (TFLite's ADD with multipliers computed on the device, MEAN).
+Needs the ARM cross toolchain and QEMU.
 """
 
 from __future__ import annotations
@@ -43,8 +45,9 @@ class Settings:
     inference: tuple[tuple[str, tuple[int, ...] | None], ...] = (
         ("digits-cnn", None), ("small-cnn", None), ("mnist1d-cnn", None), ("mcunet-5fps", (32, 32, 3)),
         ("mobilenet-v1-0.25", (48, 48, 1)))
-    training: tuple[str, ...] = ("zo", "bp-qas")
-    """Methods stepped on digits-cnn (ZO and BP-QAS libraries take no residual adds)."""
+    training: tuple[str, ...] = ("zo", "bp-qas", "fqt", "fqt-last", "fqt-mcunet")
+    """Methods stepped on digits-cnn (ZO and BP-QAS libraries take no residual adds); fqt-mcunet on
+    MCUNet-5FPS at 32x32 (`FQT_TRAINABLE`)."""
     runs: tuple[tuple[str, str], ...] = RUNS
     samples: int = 2
     steps: int = 2
@@ -52,6 +55,8 @@ class Settings:
 
 FULL = Settings()
 QUICK = Settings(inference=(("digits-cnn", None),), training=(), runs=(("cortex-m4", "dsp"),), samples=1)
+FQT_ONLY = Settings(inference=(), training=("fqt", "fqt-last", "fqt-mcunet"))
+"""The FQT rows alone (what `measure_all(FQT_ONLY, print)` measures without the rest)."""
 
 
 def model(arch: str, shape: tuple[int, ...] | None, seed: int = 0) -> tuple[QuantModel, np.ndarray]:
@@ -76,11 +81,20 @@ def inference_row(qm: QuantModel, x_q: np.ndarray, core: str, kernels: str) -> d
             "bit_exact": bool(np.array_equal(logits, int_engine.forward(qm, x_q)))}
 
 
-def training_method(name: str, qm: QuantModel):
+FQT_TRAINABLE = {"fqt": "all", "fqt-last": "last:2", "fqt-mcunet": "last:7"}
+"""The FQT rows: int8 from the model's integers, trained whole, in the last layers, and MCUNet's last
+two blocks (residual ADD and MEAN in the step)."""
+
+
+def training_method(name: str, qm: QuantModel, x: np.ndarray):
     from mcutrain.methods.bp_qas import BPQASConfig, BPQASMethod
+    from mcutrain.methods.fqt import FQT
+    from mcutrain.methods.fqt_state import FQTConfig
     from mcutrain.methods.zo import ZOConfig, ZOMethod
     if name == "zo":
         return ZOMethod(qm, ZOConfig(queries=4, perturb="mix", seed=5))
+    if name in FQT_TRAINABLE:
+        return FQT(qm, FQTConfig(precision="int8", trainable=FQT_TRAINABLE[name], seed=5), x[:8])
     return BPQASMethod(qm, BPQASConfig(trainable="all", bias_last=0, momentum=0.5))
 
 
@@ -88,20 +102,27 @@ def training_row(qm: QuantModel, name: str, x: np.ndarray, steps: int, core: str
                  kernels: str) -> dict[str, Any]:
     """Instructions per training step of method `name` (batch 2) on `core`, checked against the simulator."""
     from mcutrain.codegen.cross import build_mcu_train, run_mcu_train
+    from mcutrain.codegen.emit_fqt import quantize_input
     from mcutrain.codegen.library import export_training_library
-    from mcutrain.mcu.twin import first_mismatch, simulate_steps
+    from mcutrain.mcu.twin import first_mismatch, simulate_fqt_steps, simulate_steps
     from mcutrain.targets import get_target
 
     y = np.random.default_rng(1).integers(0, qm.graph.num_classes, len(x))
     batches = [(x[2 * i:2 * i + 2], y[2 * i:2 * i + 2]) for i in range(steps)]
     target = get_target(core)
+    fqt = name in FQT_TRAINABLE
     with tempfile.TemporaryDirectory(prefix="mt-bench-rnd-") as tmp:
-        res = export_training_library(training_method(name, qm), Path(tmp) / "lib", batch=2, kernels=kernels)
+        method = training_method(name, qm, x)
+        res = export_training_library(method, Path(tmp) / "lib", batch=2, kernels=kernels)
         b = build_mcu_train(Path(tmp) / "lib", target, Path(tmp) / "t.elf", kernels=kernels)
-        data = [(int_engine.quantize_input(qm, bx), by) for bx, by in batches]
+        data = [(quantize_input(method, bx) if fqt else int_engine.quantize_input(qm, bx), by)
+                for bx, by in batches]
         mcu, prof, _ = run_mcu_train(b.elf, target, data, LR, res.model, qm.graph.num_classes,
                                      Path(tmp) / "run", timeout=900)
-    sim = simulate_steps(training_method(name, qm), batches, LR, [e.name for e in res.model.state])
+    if fqt:
+        sim = simulate_fqt_steps(training_method(name, qm, x), batches, LR, res.model)
+    else:
+        sim = simulate_steps(training_method(name, qm, x), batches, LR, [e.name for e in res.model.state])
     return {"instructions": prof.region.total / steps, "flash_bytes": b.sizes.flash_bytes,
             "bit_exact": not first_mismatch(sim, mcu)}
 
@@ -128,9 +149,11 @@ def measure_all(st: Settings, log) -> list[dict[str, Any]]:
                                inference_row, qm, x_q, core, kernels))
             log(_line(rows[-1]))
         for name in st.training:
-            qm, x = model("digits-cnn", None)
-            rows.append(paired({"kind": name, "model": "digits-cnn", "input": "8x8x1", "core": core,
-                                "kernels": kernels, "per": "step (batch 2)"},
+            arch, shape = ("mcunet-5fps", (32, 32, 3)) if name == "fqt-mcunet" else ("digits-cnn", None)
+            qm, x = model(arch, shape)
+            size = "x".join(map(str, qm.graph.input_shape))
+            rows.append(paired({"kind": name, "model": arch, "input": size, "core": core, "kernels": kernels,
+                                "per": "step (batch 2)"},
                                training_row, qm, name, x, st.steps, core, kernels))
             log(_line(rows[-1]))
     return rows

@@ -12,7 +12,9 @@ layer's int8 output tensor as TFLM's interpreter holds it after the invoke (`tfl
 Every model's generated C library is compared with TFLM on the same inputs too, on the host and
 under QEMU on a Cortex-M0+, M4 and M7 board (`tflm_c`: JSON key `c_library`, one row per model and
 target). A trained round trip follows: a digits model imported from `.tflite`, adapted with ZO in
-the simulator, exported back; its test accuracy as `mcutrain` evaluates it and as TFLM runs it.
+the simulator, exported back; its test accuracy as `mcutrain` evaluates it and as TFLM runs it. Then
+the same file per method through the commands (`tflm_trained`: fqt int8 last layers and all, zo,
+bp-qas; train, plan, run in QEMU, export and state-to-model back to `.tflite`, TFLM).
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ from typing import Any
 import numpy as np
 
 from mcutrain import zoo
-from mcutrain.bench import files, tflm_c, tflm_models
+from mcutrain.bench import files, tflm_c, tflm_models, tflm_trained
 from mcutrain.bench.tflm_c import Reference, c_library_rows
 from mcutrain.bench.tflm_layers import MODES, agreement, compare_layers, layer_rows, tflm_outputs
 from mcutrain.engines import int_engine, ptq
 from mcutrain.interop.tflite_export import to_tflite, to_tflite_mapped
 from mcutrain.interop.tflite_import import from_tflite_bytes
+from mcutrain.io import atomic_write_bytes
 from mcutrain.qmodel import QuantModel
 
 MODELS = {"digits-cnn": (8, 8, 1), "small-cnn": (28, 28, 1), "mnist1d-cnn": (1, 40, 1),
@@ -82,8 +85,9 @@ def user_model_rows(name: str, samples: int) -> tuple[dict[str, Any], list[dict[
     return row, per_layer, Reference(name, qm, x_q, ref.reshape(samples, -1))
 
 
-def trained_round_trip(quick: bool) -> dict[str, Any]:
-    """digits-cnn as a TFLM user has it (.tflite), adapted with ZO, back out: accuracies compared."""
+def trained_round_trip(quick: bool, work: Path) -> dict[str, Any]:
+    """digits-cnn as a TFLM user has it (.tflite), adapted with ZO, back out: accuracies compared;
+    then, under `methods`, the same file through every method's CLI round trip (`tflm_trained`)."""
     import mcutrain
     from mcutrain.data import load_dataset
     from mcutrain.methods.float import train as float_train
@@ -102,11 +106,14 @@ def trained_round_trip(quick: bool) -> dict[str, Any]:
     ds_c = load_dataset("digits-c:stripe:5", seed=0)
     ours = mcutrain.evaluate(trained, "digits-c:stripe:5")
     tflm = tflm_outputs(back, int_engine.quantize_input(trained, ds_c.x_test))
+    work.mkdir(parents=True, exist_ok=True)
+    model = work / "digits-cnn.tflite"
+    atomic_write_bytes(model, lambda f: f.write(data))
     return {"model": "digits-cnn (.tflite in, zo on digits-c:stripe:5, .tflite out)",
             "rounding": trained.rounding, "accuracy_before_clean": before,
             "accuracy_before": r.result["accuracy_before"], "accuracy_after_mcutrain": ours,
             "accuracy_after_tflm": float(np.mean(tflm.argmax(1) == ds_c.y_test)),
-            "bytes": len(back)}
+            "bytes": len(back), "methods": tflm_trained.method_rows(model, "digits-c:stripe:5", quick, work)}
 
 
 LOGIT_COLUMNS = ["model", "input", "samples", "tflite_logits_equal", "tflite_max_diff", "single_logits_equal",
@@ -167,7 +174,14 @@ def docs_block(rows: list[dict[str, Any]], layers: list[dict[str, Any]], trip: d
     trip_md = (f"\n\nTrained round trip: {trip['model']}: accuracy {trip['accuracy_before']:.4f} -> "
                f"{trip['accuracy_after_mcutrain']:.4f} by `mcutrain eval`, "
                f"{trip['accuracy_after_tflm']:.4f} by TFLM on the exported file.")
-    return note + table + layer_note + summary + per_layer + trip_md + c_library_block(c_rows)
+    methods_md = ("\n\nThe same `.tflite` per method, every step a command (`mcutrain.bench.tflm_trained`): "
+                  "`train -o` in the simulator, `plan` on the boards (at the run's batch), `run` on "
+                  f"{tflm_trained.CORE} in QEMU (bit for bit against the simulator), `export --format "
+                  "tflite` of the trained model (*exported*) and `state-to-model` of the device's state "
+                  "after the run's steps (*device*), each run by TFLM on the test set: accuracy by "
+                  "`mcutrain eval` and by TFLM, and whether every int8 logit is identical.\n\n"
+                  + files.markdown_table(trip["methods"], tflm_trained.COLUMNS, tflm_trained.FORMATS))
+    return note + table + layer_note + summary + per_layer + trip_md + methods_md + c_library_block(c_rows)
 
 
 def run_tflm(work: Path, results: Path, quick: bool, log, docs: Path) -> None:
@@ -197,7 +211,7 @@ def run_tflm(work: Path, results: Path, quick: bool, log, docs: Path) -> None:
         layers += per_layer
         log(f"[tflm] {row}")
         c_library(ref)
-    trip = trained_round_trip(quick)
+    trip = trained_round_trip(quick, Path(work) / ("tflm-trained.quick" if quick else "tflm-trained"))
     log(f"[tflm] trained round trip: {trip}")
     files.write_results(results, "tflm", rows, quick, complete=True, layers=layers, trained_round_trip=trip,
                         c_library=c_rows)

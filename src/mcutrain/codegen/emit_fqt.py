@@ -46,6 +46,7 @@ from mcutrain.codegen.emit_fqt_source import (
     state_layout,
     stream_draws,
 )
+from mcutrain.codegen.rounding_c import fqt_rounding, mode_guard
 from mcutrain.codegen.state_blob import STATE_HEADER_WORDS, STATE_MAGIC, state_fingerprint
 from mcutrain.codegen.templates import render
 from mcutrain.codegen.train_source import CTYPE, TrainSource
@@ -286,7 +287,8 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
     save = "\n".join(f"    {sv}\n    off += {x.nbytes};" for (sv, _), x in zip(io, entries))
     load = "\n".join(f"    {ld}\n    off += {x.nbytes};" for (_, ld), x in zip(io, entries))
     source = render(
-        "model_fqt.c", arena=plan.arena_bytes, graph=c_comment_lines(g.summary()), state="\n\n".join(defs),
+        "model_fqt.c", arena=plan.arena_bytes, graph=c_comment_lines(g.summary()),
+        state=mode_guard(fqt_rounding(method)) + "\n\n".join(defs),
         jumps="\n\n".join(jumps) or "/* no stochastic draws */", macros="\n".join(macros),
         rng0=int(method.rng.state), steps0=int(method.steps), magic=STATE_MAGIC, fp=fp, max_o=max_o,
         k=g.num_classes, prepare="\n".join(f"    {x}" for x in prepare), fwd="\n".join(fwd_lines),

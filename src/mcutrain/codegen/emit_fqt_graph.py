@@ -28,8 +28,10 @@ from mcutrain.codegen.emit import ExportError
 from mcutrain.codegen.emit_base import call
 from mcutrain.codegen.emit_fqt_base import FqtEmitter
 from mcutrain.codegen.emit_fqt_ops import ACT_CODE, bwd_in, bwd_w, first_range, fwd
+from mcutrain.codegen.rounding_c import fqt_rounding
 from mcutrain.graph import Node, Op
 from mcutrain.plan.schedule import Kernel
+from mcutrain.quant.fixedpoint import tflite_mean_params
 
 __all__ = ["BWD_IN_TERMS", "GRAPH_EMITTERS", "GRAPH_OPS", "check_graph"]
 
@@ -112,8 +114,12 @@ def _graph_fwd(e: FqtEmitter, k: Kernel) -> list[str]:
     if n.op == Op.AVGPOOL:
         return [*_pool_head(e, n), *call("mt_avgpool_fwd_s8", ["&p", "&in_d", x, "&out_d", y])]
     if n.op == Op.GLOBAL_AVGPOOL:
-        return [f"static const mt_dims in_d = {e.dims(e.g.shape(n.inputs[0]))};",
-                *call("mt_global_avgpool_fwd_s8", ["&in_d", x, y])]
+        in_d = f"static const mt_dims in_d = {e.dims(e.g.shape(n.inputs[0]))};"
+        if fqt_rounding(e.m) == "tflite":   # TFLite's MEAN: 1 / (H W) folded at export, z on the device
+            m, sh = tflite_mean_params(int(e.g.shape(n.inputs[0])[0] * e.g.shape(n.inputs[0])[1]))
+            return [f"const mt_mean_params p = {{{e.act(n.inputs[0])}_zp, {m}, {sh}}};", in_d,
+                    *call("mt_global_avgpool_fwd_s8_tflite", ["&p", "&in_d", x, y])]
+        return [in_d, *call("mt_global_avgpool_fwd_s8", ["&in_d", x, y])]
     if n.op in (Op.RELU, Op.RELU6):
         xa = e.act(n.name)
         return ["int32_t lo;", "int32_t hi;",
@@ -130,12 +136,19 @@ def _graph_fwd(e: FqtEmitter, k: Kernel) -> list[str]:
 def _add_fwd(e: FqtEmitter, k: Kernel, n: Node) -> list[str]:
     a, b, y = e.t(k.reads[0]), e.t(k.reads[1]), e.t(k.writes[0])
     qa, qb, qy = e.act(n.inputs[0]), e.act(n.inputs[1]), e.act(n.name)
-    lines = [f"mt_add_params p = {{{qa}_zp, {qb}_zp, 0, 0, 0, {qy}_zp, -128, 127}};",
-             f"float lo = {_F32_MAX};", f"float hi = -{_F32_MAX};",
+    size = str(e.s.tensors[k.writes[0]].elements)
+    if fqt_rounding(e.m) == "tflite":   # TFLite's ADD, its multipliers from the scales of this step
+        head = [f"mt_add_tflite_params p = {{{qa}_zp, {qb}_zp, 0, 0, 0, 0, 0, 0, {qy}_zp, -128, 127}};",
+                *call("mt_fqt_add_tflite_params", [f"{qa}_scale", f"{qb}_scale", f"{qy}_scale", "&p"])]
+        kernel = "mt_add_fwd_s8_tflite_range"
+    else:
+        head = [f"mt_add_params p = {{{qa}_zp, {qb}_zp, 0, 0, 0, {qy}_zp, -128, 127}};",
+                *call("mt_fqt_add_multipliers", [f"{qa}_scale", f"{qb}_scale", f"{qy}_scale", "&p"])]
+        kernel = "mt_add_fwd_s8_range"
+    lines = [head[0], f"float lo = {_F32_MAX};", f"float hi = -{_F32_MAX};",
              f"mt_fqt_act_range_s8({qy}_scale, {qy}_zp, {ACT_CODE[n.act]}, &p.act_min, &p.act_max);",
-             *call("mt_fqt_add_multipliers", [f"{qa}_scale", f"{qb}_scale", f"{qy}_scale", "&p"]),
-             *call("mt_add_fwd_s8_range", ["&p", str(e.s.tensors[k.writes[0]].elements), a, b, f"{qa}_scale",
-                                            f"{qb}_scale", y, "&lo", "&hi"])]
+             *head[1:],
+             *call(kernel, ["&p", size, a, b, f"{qa}_scale", f"{qb}_scale", y, "&lo", "&hi"])]
     if not e.m.dynamic[n.name]:
         return [*lines, "(void)lo;", "(void)hi;"]
     return [*lines, "if (record) { /* the real range of a + b, clipped by the activation (fqt._fwd_add) */",

@@ -32,7 +32,7 @@ from mcutrain.codegen.dispatch import emit_training
 from mcutrain.codegen.emit import ModelSource, emit_model
 from mcutrain.codegen.examples import LibraryFacts, example_files
 from mcutrain.codegen.prefix import LIBRARY_NAME, prefixed_files
-from mcutrain.codegen.rounding_c import CONFIG_HEADER, config_header
+from mcutrain.codegen.rounding_c import CONFIG_HEADER, config_header, fqt_rounding
 from mcutrain.codegen.runtime_files import runtime_files
 from mcutrain.codegen.templates import render
 from mcutrain.io import atomic_write_bytes
@@ -103,7 +103,7 @@ def export_training_library(method, out_dir: str | Path, batch: int = 1, kernels
     files: dict[str, str] = {"model.h": src.header, "model.c": src.source, **harness_sources(training=True)}
     for name, text in runtime_files(kernels, training=True).items():
         files[f"runtime/{name}"] = text
-    rounding = method.qm.rounding if hasattr(method, "qm") else "single"   # FQT: single only (emit_fqt)
+    rounding = method.qm.rounding if hasattr(method, "qm") else fqt_rounding(method)   # FQT: no qm
     files[f"runtime/{CONFIG_HEADER}"] = config_header(rounding)
     files.update(build_files(kernels, training=True, prefix=prefix, target=target))
     g = method.qm.graph if hasattr(method, "qm") else method.graph   # FQT keeps its own graph

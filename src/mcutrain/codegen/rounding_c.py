@@ -40,6 +40,13 @@ def config_header(rounding: str) -> str:
     return text.replace(_DEFAULT, _TFLITE)
 
 
+def fqt_rounding(method) -> str:
+    """The rounding an FQT library computes in: the model's for int8 (its forward requantizations,
+    ADD and MEAN follow it, `methods.fqt.FQT.rounding`), 'single' for uint8, mixed and float32,
+    whose forward has no rounding mode (float32 multipliers, or float32 outright)."""
+    return method.rounding if method.prec.acts == "s8" else "single"
+
+
 def mode_guard(rounding: str) -> str:
     """Lines for the top of model.c that stop a build against a runtime of the other mode ('' for single)."""
     if check_rounding(rounding) == "single":

@@ -55,7 +55,8 @@ def register(subparsers) -> None:
                    help="samples (inference) or training steps to run (default 8)")
     p.add_argument("--dump", metavar="DIR",
                    help="write sim.npz and mcu.npz (inference: 'logits'; training: every trainable tensor "
-                        "after the last step and 'losses' per step) and keep the build here")
+                        "after the last step and 'losses' per step; and state.bin, the device state for "
+                        "mcutrain state-to-model DIR/build/lib DIR/state.bin) and keep the build here")
     p.add_argument("--allow-overflow", action="store_true",
                    help="run even when the planner says the library does not fit --target (the emulator "
                         "has the room; by default refused, with the breakdown and what to try)")
@@ -84,6 +85,8 @@ def run_in_work_dir(args: argparse.Namespace) -> dict[str, Any]:
     else:
         save_npz(work / "sim.npz", **r["dump_sim"])
         save_npz(work / "mcu.npz", **r["dump_mcu"])
+        blob = r["state_blob"]   # what model_save_state wrote after the last step: state-to-model's input
+        atomic_write_bytes(work / "state.bin", lambda f: f.write(blob))
     return r
 
 

@@ -6,11 +6,12 @@
  * Forward. One output pixel's column (its kh * kw centred inputs as at most five int16 pairs)
  * stays in registers while every output channel's record streams past it: one LDM brings the
  * five weight pairs and the bias, five SMLAD do the dot product, a second LDM brings the
- * requantization constants and the channel's running extremes, and SMMLA + ASR + SSAT + STRB
- * requantize and store (mt_requantize_floor). The extremes are kept as (min, max - min): one
+ * requantization constants and the channel's running extremes, and MT_ASM_REQUANT_FLOOR + STRB
+ * requantize and store (mt_requantize_floor of the library's mode: SMMLA + ASR + SSAT, or in
+ * "tflite" SMMLAR + QADD + ASR + SSAT with the result register as its scratch). The extremes are kept as (min, max - min): one
  * unsigned compare of acc - min against the width tells whether acc lies inside, which after
  * the first few pixels it almost always does (the update is out of line). 16 instructions per
- * output channel; the pixel's column comes from kh padded int16 rows built once per output row.
+ * output channel (17 in "tflite"); the pixel's column comes from kh padded int16 rows built once per output row.
  *
  * Weight gradient (3x3, stride 1). G[o, t] = sum_p e[p, o] * x[p, t] runs over pairs of
  * horizontally adjacent output pixels, so that for tap (i, j) the pair (x[p, t], x[p + 1, t]) is
@@ -111,9 +112,7 @@ __asm__(".syntax unified\n\t"
         "smlad lr, r11, r7, lr\n\t"
         "smlad lr, r12, r8, lr\n\t"
         "ldm   r0!, {r3, r9, r10, r11, r12}\n\t"
-        "smmla r3, lr, r3, r9\n\t"
-        "asr   r3, r3, r10\n\t"
-        "ssat  r3, #8, r3\n\t"
+        MT_ASM_REQUANT_FLOOR("r3", "r3", "lr", "r3", "r9", "r10")
         "strb  r3, [r1], #1\n\t"
         "sub   r9, lr, r11\n\t"
         "cmp   r9, r12\n\t"
@@ -184,18 +183,16 @@ int mt_conv_c1_fwd(const mt_conv_params *params,
         return 0;
     }
     for (o = 0; o < o_n; ++o) {
-        /* NOTE: the block's assembly has no scratch register for the "tflite" prepared form, so a
-           library in that mode takes the general path (mt_requantize, identical results). */
-        if (MT_ROUNDING_TFLITE || !mt_requant_fast_ok(quant->multiplier[o], quant->shift[o])) {
+        if (!mt_requant_fast_ok(quant->multiplier[o], quant->shift[o])) {
             return 0;
         }
     }
     for (o = 0; o < o_n; ++o) {
         int32_t *r = rec + o * C1_REC;
-        const int32_t s = -1 - quant->shift[o];
+        const int32_t s = mt_requant_sh(quant->shift[o]);
         c1_weights(filter + o * kh * kw, kh, kw, r);
         r[5] = bias[o];
-        r[6] = quant->multiplier[o];
+        r[6] = mt_requant_mult(quant->multiplier[o]);
         r[7] = mt_requant_c1(s, -128);
         r[8] = s;
         r[9] = acc_min[o];

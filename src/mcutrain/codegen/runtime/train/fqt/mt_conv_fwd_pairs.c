@@ -7,7 +7,9 @@
  * brings all four words; two weight rows against them take two LDR, four SXTB16 and eight SMLAD:
  * 15 instructions per 16 MACs, the loop unrolled twice. The epilogue is in the same assembly
  * routine: every channel's requantization constants and running extremes sit in a record
- * (m, c1, sh, min, max - min, bias), the floor requantization is SMMLA + ASR + SSAT + STRB and
+ * (m, c1, sh, min, max - min, bias), the floor requantization is MT_ASM_REQUANT_FLOOR of the
+ * library's mode (SMMLA + ASR + SSAT; "tflite": SMMLAR + QADD + ASR + SSAT, the result register
+ * its own scratch) + STRB and
  * the extremes take one unsigned compare of acc - min against the width (the update is out of
  * line). About 1.1 instructions per MAC with small-cnn's conv2 (K = 144), against 1.8 before.
  */
@@ -120,13 +122,9 @@ __asm__(".syntax unified\n\t"
         "ldr    r1, [lr, #12]\n\t"
         "ldr    r3, [lr, #16]\n\t"
         "ldm    r2, {r8-r12}\n\t"
-        "smmla  lr, r4, r8, r9\n\t"
-        "asr    lr, lr, r10\n\t"
-        "ssat   lr, #8, lr\n\t"
+        MT_ASM_REQUANT_FLOOR("lr", "lr", "r4", "r8", "r9", "r10")
         "strb   lr, [r1], #1\n\t"
-        "smmla  lr, r5, r8, r9\n\t"
-        "asr    lr, lr, r10\n\t"
-        "ssat   lr, #8, lr\n\t"
+        MT_ASM_REQUANT_FLOOR("lr", "lr", "r5", "r8", "r9", "r10")
         "strb   lr, [r3], #1\n\t"
         "sub    lr, r4, r11\n\t"
         "cmp    lr, r12\n\t"
@@ -138,13 +136,9 @@ __asm__(".syntax unified\n\t"
         "13:\n\t"
         "add    r8, r2, #24\n\t"
         "ldm    r8, {r8-r12}\n\t"
-        "smmla  lr, r6, r8, r9\n\t"
-        "asr    lr, lr, r10\n\t"
-        "ssat   lr, #8, lr\n\t"
+        MT_ASM_REQUANT_FLOOR("lr", "lr", "r6", "r8", "r9", "r10")
         "strb   lr, [r1], #1\n\t"
-        "smmla  lr, r7, r8, r9\n\t"
-        "asr    lr, lr, r10\n\t"
-        "ssat   lr, #8, lr\n\t"
+        MT_ASM_REQUANT_FLOOR("lr", "lr", "r7", "r8", "r9", "r10")
         "strb   lr, [r3], #1\n\t"
         "sub    lr, r6, r11\n\t"
         "cmp    lr, r12\n\t"
@@ -330,17 +324,15 @@ int mt_conv_fwd_pairs(const mt_context *ctx,
         return 0;
     }
     for (o = 0; o < o_n; ++o) {
-        /* NOTE: the block's assembly has no scratch register for the "tflite" prepared form, so a
-           library in that mode takes the general path (mt_requantize, identical results). */
-        if (MT_ROUNDING_TFLITE || !mt_requant_fast_ok(quant->multiplier[o], quant->shift[o])) {
+        if (!mt_requant_fast_ok(quant->multiplier[o], quant->shift[o])) {
             return 0;
         }
     }
     cols = (int32_t *)ctx->buf;
     for (o = 0; o < o_n; ++o) {
         int32_t *r = rec + o * FP_REC;
-        const int32_t sh = -1 - quant->shift[o];
-        r[0] = quant->multiplier[o];
+        const int32_t sh = mt_requant_sh(quant->shift[o]);
+        r[0] = mt_requant_mult(quant->multiplier[o]);
         r[1] = mt_requant_c1(sh, -128);
         r[2] = sh;
         r[3] = acc_min[o];

@@ -270,6 +270,28 @@ mt_status mt_add_fwd_s8_range(const mt_add_params *params,
                               float *lo,
                               float *hi);
 
+/*
+ * TFLite's ADD multipliers and shifts (a_/b_/output_multiplier and _shift of *p; mode "tflite") from
+ * the current scales, as quant.fixedpoint.tflite_add_params; MT_ERR_ARG when TFLite's ADD cannot
+ * requantize them (output multiplier >= 1).
+ */
+mt_status mt_fqt_add_tflite_params(float s_a, float s_b, float s_y, mt_add_tflite_params *p);
+
+/*
+ * TFLite's int8 ADD (mt_add_fwd_s8_tflite) that also merges the extremes of the real sums
+ * float32(a - z_a) * s_a + float32(b - z_b) * s_b into *lo / *hi (initialise to +-huge).
+ * In place allowed (output == a or b).
+ */
+mt_status mt_add_fwd_s8_tflite_range(const mt_add_tflite_params *params,
+                                     int32_t size,
+                                     const int8_t *a,
+                                     const int8_t *b,
+                                     float s_a,
+                                     float s_b,
+                                     int8_t *output,
+                                     float *lo,
+                                     float *hi);
+
 /* Average-pool backward, windows not overlapping: each input of a window gets round(e_y / count). */
 mt_status mt_avgpool_bwd_s8(const mt_pool_params *params,
                             const mt_dims *input_dims,
