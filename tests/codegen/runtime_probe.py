@@ -14,7 +14,7 @@ from mcutrain.mcu.hostbuild import find_host_cc
 
 
 def build_probe(tmp_path: Path, source: str) -> Path:
-    """Write the runtime of a DSP build and `source` under `tmp_path`, compile them warning-free; the executable."""
+    """Write a DSP build's runtime and `source` under `tmp_path`, compile them warning-free."""
     from mcutrain.codegen.runtime_files import runtime_files
 
     rt = tmp_path / "rt"

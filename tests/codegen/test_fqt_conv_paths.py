@@ -168,7 +168,7 @@ def _run(exe, numbers):
 
 @pytest.fixture(scope="module")
 def probe(tmp_path_factory) -> Path:
-    """The probe over every runtime source of a DSP build (the training kernels too), sanitizers on, DSP emulated."""
+    """The probe over a DSP build's runtime sources (training kernels too), sanitizers on, DSP emulated."""
     tmp = tmp_path_factory.mktemp("convpaths")
     rt = tmp / "rt"
     rt.mkdir()

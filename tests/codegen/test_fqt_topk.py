@@ -80,7 +80,7 @@ PREC = {"int8": 0, "uint8": 1, "float32": 2}
 
 @pytest.fixture(scope="module", params=["MT_EMULATE_DSP", "MT_KERNELS_REF"])
 def probe(request, tmp_path_factory):
-    """The probe built with the runtime, through the DSP twin's word loops or the reference's portable ones."""
+    """The probe built with the runtime: the DSP twin's word loops, or the reference's portable ones."""
     from mcutrain.codegen.runtime_files import runtime_files
 
     d = tmp_path_factory.mktemp("topk")
