@@ -4,11 +4,11 @@
  * DSP twin of train/fqt/mt_conv2d_bwd_w_s8_s8.c, bit-exact with it (the reference loop, in
  * mt_conv2d_bwd_w_s8_s8_ref.h, on a core without DSP). One input channel and a 3x3 kernel keep
  * the nine sums in registers (mt_conv_c1.h); else the reduction over output positions runs in
- * pairs. Per block of eight positions, the
- * errors of each output channel become four words (e[p], e[p + 1]) and a chunk of the positions'
- * im2col (x - z_x, padding 0) becomes, per k, four words (x[p, k], x[p + 1, k]) on the stack; then
- * each gradient g[o, k] is loaded once, takes four SMLAD (eight MACs) and is stored: 8 instructions
- * per 8 MACs in the loop. Output channels whose eight errors are all 0 are skipped (exact).
+ * pairs. Per block of eight positions, the errors of each output channel become four words
+ * (e[p], e[p + 1]) and a chunk of the positions' im2col (x - z_x, padding 0) becomes, per k, four
+ * words (x[p, k], x[p + 1, k]) on the stack; then each gradient g[o, k] is loaded once, takes four
+ * SMLAD (eight MACs) and is stored: 8 instructions per 8 MACs in the loop. Output channels whose
+ * eight errors are all 0 are skipped (exact).
  * mt_conv2d_bwd_w_s8_s8_keep (partial updates) zeroes the kept rows, then runs the same loops over
  * the kept filters only (keep[t] for t, the errors in the full layout); the pruned rows (zero errors)
  * are not touched, which the masked update never reads.

@@ -4,13 +4,12 @@
  * Rows with a zero error are skipped (exact: they add nothing).
  * DSP twin of train/fqt/mt_linear_bwd_w_s8_s8.c, bit-exact with it; the reference loop
  * (mt_linear_bwd_w_s8_s8_ref.h) does the rows the DSP path declines, and all on a core without DSP.
- * DSP path: the centred input is
- * widened once per chunk into int16 words in SMLAxy order ((x0, x2), (x1, x3) per four inputs) on
- * the stack, and the rows with a nonzero error run in pairs whose two errors share one word: per
- * four inputs one LDRD of the input words, then for each row LDM of four gradients, four SMLAxy
- * (the instruction picks the row's error half and the input's half) and STM: 15 instructions per
- * 8 MACs with the loop, against about 6 per MAC before. An odd last row is paired with a row whose
- * error is zero (its gradients get + 0).
+ * DSP path: the centred input is widened once per chunk into int16 words in SMLAxy order
+ * ((x0, x2), (x1, x3) per four inputs) on the stack, and the rows with a nonzero error run in
+ * pairs whose two errors share one word: per four inputs one LDRD of the input words, then for
+ * each row LDM of four gradients, four SMLAxy (the instruction picks the row's error half and the
+ * input's half) and STM: 15 instructions per 8 MACs with the loop, against about 6 per MAC
+ * before. An odd last row is paired with a row whose error is zero (its gradients get + 0).
  * mt_linear_bwd_w_s8_s8_keep (partial updates, one sample) zeroes the kept rows, then runs the same
  * loops over them only; the pruned rows (zero errors) are not touched.
  */
@@ -141,7 +140,6 @@ static const mt_lbw_fast_fn fast_rows = bwd_w_rows;
 #else  /* !MT_DSP */
 static const mt_lbw_fast_fn fast_rows = NULL;
 #endif /* MT_DSP */
-
 
 mt_status mt_linear_bwd_w_s8_s8(int32_t input_zero_point,
                                 int32_t batch,
