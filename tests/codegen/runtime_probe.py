@@ -14,12 +14,12 @@ from mcutrain.mcu.hostbuild import find_host_cc
 
 
 def build_probe(tmp_path: Path, source: str) -> Path:
-    """Write the runtime and `source` under `tmp_path`, compile them warning-free; the executable."""
+    """Write a DSP build's runtime and `source` under `tmp_path`, compile them warning-free."""
     from mcutrain.codegen.runtime_files import runtime_files
 
     rt = tmp_path / "rt"
     rt.mkdir()
-    for name, text in runtime_files().items():
+    for name, text in runtime_files("dsp").items():
         (rt / name).write_text(text)
     (tmp_path / "probe.c").write_text(source)
     exe = tmp_path / "probe"

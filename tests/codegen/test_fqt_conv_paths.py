@@ -168,11 +168,11 @@ def _run(exe, numbers):
 
 @pytest.fixture(scope="module")
 def probe(tmp_path_factory) -> Path:
-    """The probe over every runtime source (the training kernels too), sanitizers on, DSP emulated."""
+    """The probe over a DSP build's runtime sources (training kernels too), sanitizers on, DSP emulated."""
     tmp = tmp_path_factory.mktemp("convpaths")
     rt = tmp / "rt"
     rt.mkdir()
-    for name, text in runtime_files(training=True).items():
+    for name, text in runtime_files("dsp", training=True).items():
         (rt / name).write_text(text)
     (tmp / "probe.c").write_text(PROBE_C)
     exe = tmp / "probe"

@@ -80,16 +80,17 @@ PREC = {"int8": 0, "uint8": 1, "float32": 2}
 
 @pytest.fixture(scope="module", params=["MT_EMULATE_DSP", "MT_KERNELS_REF"])
 def probe(request, tmp_path_factory):
-    """The probe built with the runtime, through the DSP word loops or the portable ones."""
+    """The probe built with the runtime: the DSP twin's word loops, or the reference's portable ones."""
     from mcutrain.codegen.runtime_files import runtime_files
 
     d = tmp_path_factory.mktemp("topk")
     rt = d / "rt"
     rt.mkdir()
-    for name, text in runtime_files(training=True).items():
+    kernels = "dsp" if request.param == "MT_EMULATE_DSP" else "ref"
+    for name, text in runtime_files(kernels, training=True).items():
         (rt / name).write_text(text)
     (d / "probe.c").write_text(PROBE_C)
-    srcs = [rt / "mt_fqt_topk.c", rt / "mt_fqt_topk_f32.c"]
+    srcs = [rt / "mt_fqt_topk.c", rt / "mt_fqt_topk_select.c", rt / "mt_fqt_topk_f32.c"]
     subprocess.run([find_host_cc(), "-std=c99", "-Wall", "-Wextra", "-Werror", "-O1", f"-D{request.param}",
                     *HOST_SANITIZE, f"-I{rt}", str(d / "probe.c"), *map(str, srcs), "-o", str(d / "probe")],
                    check=True)

@@ -192,7 +192,7 @@ def test_requantize_and_rounding_match_python_at_the_extremes(tmp_path, dsp):
 
     rt = tmp_path / "rt"
     rt.mkdir()
-    for name, text in runtime_files().items():
+    for name, text in runtime_files("dsp" if dsp else "ref").items():
         (rt / name).write_text(text)
     (tmp_path / "probe.c").write_text(PROBE_C)
     exe = tmp_path / "probe"

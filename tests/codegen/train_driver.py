@@ -31,9 +31,9 @@ TRAIN = {"none": 0, "wp": 1, "np": 2, "bp": 3}
 METHODS = {"zo": 1, "bp-qas": 2}
 
 
-def runtime_sources() -> list[Path]:
-    """Every runtime source of a reference training build, compiled in place from the package."""
-    return [p for n, p in runtime_paths("ref", training=True).items() if n.endswith(".c")]
+def runtime_sources(kernels: str = "ref") -> list[Path]:
+    """Every runtime source of a training build with `kernels` ('ref' or 'dsp'), compiled in place."""
+    return [p for n, p in runtime_paths(kernels, training=True).items() if n.endswith(".c")]
 
 
 def build_host_driver(name: str, out: Path, defines: tuple[str, ...] = ()) -> Path:

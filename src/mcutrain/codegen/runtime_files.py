@@ -13,7 +13,9 @@ The rule, per file name: a DSP build (`kernels='dsp'`) takes `dsp/NAME` where it
 reference otherwise; a reference build takes the reference. An inference library ships
 `include/` and `nn/`; a training library ships every folder. A DSP file is bit-exact with its
 reference and falls back to it for the cases it is not fast for (and when `MT_DSP` is 0: a core
-without the extension, or `-DMT_KERNELS_REF`), so a DSP library still builds everywhere.
+without the extension, or `-DMT_KERNELS_REF`), so a DSP library still builds everywhere. A
+reference `.c` holds no DSP code; what a twin shares with it is in an always-inline `NAME_ref.h`
+beside the reference, and a file that is all DSP keeps an empty reference unit of its name.
 
 Every name is unique across the folders (apart from the DSP twins), so an exported library holds
 the chosen set in one flat `runtime/` folder and its Makefile and CMake files need no list.

@@ -31,8 +31,8 @@ mt_status mt_linear_fwd_s8(const mt_context *ctx,
                            int32_t out_features,
                            int8_t *output)
 {
-    if (!params || !quant || !quant->multiplier || !quant->shift || !input || !weight || !bias || !output ||
-        batch < 1 || in_features < 1 || out_features < 1) {
+    if (mt_linear_fwd_s8_check(params, quant, batch, input, in_features, weight, bias, out_features, output) !=
+        MT_OK) {
         return MT_ERR_ARG;
     }
 #if MT_DSP

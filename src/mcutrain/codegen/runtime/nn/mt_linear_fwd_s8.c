@@ -25,8 +25,8 @@ mt_status mt_linear_fwd_s8(const mt_context *ctx,
                            int8_t *output)
 {
     (void)ctx;
-    if (!params || !quant || !quant->multiplier || !quant->shift || !input || !weight || !bias || !output ||
-        batch < 1 || in_features < 1 || out_features < 1) {
+    if (mt_linear_fwd_s8_check(params, quant, batch, input, in_features, weight, bias, out_features, output) !=
+        MT_OK) {
         return MT_ERR_ARG;
     }
     mt_linear_fwd_s8_ref(params, quant, batch, input, in_features, weight, bias, out_features, output);

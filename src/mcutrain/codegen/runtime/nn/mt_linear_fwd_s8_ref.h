@@ -1,13 +1,32 @@
 /*
- * The reference body of mt_linear_fwd_s8 (nn/mt_linear_fwd_s8.c), always inline: the reference
- * kernel is this, and the DSP twin (dsp/mt_linear_fwd_s8.c) runs it where its fast path does not
- * apply (no scratch, or a core without DSP), so both builds share one definition of the result.
+ * The argument check and the reference body of mt_linear_fwd_s8 (nn/mt_linear_fwd_s8.c), always
+ * inline: the reference kernel is this, and the DSP twin (dsp/mt_linear_fwd_s8.c) runs it where
+ * its fast path does not apply (no scratch, or a core without DSP), so both builds share one
+ * definition of the result. mt_linear_fwd_s8_rows4 shares the check.
  */
 #ifndef MT_LINEAR_FWD_S8_REF_H
 #define MT_LINEAR_FWD_S8_REF_H
 
 #include "mt_fixedpoint.h"
 #include "mt_nn.h"
+
+/* MT_ERR_ARG unless the arguments of mt_linear_fwd_s8 (or mt_linear_fwd_s8_rows4) are valid. */
+MT_INLINE mt_status mt_linear_fwd_s8_check(const mt_linear_params *params,
+                                           const mt_per_channel_quant *quant,
+                                           int32_t batch,
+                                           const int8_t *input,
+                                           int32_t in_features,
+                                           const int8_t *weight,
+                                           const int32_t *bias,
+                                           int32_t out_features,
+                                           const int8_t *output)
+{
+    if (!params || !quant || !quant->multiplier || !quant->shift || !input || !weight || !bias || !output ||
+        batch < 1 || in_features < 1 || out_features < 1) {
+        return MT_ERR_ARG;
+    }
+    return MT_OK;
+}
 
 /* mt_linear_fwd_s8 with checked arguments: one dot product per output, then mt_requantize. */
 MT_INLINE void mt_linear_fwd_s8_ref(const mt_linear_params *params,

@@ -8,61 +8,13 @@
  * Cost, for rows x channels errors: the magnitudes walk the errors once, four channels a word
  * (DSP: |e - z| of four lanes by SSUB8/USUB8 + SEL, summed in 16-bit lanes by UXTAB16 for at most
  * 256 rows, then into int32; without DSP |e - z| is looked up in a table of the 256 byte values);
- * the selection is O(channels * min(k, channels - k)); the pruned errors are written a word of
- * four channels at a time (DSP), whole pruned words without a load.
+ * the selection (mt_fqt_topk_select.c) is O(channels * min(k, channels - k)); the pruned errors
+ * are written a word of four channels at a time (DSP), whole pruned words without a load.
  */
 #include "mt_arch.h"
 #include "mt_fqt.h"
 #include "mt_fqt_keep.h"
 #include "mt_fqt_math.h"
-
-int32_t mt_fqt_keep_count(int32_t loss, int32_t loss_max, float lambda_min, float lambda_max, int32_t n)
-{
-    const float den = (float)(loss_max > 1 ? loss_max : 1);
-    const float r = (loss < 0 ? -mt_s64_to_f32(loss) : mt_s64_to_f32(loss)) / den;
-    float lam = lambda_min + r * (lambda_max - lambda_min);
-    float k;
-    lam = lam < 1.0f ? lam : 1.0f;
-    k = mt_floor_f32(lam * (float)n);
-    return k < 1.0f ? 1 : (k > (float)n ? n : (int32_t)k);
-}
-
-int32_t mt_fqt_topk_select(int32_t channels, int32_t k, int32_t *list, uint8_t *mask)
-{
-    /* k <= channels / 2: take the largest k times (first index on ties, by a strict >), each taken
-     * key set below every key; else drop the smallest channels - k times (last index on ties, by
-     * <=), each dropped key set above every key. The same set as a stable sort's first k. */
-    const int32_t take = 2 * k <= channels;
-    int32_t r = take ? k : channels - k, c, n = 0;
-    memset(mask, take ? 0 : 1, (size_t)channels);
-    for (; r > 0; --r) {
-        int32_t best = 0, v = list[0];
-        if (take) {
-            for (c = 1; c < channels; ++c) {
-                if (list[c] > v) {
-                    v = list[c];
-                    best = c;
-                }
-            }
-            list[best] = INT32_MIN;
-        } else {
-            for (c = 1; c < channels; ++c) {
-                if (list[c] <= v) {
-                    v = list[c];
-                    best = c;
-                }
-            }
-            list[best] = INT32_MAX;
-        }
-        mask[best] = (uint8_t)take;
-    }
-    for (c = 0; c < channels; ++c) {
-        if (mask[c]) {
-            list[n++] = c;
-        }
-    }
-    return n;
-}
 
 #if MT_DSP
 #if defined(MT_DSP_NATIVE)
