@@ -9,6 +9,7 @@ answered with the cross toolchain's `gcc -c` and `nm`: symbols are matched by th
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import tempfile
 from pathlib import Path
@@ -16,21 +17,31 @@ from pathlib import Path
 from mcutrain.buildflags import C_STANDARD, CROSS_OPT, REF_KERNELS, SECTION_FLAGS, core_flags
 from mcutrain.mcu.toolchain import find_toolchain
 
-_RUNTIME_NAMES: dict[tuple[str, bool, str], dict[str, str]] = {}
+_RUNTIME_NAMES: dict[tuple[str, bool, str, str], dict[str, str]] = {}
 
 
 def runtime_names(lib: Path, target, kernels: str) -> frozenset[str]:
     """Symbols the runtime sources define for this build kind (compiled to objects once per kind).
 
-    The runtime is the same package data in every library, so its names are cached per (core,
-    float ABI, kernels); `model.c` differs per library and is read by `model_names`.
+    The runtime is package data, so its names are cached per (core, float ABI, kernels,
+    `runtime_kind`); `model.c` differs per library and is read by `model_names`.
     """
     return frozenset(runtime_symbols(lib, target, kernels))
 
 
+def runtime_kind(lib: Path) -> str:
+    """What makes two libraries' runtimes define different symbols: their file names (a `--prefix`
+    renames them) and the configuration header (the rounding mode selects other kernels)."""
+    rt = lib / "runtime"
+    config = b"".join(p.read_bytes() for p in sorted(rt.glob("*mt_config.h")))
+    names = "\n".join(sorted(p.name for p in rt.iterdir()))
+    return hashlib.sha256(names.encode() + b"\0" + config).hexdigest()
+
+
 def runtime_symbols(lib: Path, target, kernels: str) -> dict[str, str]:
     """Symbol -> the runtime source (file stem) that defines it, static helpers included."""
-    key = (target.core, target.fpu, kernels)
+    lib = Path(lib).resolve()      # the compiler runs in a scratch directory
+    key = (target.core, target.fpu, kernels, runtime_kind(lib))
     if key in _RUNTIME_NAMES:
         return _RUNTIME_NAMES[key]
     tools = find_toolchain()
@@ -53,6 +64,7 @@ def runtime_symbols(lib: Path, target, kernels: str) -> dict[str, str]:
 
 
 def model_names(lib: Path, target) -> set[str]:
+    lib = Path(lib).resolve()
     tools = find_toolchain()
     with tempfile.TemporaryDirectory(prefix="mt-names-") as tmp:
         obj = Path(tmp) / "model.o"
