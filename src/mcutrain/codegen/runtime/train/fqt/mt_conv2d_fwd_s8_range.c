@@ -274,6 +274,29 @@ static void gemm_2col(const mt_conv_params *params,
 }
 #endif /* MT_DSP */
 
+#if MT_DSP && MT_ROUNDING_TFLITE
+/*
+ * acc + the dot product of the first n k (n a multiple of 4) of weight row wr and column col (SMLAD
+ * order): per four k one weight word widened by SXTB16 twice, two column words, two SMLAD; conv_col's
+ * loop for one position, out of line in mode "tflite" only. NOTE: inlined, the general requantization
+ * after it (mt_requantize_tflite in out_one: a 64-bit product, two roundings, the sign restored)
+ * keeps so many values live across the loop that GCC spills the weight pointer and both column
+ * words in it: 17 instructions per four k on the M7 against 11 in mode "single". Out of line the
+ * loop has the registers to itself (10 instructions) for one call per output. Mode "single" keeps
+ * its inline loop (the same code as before this function existed).
+ */
+static MT_NOINLINE int32_t dot_col(const int8_t *wr, const int16_t *col, int32_t n, int32_t acc)
+{
+    int32_t k;
+    for (k = 0; k < n; k += 4) {
+        const int32_t w4 = mt_read_s8x4(wr + k);
+        acc = mt_smlad(mt_sxtb16(w4), mt_read_s16x2(col + k), acc);
+        acc = mt_smlad(mt_sxtb16_ror8(w4), mt_read_s16x2(col + k + 2), acc);
+    }
+    return acc;
+}
+#endif /* MT_DSP && MT_ROUNDING_TFLITE */
+
 /*
  * Dense convs with a scratch of 2 * K bytes: one int16 im2col column per output position, then a
  * dot product per output channel (no bounds checks in the inner loop; with DSP, SMLAD on the column
@@ -318,14 +341,17 @@ static void conv_col(const mt_conv_params *params,
             const int8_t *wr = filter + o * kk;
             int32_t acc = bias[o];
             int32_t k = 0;
-#if MT_DSP
+#if MT_DSP && MT_ROUNDING_TFLITE
+            k = kk & ~3;
+            acc = dot_col(wr, col, k, acc); /* out of line in mode "tflite": see dot_col */
+#elif MT_DSP
             /* 4 MACs: one weight word widened by SXTB16 twice, two column words, two SMLAD */
             for (; k + 4 <= kk; k += 4) {
                 const int32_t w4 = mt_read_s8x4(wr + k);
                 acc = mt_smlad(mt_sxtb16(w4), mt_read_s16x2(col + k), acc);
                 acc = mt_smlad(mt_sxtb16_ror8(w4), mt_read_s16x2(col + k + 2), acc);
             }
-#endif /* MT_DSP */
+#endif /* MT_DSP && MT_ROUNDING_TFLITE / MT_DSP */
             for (; k < kk; ++k) {
                 acc += (int32_t)col[k] * wr[k];
             }
