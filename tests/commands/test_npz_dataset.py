@@ -96,3 +96,19 @@ def test_hostile_and_missing_files_are_error_lines(workdir, capsys):
         assert main(["eval", "m.npz", "--dataset", path]) == 1
         err = capsys.readouterr().err
         assert "error:" in err and needle in err and "Traceback" not in err
+
+
+def test_resume_refuses_a_dataset_file_changed_since_the_checkpoint(workdir, capsys):
+    """The checkpoint holds the file's content hash, not only its path."""
+    argv = ["train", "m.npz", "--dataset", "d.npz", "--method", "zo", "--queries", "2", "--epochs", "1",
+            "--train-samples", "100", "--test-samples", "50", "--checkpoint", "ck.npz"]
+    assert main(argv) == 0
+    resume = [*argv[:-2], "--resume", "ck.npz"]
+    assert main(resume) == 0                                    # the same file resumes
+    with np.load("d.npz", allow_pickle=False) as z:
+        x, y = z["x"], z["y"]
+    np.savez("d.npz", x=255 - x, y=y)
+    capsys.readouterr()
+    assert main(resume) == 1
+    err = capsys.readouterr().err
+    assert "--dataset d.npz sha256" in err and "--epochs" not in err and "Traceback" not in err

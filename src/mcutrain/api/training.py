@@ -25,6 +25,7 @@ import numpy as np
 from mcutrain import io, zoo
 from mcutrain.api.data import Model, check_fits, dataset_of, graph_of, options_namespace, read
 from mcutrain.data import Dataset
+from mcutrain.data.npz_file import is_npz_path
 from mcutrain.engines import int_engine
 from mcutrain.errors import UserError
 from mcutrain.graph import Graph, Op
@@ -234,7 +235,13 @@ def run_fingerprint(args: argparse.Namespace) -> dict[str, Any]:
             raise UserError(f"cannot read model file '{args.model}' ({e.strerror or e})") from None
     else:
         model = f"--arch {args.arch} --init {args.init}"
-    return {"dataset": args.dataset, "train-samples": args.train_samples, "test-samples": args.test_samples,
+    dataset = args.dataset
+    if is_npz_path(dataset):    # a user's file: its content, so an edited file is not resumed on
+        try:
+            dataset = f"{dataset} sha256 {file_sha256(dataset)}"
+        except OSError as e:
+            raise UserError(f"cannot read dataset file '{dataset}' ({e.strerror or e})") from None
+    return {"dataset": dataset, "train-samples": args.train_samples, "test-samples": args.test_samples,
             "model": model}
 
 
