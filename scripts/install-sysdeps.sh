@@ -22,6 +22,7 @@ if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
     echo "      sudo apt-get install -y --no-install-recommends ${need[*]}" >&2
     exit 0
 fi
-echo "installing ${need[*]} (the $for_what need them) ..."
+if [ "$for_what" = demo ]; then who="the demo needs them"; else who="the tests need them"; fi
+echo "installing ${need[*]} ($who) ..."
 apt-get update -qq
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
