@@ -19,7 +19,8 @@ from mcutrain.engines import ptq
 @pytest.fixture
 def workdir(tmp_path, monkeypatch):
     """`photos/` (digits 0-2 as 16x16 RGB PNGs, one folder per class), `imu.csv` (3 channels, 3
-    activities) and `m.npz` (an int8 digits-cnn, input 8x8x1)."""
+    activities) and `m.npz` (an int8 digits-cnn, input 8x8x1); its own dataset cache."""
+    monkeypatch.setenv("MCUTRAIN_CACHE", str(tmp_path / "cache"))
     digits = load_dataset("digits")
     for c, name in enumerate(("zero", "one", "two")):
         (tmp_path / "photos" / name).mkdir(parents=True)

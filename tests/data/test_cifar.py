@@ -105,6 +105,7 @@ def test_cifar10c_selection_errors(tmp_path, query, message):
     ("label out of range", "holds label 12; CIFAR-10 labels are 0..9"),
     ("fewer labels", "has 100 rows but"),
     ("no labels", "has no labels.npy"),
+    ("pickled objects", "holds Python objects that need pickle"),
 ])
 def test_bad_cifar10c_files_are_refused(tmp_path, case, message):
     root = tmp_path / "cc"
@@ -115,6 +116,9 @@ def test_bad_cifar10c_files_are_refused(tmp_path, case, message):
         np.save(root / "fog.npy", np.zeros((99, 32, 32, 3), np.uint8))
     elif case == "label out of range":
         np.save(root / "labels.npy", np.full(100, 12, np.uint8))
+    elif case == "pickled objects":
+        with open(root / "fog.npy", "wb") as f:      # the header of an object array, no pickle after it
+            np.lib.format.write_array_header_1_0(f, {"descr": "|O", "fortran_order": False, "shape": (100,)})
     elif case == "fewer labels":
         np.save(root / "labels.npy", np.zeros(50, np.uint8))
     else:

@@ -129,3 +129,21 @@ def test_missing_folder_unknown_option_and_bad_channels(tmp_path):
         load_dataset(f"images:{tmp_path / 'd'}?channels=2")
     with pytest.raises(DatasetError, match="not H x W x 1 or 3 images"):
         load_dataset(f"images:{tmp_path / 'd'}", sample_shape=(1, 40, 2))
+
+
+def test_decoded_pixels_are_cached_until_a_file_changes(tmp_path, monkeypatch):
+    from mcutrain.data import image_folder
+
+    write_folder(tmp_path / "d")
+    spec = f"images:{tmp_path / 'd'}"
+    first = load_dataset(spec)
+
+    def no_decode(*args):
+        raise AssertionError("decoded again")
+
+    monkeypatch.setattr(image_folder, "decode", no_decode)
+    again = load_dataset(spec)
+    assert np.array_equal(first.x_train, again.x_train) and np.array_equal(first.y_test, again.y_test)
+    Image.fromarray(np.zeros((6, 7), np.uint8)).save(tmp_path / "d" / "cat" / "new.png")
+    with pytest.raises(AssertionError, match="decoded again"):
+        load_dataset(spec)

@@ -104,3 +104,14 @@ def test_bad_front_end_options_are_refused(tmp_path):
         load_dataset(f"speech:{tmp_path / 'sc'}?mfcc=5")
     with pytest.raises(DatasetError, match="mfcc at most mels"):
         load_dataset(f"speech:{tmp_path / 'sc'}?features=mfcc&mfcc=50")
+
+
+def test_features_are_cached_per_front_end(tmp_path, monkeypatch):
+    from mcutrain.data import speech
+
+    write_speech(tmp_path / "sc")
+    logmel = load_dataset(f"speech:{tmp_path / 'sc'}")
+    monkeypatch.setattr(speech, "read_wav", lambda *a: (_ for _ in ()).throw(AssertionError("read again")))
+    assert np.array_equal(load_dataset(f"speech:{tmp_path / 'sc'}").x_test, logmel.x_test)
+    with pytest.raises(AssertionError, match="read again"):
+        load_dataset(f"speech:{tmp_path / 'sc'}?features=mfcc")

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from mcutrain.data.dataset import Dataset, DatasetError
-from mcutrain.data.source_dataset import IMAGE_OPTIONS, SPLIT_OPTIONS, build, check_classes, held_out
+from mcutrain.data.source_dataset import IMAGE_OPTIONS, SPLIT_OPTIONS, build, cached, check_classes, held_out
 from mcutrain.data.source_spec import SourceSpec
 
 SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
@@ -132,9 +132,7 @@ def _labelled(folders: list[tuple[str, list[Path]]], names: tuple[str, ...]) -> 
 
 def files_of(spec: SourceSpec) -> list[Path]:
     """Every image file the dataset reads (its identity for `--resume`)."""
-    root = Path(spec.path)
-    levels = [root / "train", root / "test"] if _has_split(root) else [root]
-    return [f for level in levels for _, fs in class_folders(spec, level) for f in fs]
+    return _classes_and_files(spec, Path(spec.path))[1]
 
 
 def _has_split(root: Path) -> bool:
@@ -149,6 +147,17 @@ def load_images(spec: SourceSpec, seed: int = 0, sample_shape: tuple[int, ...] |
         what = "is not a folder" if root.exists() else "does not exist"
         raise DatasetError(f"dataset '{spec}': '{root}' {what}; images:FOLDER takes a folder with one "
                            "subfolder of images per class")
+    names, files = _classes_and_files(spec, root)
+    options = {k: v for k, v in spec.options.items() if k in ("size", "channels", *SPLIT_OPTIONS)}
+    pix = cached(spec, files, [options, sample_shape], lambda: _decoded(spec, root, names, sample_shape))
+    scale = np.float32(1.0 / 255.0)
+    arrays = (pix["x_train"].astype(np.float32) * scale, pix["y_train"],
+              pix["x_test"].astype(np.float32) * scale, pix["y_test"])
+    return build(spec, arrays, names, f"image folder '{root}'", seed=seed)
+
+
+def _classes_and_files(spec: SourceSpec, root: Path) -> tuple[tuple[str, ...], list[Path]]:
+    """The class names and every image file, the folder's layout checked."""
     if _has_split(root):
         train, test = class_folders(spec, root / "train"), class_folders(spec, root / "test")
         names = tuple(n for n, _ in train)
@@ -157,16 +166,23 @@ def load_images(spec: SourceSpec, seed: int = 0, sample_shape: tuple[int, ...] |
             raise DatasetError(f"dataset '{spec}': test/ has classes {extra} that train/ lacks; give "
                                "train/ a folder for every test class")
         check_classes(spec, names, f"'{root / 'train'}'")
+        return names, [f for _, fs in train + test for f in fs]
+    folders = class_folders(spec, root)
+    names = tuple(n for n, _ in folders)
+    check_classes(spec, names, f"'{root}'")
+    return names, [f for _, fs in folders for f in fs]
+
+
+def _decoded(spec: SourceSpec, root: Path, names: tuple[str, ...],
+             sample_shape: tuple[int, ...] | None) -> dict[str, np.ndarray]:
+    """uint8 pixels and labels of both splits (see the module docstring)."""
+    if _has_split(root):
+        train, test = class_folders(spec, root / "train"), class_folders(spec, root / "test")
         (f_tr, y_tr), (f_te, y_te) = _labelled(train, names), _labelled(test, names)
         shape = target_shape(spec, f_tr + f_te, sample_shape)
         pix_tr, pix_te = decode(spec, f_tr, shape), decode(spec, f_te, shape)
     else:
-        folders = class_folders(spec, root)
-        names = tuple(n for n, _ in folders)
-        check_classes(spec, names, f"'{root}'")
-        files, y = _labelled(folders, names)
+        files, y = _labelled(class_folders(spec, root), names)
         shape = target_shape(spec, files, sample_shape)
         pix_tr, y_tr, pix_te, y_te = held_out(spec, decode(spec, files, shape), y)
-    scale = np.float32(1.0 / 255.0)
-    arrays = (pix_tr.astype(np.float32) * scale, y_tr, pix_te.astype(np.float32) * scale, y_te)
-    return build(spec, arrays, names, f"image folder '{root}'", seed=seed)
+    return {"x_train": pix_tr, "y_train": y_tr, "x_test": pix_te, "y_test": y_te}

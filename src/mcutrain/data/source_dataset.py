@@ -9,10 +9,15 @@ no test split of their own, `classes=0-4` keeping and relabelling classes as the
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from mcutrain.data import cache
 from mcutrain.data.corruptions import CORRUPTIONS
 from mcutrain.data.dataset import Dataset, DatasetError
 from mcutrain.data.source_spec import SourceSpec
@@ -24,6 +29,21 @@ TEST_FRACTION, SPLIT_SEED = 0.2, 0
 samples."""
 SPLIT_OPTIONS = ("test", "split_seed")
 IMAGE_OPTIONS = ("classes", "corruption", "severity")
+
+
+def cached(spec: SourceSpec, files: list[Path], extra: object,
+           compute: Callable[[], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """`compute()`'s arrays, kept in the cache (`data.cache`) for this PATH and these options and
+    used again while no file changed (paths, sizes, mtimes): decoding thousands of images or WAV
+    files each time a command starts would cost more than the training step being tried."""
+    where = json.dumps([str(Path(spec.path).resolve()), spec.kind, extra], sort_keys=True, default=str)
+    name = "sources/" + hashlib.sha256(where.encode()).hexdigest()[:16]
+    key = cache.files_key(files, extra=f"{spec.kind}-v1")
+    arrays = cache.load_arrays(name, key)
+    if arrays is None:
+        arrays = compute()
+        cache.save_arrays(name, key, arrays)
+    return arrays
 
 
 def held_out(spec: SourceSpec, x: np.ndarray, y: np.ndarray):

@@ -27,7 +27,7 @@ import numpy as np
 
 from mcutrain.data.audio_features import FrontEnd
 from mcutrain.data.dataset import Dataset, DatasetError
-from mcutrain.data.source_dataset import SPLIT_OPTIONS, build, check_classes, held_out
+from mcutrain.data.source_dataset import SPLIT_OPTIONS, build, cached, check_classes, held_out
 from mcutrain.data.source_spec import SourceSpec
 
 OPTIONS = ("words", "features", "mels", "mfcc", "window_ms", "stride_ms", "classes", *SPLIT_OPTIONS)
@@ -117,6 +117,20 @@ def load_speech(spec: SourceSpec, seed: int = 0, sample_shape: tuple[int, ...] |
     root = Path(spec.path)
     folders = word_files(spec)
     names = tuple(w for w, _ in folders)
+    lists = [root / n for n in LISTS if (root / n).is_file()]
+    options = {k: v for k, v in spec.options.items() if k in ("words", *SPLIT_OPTIONS)}
+    arrays = cached(spec, [f for _, fs in folders for f in fs] + lists, [options, fe.to_dict()],
+                    lambda: _features(spec, fe, folders))
+    testing = bool(_list(root, LISTS[1]))
+    split = "testing_list.txt" if testing else "a held-out stratified split"
+    return build(spec, (arrays["x_train"], arrays["y_train"], arrays["x_test"], arrays["y_test"]), names,
+                 f"Speech Commands WAV files in '{root}' ({split})", seed=seed, images=False,
+                 preprocessing={"front_end": fe.to_dict()})
+
+
+def _features(spec: SourceSpec, fe: FrontEnd, folders: list[tuple[str, list[Path]]]) -> dict[str, np.ndarray]:
+    """Features and labels of both splits (see the module docstring)."""
+    root = Path(spec.path)
     files = [f for _, fs in folders for f in fs]
     y = np.repeat(np.arange(len(folders)), [len(fs) for _, fs in folders]).astype(np.int64)
     clips = np.stack([read_wav(spec, f, fe.clip_samples) for f in files]) if files else np.empty((0, 0))
@@ -130,9 +144,7 @@ def load_speech(spec: SourceSpec, seed: int = 0, sample_shape: tuple[int, ...] |
             side = "test" if not test.any() else "training"
             raise DatasetError(f"dataset '{spec}': with '{root / LISTS[1]}' the {side} split of these words "
                                "is empty; list some of their files in it (or remove it)")
-        arrays = (x[train], y[train], x[test], y[test])
+        parts = (x[train], y[train], x[test], y[test])
     else:
-        arrays = held_out(spec, x, y)
-    split = "testing_list.txt" if testing else "a held-out stratified split"
-    return build(spec, arrays, names, f"Speech Commands WAV files in '{root}' ({split})", seed=seed,
-                 images=False, preprocessing={"front_end": fe.to_dict()})
+        parts = held_out(spec, x, y)
+    return dict(zip(("x_train", "y_train", "x_test", "y_test"), parts))

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from mcutrain import limits
 from mcutrain.data.dataset import Dataset, DatasetError
 from mcutrain.data.source_dataset import TEST_FRACTION, build, check_classes
 from mcutrain.data.source_spec import SourceSpec
@@ -129,6 +130,9 @@ def _table(spec: SourceSpec, path: Path) -> tuple[list[str], np.ndarray, np.ndar
         table = np.load(path, allow_pickle=False, mmap_mode="r")
     except (OSError, ValueError) as e:
         raise DatasetError(f"dataset '{spec}': cannot read '{path}' as .npy ({str(e)[:120]})") from None
+    if table.size > limits.MAX_DATASET_ELEMENTS:
+        raise DatasetError(f"dataset '{spec}': '{path}' holds {table.size:,} values, more than the limit "
+                           f"{limits.MAX_DATASET_ELEMENTS:,}")
     if table.ndim != 2 or table.dtype.kind not in "iuf" or len(table) == 0:
         raise DatasetError(f"dataset '{spec}': '{path}' holds a {table.dtype} array of shape {table.shape}; "
                            "a time series is a 2-D number array, one row per time step")
