@@ -7,6 +7,7 @@ import pytest
 from mcutrain import cli
 from mcutrain.data import CORRUPTIONS
 from mcutrain.data import registry as R
+from mcutrain.data.source_spec import KINDS
 
 
 @pytest.fixture(autouse=True)
@@ -22,8 +23,10 @@ def run_json(capsys, *argv):
 
 def test_json_contract(capsys):
     doc = run_json(capsys)
-    assert list(doc) == ["datasets", "corruptions"]
+    assert list(doc) == ["datasets", "corruptions", "formats"]
     assert doc["corruptions"] == list(CORRUPTIONS)
+    assert [f["kind"] for f in doc["formats"]] == list(KINDS)
+    assert all(f["spec"].startswith(f["kind"] + ":") for f in doc["formats"])
     rows = {r["name"]: r for r in doc["datasets"]}
     for r in rows.values():
         assert list(r) == ["name", "available", "source", "n_train", "n_test", "shape"]

@@ -1,6 +1,7 @@
 """The dataset and model inputs every API function takes: a spec or an object, checked once.
 
-A dataset is a spec (`"digits-c:stripe:5"`) or a user's file (`"data.npz"`), cut with
+A dataset is a spec (`"digits-c:stripe:5"`), a user's file (`"data.npz"`) or a source spec
+(`"images:flowers"`, `"csv:imu.csv?window=128"`), cut with
 `train_samples`/`test_samples` to a class-balanced subset drawn with the seed, or a
 `mcutrain.data.Dataset` already loaded; a model is a file path, a float `Graph` or an int8
 `QuantModel`. Errors are `UserError`s that say what to pass instead, as the command line
@@ -16,6 +17,7 @@ from typing import Any
 
 from mcutrain import io
 from mcutrain.data import Dataset, load_dataset
+from mcutrain.data.sources import sized_by_model
 from mcutrain.data.subset import subset
 from mcutrain.errors import UserError
 from mcutrain.graph import Graph
@@ -28,18 +30,27 @@ Model = Graph | QuantModel
 
 
 def dataset_of(data: str | Dataset, seed: int = 0, train_samples: int | None = None,
-               test_samples: int | None = None) -> Dataset:
-    """`data` as a Dataset: a spec is loaded with `seed` (its corruption draws); then cut to the subsets."""
+               test_samples: int | None = None, sample_shape: tuple[int, ...] | None = None) -> Dataset:
+    """`data` as a Dataset: a spec is loaded with `seed` (its corruption draws) and, for an image
+    folder, at `sample_shape` (the model's input); then cut to the subsets."""
     for opt, n in (("train_samples", train_samples), ("test_samples", test_samples)):
         if n is not None and n < 1:
             raise UserError(f"--{opt.replace('_', '-')} must be at least 1, got {n}")
     try:
-        ds = data if isinstance(data, Dataset) else load_dataset(data, seed=seed)
+        ds = data if isinstance(data, Dataset) else load_dataset(data, seed=seed, sample_shape=sample_shape)
         if train_samples is None and test_samples is None:
             return ds
         return subset(ds, train_samples, test_samples, seed=seed)
     except ValueError as e:
         raise UserError(str(e)) from None
+
+
+def input_shape_for(dataset: object, model: Model | str | Path | None) -> tuple[int, ...] | None:
+    """The input shape of `model` when `dataset` is sized by the model it meets (an image folder),
+    else None: other data keeps its shape, and a zoo architecture (no model) takes the data's."""
+    if model is None or not sized_by_model(dataset):
+        return None
+    return tuple(graph_of(model if isinstance(model, Graph | QuantModel) else read(model).model).input_shape)
 
 
 def check_fits(graph: Graph, ds: Dataset) -> None:

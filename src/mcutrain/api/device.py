@@ -22,7 +22,15 @@ from typing import Any
 import numpy as np
 
 from mcutrain import zoo
-from mcutrain.api.data import Model, check_shape, dataset_of, graph_of, options_namespace, read
+from mcutrain.api.data import (
+    Model,
+    check_shape,
+    dataset_of,
+    graph_of,
+    input_shape_for,
+    options_namespace,
+    read,
+)
 from mcutrain.api.harness_inputs import (
     check_inputs_method,
     harness_files,
@@ -179,7 +187,8 @@ def export_args(args: argparse.Namespace) -> dict[str, Any]:
     target, kernels = resolve_target_and_kernels(args)
     calib = None
     if args.dataset:
-        calib = dataset_of(args.dataset, args.seed).x_train
+        calib = dataset_of(args.dataset, args.seed,
+                           sample_shape=input_shape_for(args.dataset, getattr(args, "model", None))).x_train
     qm, prov = int8_model(args, calib)
     harness_ds = inputs_dataset(args, qm) if inputs else None
     try:
@@ -234,7 +243,8 @@ def export_file_args(args: argparse.Namespace) -> dict[str, Any]:
     if args.method != "none":
         raise UserError(f"--format {args.format} writes the int8 model; training (--method {args.method}) "
                         "compiles into a C library: drop --format")
-    calib = dataset_of(args.dataset, args.seed).x_train if args.dataset else None
+    calib = dataset_of(args.dataset, args.seed, sample_shape=input_shape_for(
+        args.dataset, getattr(args, "model", None))).x_train if args.dataset else None
     qm, prov = int8_model(args, calib)
     try:
         path = (save_tflite if args.format == "tflite" else save_onnx)(qm, args.output)

@@ -50,7 +50,7 @@ def check_inputs_method(method: str) -> None:
 
 def inputs_dataset(args: argparse.Namespace, qm: QuantModel) -> Dataset:
     """The dataset of `--inputs`, checked against the model before the library is written."""
-    ds = dataset_of(args.inputs, args.seed)
+    ds = dataset_of(args.inputs, args.seed, sample_shape=tuple(qm.graph.input_shape))
     check_fits(qm.graph, ds)
     return ds
 

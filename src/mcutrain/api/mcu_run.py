@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from mcutrain.api.data import Model, check_fits, dataset_of, options_namespace
+from mcutrain.api.data import Model, check_fits, dataset_of, input_shape_for, options_namespace
 from mcutrain.api.device import (
     budget_json,
     build_method,
@@ -82,7 +82,7 @@ def library_memory(build, lib: Path, target, kernels: str, budget) -> dict[str, 
 
 def load_run_inputs(args: argparse.Namespace):
     """The dataset, the int8 model and its provenance of a `run --method ...`, checked against each other."""
-    ds = dataset_of(args.dataset, args.seed)
+    ds = dataset_of(args.dataset, args.seed, sample_shape=input_shape_for(args.dataset, args.model))
     n = args.steps * args.batch
     if n > len(ds.y_train):
         raise UserError(f"--steps {args.steps} x --batch {args.batch} exceeds the {len(ds.y_train)} training "
@@ -124,7 +124,7 @@ def run_inference(args: argparse.Namespace, work: Path, target, kernels: str) ->
     from mcutrain.engines import int_engine
     from mcutrain.mcu import BuildError, QemuError, ToolchainMissingError, estimate_cycles
 
-    ds = dataset_of(args.dataset, args.seed)
+    ds = dataset_of(args.dataset, args.seed, sample_shape=input_shape_for(args.dataset, args.model))
     if args.steps > len(ds.y_test):
         raise UserError(f"--steps {args.steps} exceeds the {len(ds.y_test)} test samples of '{args.dataset}'")
     qm, prov = int8_model(args, ds.x_train, ds.num_classes, tuple(ds.x_test.shape[1:]))

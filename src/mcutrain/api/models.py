@@ -83,8 +83,9 @@ def predict(model: Model, x: np.ndarray) -> np.ndarray:
 
 def evaluate(model: Model, dataset: str | Dataset, seed: int = 0, test_samples: int | None = None) -> float:
     """Accuracy of `model` on `dataset`'s test split (int8: the golden engine; float: the float engine)."""
-    ds = dataset_of(dataset, seed, None, test_samples)
-    check_fits(model.graph if isinstance(model, QuantModel) else model, ds)
+    graph = model.graph if isinstance(model, QuantModel) else model
+    ds = dataset_of(dataset, seed, None, test_samples, tuple(graph.input_shape))
+    check_fits(graph, ds)
     if isinstance(model, QuantModel):
         return float(np.mean(int_engine.predict(model, ds.x_test) == ds.y_test))
     return float(float_method.evaluate(model, ds.x_test, ds.y_test))

@@ -57,7 +57,8 @@ def trained_from_state(library: str | Path, state: str | Path) -> tuple[QuantMod
                              target=man.target, kernels=man.kernels, dataset=man.dataset, output=None)
     calib = None
     if man.dataset is not None:     # as export: the ranges some methods start from
-        calib = dataset_of(man.dataset, args.seed).x_train[:factory.CALIB_SAMPLES]
+        calib = dataset_of(man.dataset, args.seed,
+                           sample_shape=tuple(start.graph.input_shape)).x_train[:factory.CALIB_SAMPLES]
     method = build_method(args, start, calib)
     try:
         src = emit_training(method, batch=man.batch, kernels=man.kernels)

@@ -23,9 +23,18 @@ from typing import Any
 import numpy as np
 
 from mcutrain import io, zoo
-from mcutrain.api.data import Model, check_fits, dataset_of, graph_of, options_namespace, read
+from mcutrain.api.data import (
+    Model,
+    check_fits,
+    dataset_of,
+    graph_of,
+    input_shape_for,
+    options_namespace,
+    read,
+)
 from mcutrain.data import Dataset
 from mcutrain.data.npz_file import is_npz_path
+from mcutrain.data.sources import is_source_spec, source_digest
 from mcutrain.engines import int_engine
 from mcutrain.errors import UserError
 from mcutrain.graph import Graph, Op
@@ -41,9 +50,11 @@ from mcutrain.qmodel import QuantModel
 JSON_ORDER = ("method", "precision", "trainable", "train_samples", "test_samples", "accuracy_before",
               "accuracy_before_method", "accuracy_after", "accuracy_exported", "epochs", "steps",
               "samples_per_s", "forward_macs", "backward_macs", "queries", "forward_passes", "source_names",
-              "history")
+              "preprocessing", "history")
 """The keys of `train --json`, in this order (zo and bp-qas add queries, zo forward_passes; an
-imported model whose trained layers were renamed adds `source_names`, {IR name: original name}).
+imported model whose trained layers were renamed adds `source_names`, {IR name: original name};
+data preprocessed in a way the device must repeat adds `preprocessing`, `Dataset.preprocessing`:
+a time series' per-channel normalization, a speech front end's parameters).
 `accuracy_before` is the test accuracy of the model training starts from as it is deployed: an
 int8 model (a file with int8 tensors, a QuantModel) under the golden engine -- what `mcutrain eval`
 reports, the same for every method and precision -- and a float model (no int8 data) under the
@@ -159,14 +170,15 @@ def train_args(args: argparse.Namespace,
         raise UserError(str(e)) from None
     if args.resume_changed and not args.resume:
         raise UserError("--resume-changed needs --resume")
+    shape = input_shape_for(args.dataset, args.model)
     ds = args.data if isinstance(getattr(args, "data", None), Dataset) else \
-        dataset_of(args.dataset, args.seed, args.train_samples, args.test_samples)
+        dataset_of(args.dataset, args.seed, args.train_samples, args.test_samples, shape)
     model = starting_model(args, ds)
     x_tr, y_tr = ds.x_train, ds.y_train
     calib = calibration_samples(x_tr, args.seed)
 
     def labels() -> np.ndarray:     # NOTE: as before the factory: the first labels of the full split
-        return dataset_of(args.dataset, args.seed).y_train[:len(calib)]
+        return dataset_of(args.dataset, args.seed, sample_shape=shape).y_train[:len(calib)]
 
     try:
         method = factory.build_method(args.method, args, model, calib, labels=labels,
@@ -193,6 +205,8 @@ def train_args(args: argparse.Namespace,
            "forward_macs": res.forward_macs, "backward_macs": res.backward_macs,
            "history": [{"epoch": h["epoch"], "loss": h["loss"], "accuracy": h["test_accuracy"],
                         "train_accuracy": h["train_accuracy"]} for h in res.history]}
+    if ds.preprocessing:    # what the device must do to its samples the same way
+        out["preprocessing"] = ds.preprocessing
     if "queries" in out:  # zeroth-order methods also report their forward passes
         out["forward_passes"] = res.forward_passes
     if args.source_names:   # an imported model: the trained layers by the names the user gave them
@@ -236,11 +250,15 @@ def run_fingerprint(args: argparse.Namespace) -> dict[str, Any]:
     else:
         model = f"--arch {args.arch} --init {args.init}"
     dataset = args.dataset
-    if is_npz_path(dataset):    # a user's file: its content, so an edited file is not resumed on
-        try:
+    try:    # a user's files: their content, so edited data is not resumed on
+        if is_npz_path(dataset):
             dataset = f"{dataset} sha256 {file_sha256(dataset)}"
-        except OSError as e:
-            raise UserError(f"cannot read dataset file '{dataset}' ({e.strerror or e})") from None
+        elif is_source_spec(dataset):
+            dataset = f"{dataset} sha256 {source_digest(dataset)}"
+    except OSError as e:
+        raise UserError(f"cannot read dataset '{dataset}' ({e.strerror or e})") from None
+    except ValueError as e:
+        raise UserError(str(e)) from None
     return {"dataset": dataset, "train-samples": args.train_samples, "test-samples": args.test_samples,
             "model": model}
 

@@ -6,6 +6,8 @@ Examples:
     mcutrain datasets --show fashion-mnist -o grid.png
     mcutrain datasets --show fashion-mnist-c:fog:3 -o fog.png
     mcutrain datasets --download mnist     fetch the official files (checked by sha256)
+    mcutrain datasets --info images:photos --info "csv:imu.csv?window=128"
+                                           load your own data: its real sizes, shape, classes
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from mcutrain.commands._outputs import check_output
 from mcutrain.data import CORRUPTIONS, DATASETS, DatasetError, SpecError, dataset_status
 from mcutrain.data.corruptions import REGISTRY, CorruptionError
 from mcutrain.data.registry import missing_message
+from mcutrain.data.sources import EXAMPLES, KINDS
 from mcutrain.errors import UserError
 from mcutrain.options import seed_int
 
@@ -33,6 +36,9 @@ def register(subparsers) -> None:
                    help="seed of the corruption draws for --show (default 0)")
     p.add_argument("--download", metavar="NAME",
                    help="download a dataset's official files into the cache, verified by pinned sha256")
+    p.add_argument("--info", metavar="SPEC", action="append", default=[],
+                   help="load a dataset (a spec, a data.npz or KIND:PATH?OPTIONS) and show its real sizes, "
+                        "sample shape, classes and preprocessing (repeatable)")
     p.set_defaults(func=run)
 
 
@@ -43,11 +49,45 @@ def run(args: argparse.Namespace) -> int:
         return _show(args)
     if args.output:
         raise UserError("-o/--output goes with --show SPEC")
+    if args.info:
+        return _info(args)
     rows = [dataset_status(name) for name in DATASETS]
+    formats = [{"kind": k, "what": KINDS[k], "spec": EXAMPLES[k]} for k in KINDS]
     if args.json:
-        print_json({"datasets": rows, "corruptions": list(CORRUPTIONS)})
+        print_json({"datasets": rows, "corruptions": list(CORRUPTIONS), "formats": formats})
         return 0
     _print_table(rows)
+    print("\nyour own data (--dataset, any command; mcutrain datasets --info SPEC shows what it holds):")
+    print("  data.npz  arrays x, y [, x_test, y_test]")
+    for f in formats:
+        print(f"  {f['spec']}\n      {f['what']}")
+    return 0
+
+
+def info_row(spec: str, seed: int = 0) -> dict:
+    """What a loaded dataset holds: the `--info` row (sizes, shape, classes, preprocessing)."""
+    from mcutrain.api.data import dataset_of
+    ds = dataset_of(spec, seed)
+    return {"name": ds.name, "available": True, "source": ds.source, "n_train": ds.n_train,
+            "n_test": ds.n_test, "shape": list(ds.shape),
+            "classes": {str(i): name for i, name in enumerate(ds.class_names)} or ds.num_classes,
+            "value_range": list(ds.value_range), "preprocessing": ds.preprocessing}
+
+
+def _info(args: argparse.Namespace) -> int:
+    rows = [info_row(spec, args.seed) for spec in args.info]
+    if args.json:
+        print_json({"datasets": rows})
+        return 0
+    for r in rows:
+        shape = "x".join(map(str, r["shape"]))
+        print(f"{r['name']}\n  {r['n_train']} train / {r['n_test']} test samples of shape {shape}, "
+              f"values {r['value_range'][0]:.4g}..{r['value_range'][1]:.4g}; {r['source']}")
+        classes = r["classes"]
+        print("  classes: " + (", ".join(f"{i}={n}" for i, n in classes.items()) if isinstance(classes, dict)
+                               else f"{classes} (labels 0..{classes - 1})"))
+        for key, value in r["preprocessing"].items():
+            print(f"  {key}: {value}")
     return 0
 
 

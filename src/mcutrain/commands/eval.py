@@ -29,7 +29,9 @@ def register(subparsers) -> None:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", help="model file (.npz) or a .tflite")
     p.add_argument("--dataset", required=True, help="dataset spec, e.g. digits, fashion-mnist-c:fog:3, "
-                                                    "or your own data.npz")
+                                                    "your own data.npz or KIND:PATH "
+                                                    "(images:FOLDER, csv:FILE?window=N, ...: "
+                                                    "mcutrain datasets)")
     p.add_argument("--test-samples", type=positive_int, help="the first N test samples (default all)")
     p.add_argument("--seed", type=seed_int, default=0, help="the dataset's corruption seed (default 0)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")

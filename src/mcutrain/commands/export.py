@@ -88,7 +88,7 @@ def register(subparsers) -> None:
                    help="also write harness/inputs.bin (16 test samples of DATASET, int8), "
                         "harness/expected_logits.bin (what model_harness must write for them) and, for "
                         "zo/bp-qas, harness/train.bin (docs/c-api.md, 'Harness files')")
-    p.add_argument("--dataset", help="dataset spec (or your own data.npz) to calibrate a "
+    p.add_argument("--dataset", help="dataset spec (or data.npz, KIND:PATH) to calibrate a "
                                              "float-only model file on (PTQ)")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.set_defaults(func=run)

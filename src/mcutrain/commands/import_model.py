@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         from mcutrain.data import DatasetError, SpecError, load_dataset
         from mcutrain.engines import ptq
         try:
-            ds = load_dataset(args.calibrate)
+            ds = load_dataset(args.calibrate, sample_shape=tuple(graph.input_shape))
         except (DatasetError, SpecError) as e:
             raise UserError(str(e)) from None
         if ds.x_train.shape[1:] != graph.input_shape:

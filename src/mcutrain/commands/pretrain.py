@@ -50,7 +50,9 @@ def register(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--arch", required=True, help=f"architecture: {', '.join(zoo.ARCHS)}")
     p.add_argument("--dataset", required=True, help="dataset spec, e.g. digits, fashion-mnist, mnist1d, "
-                                                    "or your own data.npz")
+                                                    "your own data.npz or KIND:PATH "
+                                                    "(images:FOLDER, csv:FILE?window=N, ...: "
+                                                    "mcutrain datasets)")
     p.add_argument("--epochs", type=positive_int, default=10,
                    help="passes over the training set (default 10)")
     p.add_argument("--seed", type=seed_int, default=0, help="weights, data order and corruptions (default 0)")

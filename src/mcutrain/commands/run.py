@@ -49,8 +49,8 @@ def register(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_args(p)
     factory.add_options(p.add_argument_group("training (--method zo | bp-qas | fqt)"), "run")
-    p.add_argument("--dataset", required=True, help="dataset spec or data.npz; inference: the first "
-                   "--steps test samples; training: the first --steps x --batch training samples")
+    p.add_argument("--dataset", required=True, help="dataset spec, data.npz or KIND:PATH; inference: the "
+                   "first --steps test samples; training: the first --steps x --batch training samples")
     p.add_argument("--steps", type=positive_int, default=8,
                    help="samples (inference) or training steps to run (default 8)")
     p.add_argument("--dump", metavar="DIR",

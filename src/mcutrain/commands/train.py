@@ -45,8 +45,10 @@ def register(subparsers) -> None:
     p.add_argument("--arch", help="start from a zoo architecture instead of a model file")
     p.add_argument("--init", choices=["random"], help="with --arch: He-initialized weights from --seed")
     p.add_argument("--dataset", required=True, help="dataset spec, e.g. digits, fashion-mnist[5-9], "
-                                                    "fashion-mnist-c:fog:3, or your own data.npz "
-                                                    "(arrays x, y; optional x_test, y_test)")
+                                                    "fashion-mnist-c:fog:3, your own data.npz "
+                                                    "(arrays x, y; optional x_test, y_test) or KIND:PATH "
+                                                    "(images:FOLDER, csv:FILE?window=N, ...: "
+                                                    "mcutrain datasets)")
     p.add_argument("--method", default="fqt",
                    help=f"training method ({', '.join(factory.TRAIN_METHODS)}; default fqt)")
     p.add_argument("--checkpoint", help="save the training state here after every epoch")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -48,13 +49,17 @@ class Dataset:
     With a corruption, `x_train`/`x_test` are the clean arrays corrupted on first
     access (train with stream 0, test with stream 1 of `seed`) and then kept, so an
     adaptation run that only uses the test set never pays for corrupting the train set.
+
+    `preprocessing` says what was done to the samples that a device must do the same way
+    before its model sees them (a time series' per-channel normalization: `{"normalize":
+    {"mean": [...], "std": [...]}}`, x' = (x - mean) / std per channel); empty when nothing was.
     """
 
     def __init__(self, name: str, x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray,
                  y_test: np.ndarray, *, classes: tuple[int, ...] | None = None, source: str = "",
                  class_names: tuple[str, ...] = (), value_range: tuple[float, float] = (0.0, 1.0),
                  corruption: str | None = None, severity: int = 0, seed: int = 0,
-                 classes_known: bool = True):
+                 classes_known: bool = True, preprocessing: dict[str, Any] | None = None):
         self.name = name
         self.clean_train = x_train
         self.clean_test = x_test
@@ -70,6 +75,7 @@ class Dataset:
         self.severity = severity
         self.seed = seed
         self.classes_known = classes_known
+        self.preprocessing = dict(preprocessing or {})
         self.validate()
 
     def validate(self) -> None:

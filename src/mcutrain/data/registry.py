@@ -21,6 +21,7 @@ from mcutrain.data import cache
 from mcutrain.data.dataset import Dataset, DatasetError
 from mcutrain.data.idx import read_idx, read_idx_header
 from mcutrain.data.npz_file import is_npz_path, load_npz
+from mcutrain.data.sources import is_source_spec, load_source
 from mcutrain.data.spec import DatasetSpec, SpecError, format_classes, parse_spec
 from mcutrain.data.splits import stratified_split
 
@@ -198,24 +199,28 @@ _LOADERS = {"digits": _load_digits, "mnist1d": _load_mnist1d,
 
 # ---------------------------------------------------------------- public API
 
-def load_dataset(spec: str | DatasetSpec, seed: int = 0) -> Dataset:
-    """Load a dataset by spec, e.g. `fashion-mnist-c:gaussian_noise:5` or `digits[0-4]`, or a
-    user's file `path/to/data.npz` (any argument ending in .npz: `mcutrain.data.npz_file`).
+def load_dataset(spec: str | DatasetSpec, seed: int = 0, sample_shape: tuple[int, ...] | None = None
+                 ) -> Dataset:
+    """Load a dataset by spec, e.g. `fashion-mnist-c:gaussian_noise:5` or `digits[0-4]`, a
+    user's file `path/to/data.npz` (any argument ending in .npz: `mcutrain.data.npz_file`), or
+    a source spec `KIND:PATH?...` (`images:flowers`, `csv:imu.csv?window=128`:
+    `mcutrain.data.source_spec`).
 
     `seed` fixes the corruption draws (train and test get separate streams); it does
-    not change any split. A missing dataset raises DatasetError saying where it
-    looked and how to get it.
+    not change any split. `sample_shape`, a model's input (H, W, C), is what an image folder
+    is resized and converted to; other datasets keep their shape. A missing dataset raises
+    DatasetError saying where it looked and how to get it.
     """
     if is_npz_path(spec):
         return load_npz(str(spec))
+    if is_source_spec(spec):
+        return load_source(str(spec), seed, sample_shape)
     try:
         sp = spec if isinstance(spec, DatasetSpec) else parse_spec(spec)
-    except SpecError:
-        if isinstance(spec, str) and Path(spec).is_file():
-            raise DatasetError(f"'{spec}' is a file, but dataset files must end in .npz (arrays x and y); "
-                               "rename it, or give a dataset spec such as digits") from None
+        info = get_info(sp.base)
+    except (SpecError, DatasetError):
+        _refuse_bare_path(spec)
         raise
-    info = get_info(sp.base)
     if sp.corruption and info.kind == "generated":
         raise DatasetError(f"'{sp}': corruptions are for images; {info.name} holds 1-D signals")
     x_tr, y_tr, x_te, y_te, source = _LOADERS[sp.base]()
@@ -235,6 +240,21 @@ def load_dataset(spec: str | DatasetSpec, seed: int = 0) -> Dataset:
     return Dataset(str(sp), x_tr, y_tr, x_te, y_te, classes=classes, source=source,
                    class_names=tuple(info.class_names[c] for c in classes), value_range=value_range,
                    corruption=sp.corruption, severity=sp.severity, seed=seed)
+
+
+def _refuse_bare_path(spec: object) -> None:
+    """A DatasetError saying how to name a file or folder given without its kind (or nothing)."""
+    if not isinstance(spec, str) or not spec.strip():
+        return
+    p = Path(spec)
+    if p.is_file():
+        raise DatasetError(f"'{spec}' is a file, but dataset files must end in .npz (arrays x and y) "
+                           f"or be named by their kind (csv:{spec}?window=128, npy:{spec}?window=128); "
+                           "see docs/datasets.md") from None
+    if p.is_dir():
+        raise DatasetError(f"'{spec}' is a folder; name its kind: images:{spec} (one subfolder of images "
+                           f"per class), speech:{spec}, cifar10:{spec}, cifar10-c:{spec}?corruption=fog&"
+                           f"severity=3 or csv:{spec}?window=128; see docs/datasets.md") from None
 
 
 def dataset_status(name: str) -> dict:

@@ -57,4 +57,4 @@ def subset(ds: Dataset, train: int | None = None, test: int | None = None, seed:
     return Dataset(ds.name, ds.clean_train[tr], ds.y_train[tr], ds.clean_test[te], ds.y_test[te],
                    classes=ds.classes, source=ds.source, class_names=ds.class_names,
                    value_range=ds.value_range, corruption=ds.corruption, severity=ds.severity, seed=ds.seed,
-                   classes_known=ds.classes_known)
+                   classes_known=ds.classes_known, preprocessing=ds.preprocessing)
