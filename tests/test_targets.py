@@ -11,11 +11,21 @@ def test_generic_targets_fit_their_boards():
     assert get_target("cortex-m4").qemu_machine == "mps2-an386"
     assert get_target("cortex-m7").qemu_machine == "mps2-an500"
     assert get_target("cortex-m7").clock_hz == 600_000_000
+    assert get_target("cortex-m33").qemu_machine == "mps2-an505"
+
+
+def test_m33_boards_run_on_the_an505_secure_aliases():
+    for name in ("nrf5340", "stm32u585", "rp2350"):
+        t = get_target(name)
+        assert (t.core, t.fpu, t.dsp, t.qemu_machine) == ("cortex-m33", True, True, "mps2-an505")
+    an505 = BOARDS["mps2-an505"]
+    assert (an505.flash_origin, an505.ram_origin) == (0x10000000, 0x38000000)  # address bit 28: Secure
+    assert get_target("stm32u585").link_ram_bytes == 786 * 1024
 
 
 def test_unknown_target_lists_known_names():
-    with pytest.raises(TargetError, match="cortex-m0plus, cortex-m4, cortex-m7"):
-        get_target("cortex-m33")
+    with pytest.raises(TargetError, match="cortex-m0plus, cortex-m4, cortex-m7, cortex-m33"):
+        get_target("cortex-m3")
 
 
 def test_from_dict_defaults_and_board_cap():

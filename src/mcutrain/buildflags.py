@@ -55,6 +55,9 @@ CORE_FLAGS: dict[str, tuple[str, ...]] = {
     "cortex-m0plus": ("-mcpu=cortex-m0plus", "-mthumb", "-mfloat-abi=soft"),
     "cortex-m4": ("-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"),
     "cortex-m7": ("-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-d16"),
+    # Armv8-M mainline; GCC's cortex-m33 includes the DSP extension (+nodsp removes it), so
+    # __ARM_FEATURE_DSP selects the same SMLAD loops as on the M4. FPv5 single precision only.
+    "cortex-m33": ("-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16"),
 }
 """Code-generation flags per core when the target has an FPU (soft float otherwise)."""
 
@@ -68,6 +71,8 @@ CROSS_LINK_FLAGS = ["--specs=rdimon.specs", "-nostartfiles", "-Wl,--gc-sections"
 def core_flags(target: Target) -> list[str]:
     """Compiler flags selecting the core and float ABI of `target`."""
     flags = list(CORE_FLAGS[target.core])
+    if target.core == "cortex-m33" and not target.dsp:  # the M33's DSP extension is optional
+        flags = [f"{f}+nodsp" if f.startswith("-mcpu=") else f for f in flags]
     if not target.fpu:
         flags = [f for f in flags if not f.startswith(("-mfpu=", "-mfloat-abi="))] + ["-mfloat-abi=soft"]
     return flags

@@ -3,8 +3,9 @@
 A `Target` names what "it fits" means (the chip's RAM and Flash, checked by the linker) and
 where it runs (the MPS2 board QEMU emulates for that core). The generic targets here are
 deliberately large so anything the board can hold links; real boards (rp2040, nrf52840,
-stm32f746, imxrt1062, stm32h743) come from `targets.toml` beside this module (`BOARD_TARGETS`)
-and use the same dataclass (`Target.from_dict`); `get_target` finds both.
+stm32f746, imxrt1062, stm32h743, nrf5340, stm32u585, rp2350) come from `targets.toml` beside
+this module (`BOARD_TARGETS`) and use the same dataclass (`Target.from_dict`); `get_target`
+finds both.
 
 NOTE: this module sits below `plan` and `mcu` and imports neither: the planner sizes a step
 for a board's RAM and Flash, the deployment layer links and runs for the same board, and
@@ -24,11 +25,18 @@ MB = 1024 * KB
 
 @dataclass(frozen=True)
 class Board:
-    """Memory of one QEMU MPS2 machine as QEMU 7.2 maps it (hw/arm/mps2.c).
+    """Memory of one QEMU MPS2 machine as QEMU 7.2 maps it (hw/arm/mps2.c, hw/arm/mps2-tz.c).
 
-    All three FPGA images we use (AN385, AN386, AN500) map ZBT SSRAM1 (4 MB) at 0x0, where the
+    The three Armv7-M FPGA images (AN385, AN386, AN500) map ZBT SSRAM1 (4 MB) at 0x0, where the
     vector table, code and constants go ("flash"), and ZBT SSRAM2&3 (4 MB) at 0x20000000 for
     data, heap and stack ("ram"). Both are plain RAM to QEMU; the split mirrors a real MCU.
+
+    AN505 (Cortex-M33 with TrustZone, Arm AN505 and QEMU's mps2-tz.c) has the same memories
+    behind memory protection controllers: SSRAM1 at 0x00000000 and SSRAM2/SSRAM3 (2 MB each,
+    contiguous) at 0x28000000, each also seen at its Secure alias (address bit 28 set:
+    0x10000000, 0x38000000). The core resets in Secure state with the SAU off and every MPC
+    block Secure, and reads its vector table at 0x10000000 (INITSVTOR), so an image runs
+    Secure from the Secure aliases and needs no SAU or MPC set-up.
     """
 
     machine: str
@@ -43,12 +51,14 @@ BOARDS: dict[str, Board] = {
     "mps2-an385": Board("mps2-an385", "cortex-m3", 0x0, 4 * MB, 0x20000000, 4 * MB),
     "mps2-an386": Board("mps2-an386", "cortex-m4", 0x0, 4 * MB, 0x20000000, 4 * MB),
     "mps2-an500": Board("mps2-an500", "cortex-m7", 0x0, 4 * MB, 0x20000000, 4 * MB),
+    "mps2-an505": Board("mps2-an505", "cortex-m33", 0x10000000, 4 * MB, 0x38000000, 4 * MB),
 }
 
-CORES = ("cortex-m0plus", "cortex-m4", "cortex-m7")
+CORES = ("cortex-m0plus", "cortex-m4", "cortex-m7", "cortex-m33")
 """Cores we compile for; each maps to one QEMU board (M0+ code is a subset of the M3's ISA)."""
 
-DEFAULT_MACHINE = {"cortex-m0plus": "mps2-an385", "cortex-m4": "mps2-an386", "cortex-m7": "mps2-an500"}
+DEFAULT_MACHINE = {"cortex-m0plus": "mps2-an385", "cortex-m4": "mps2-an386", "cortex-m7": "mps2-an500",
+                   "cortex-m33": "mps2-an505"}
 
 
 class TargetError(ValueError):
@@ -109,7 +119,7 @@ class Target:
         """Build a target from a table such as one `[targets.NAME]` entry of a TOML file.
 
         `qemu_machine` defaults to the board for the core; `fpu`/`dsp` default to what the core
-        usually has (M4/M7 with both, M0+ with neither).
+        usually has (M4/M7/M33 with both, M0+ with neither).
         """
         known = {"core", "clock_hz", "ram_bytes", "flash_bytes", "fpu", "dsp", "qemu_machine"}
         unknown = set(d) - known
@@ -133,6 +143,7 @@ TARGETS: dict[str, Target] = {
         Target("cortex-m0plus", "cortex-m0plus", 133_000_000, 4 * MB, 4 * MB, False, False, "mps2-an385"),
         Target("cortex-m4", "cortex-m4", 64_000_000, 4 * MB, 4 * MB, True, True, "mps2-an386"),
         Target("cortex-m7", "cortex-m7", 600_000_000, 4 * MB, 4 * MB, True, True, "mps2-an500"),
+        Target("cortex-m33", "cortex-m33", 160_000_000, 4 * MB, 4 * MB, True, True, "mps2-an505"),
     )
 }
 """Generic targets, one per core: memories as large as the QEMU board, so anything runnable links."""
@@ -187,7 +198,7 @@ def load_targets(text: str | None = None) -> dict[str, Target]:
 
 
 BOARD_TARGETS: dict[str, Target] = load_targets()
-"""Real boards (rp2040, nrf52840, stm32f746, imxrt1062, stm32h743) from `targets.toml`."""
+"""Real boards (rp2040, nrf52840, stm32f746, imxrt1062, stm32h743, nrf5340, ...) from `targets.toml`."""
 
 
 def all_targets() -> dict[str, Target]:

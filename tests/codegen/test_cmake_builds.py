@@ -52,7 +52,7 @@ def test_cmake_builds_with_o2_by_default_and_takes_another_level(tmp_path):
 @pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None,
                     reason="arm-none-eabi-gcc is not installed: 'make test' installs it as root, else "
                            "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi")
-@pytest.mark.parametrize("target", ["nrf52840", "cortex-m0plus", "stm32f746"])
+@pytest.mark.parametrize("target", ["nrf52840", "cortex-m0plus", "stm32f746", "nrf5340"])
 def test_the_toolchain_file_cross_compiles_for_the_exports_core(tmp_path, target):
     lib = _export(tmp_path, target)
     commands = _configure_and_build(lib, tmp_path / "b", f"-DCMAKE_TOOLCHAIN_FILE={lib / TOOLCHAIN_FILE}")

@@ -1,4 +1,4 @@
-"""The native DSP assembly of the inference kernels on an emulated Cortex-M4 (QEMU), bit-exact with
+"""The native DSP assembly of the inference kernels on an emulated Cortex-M4 and M33 (QEMU), bit-exact with
 the golden engine, on the shapes that take its less common branches: matrix-vector products with
 an odd number of four-k groups and a tail, widened convs whose rows leave one, two or three
 groups after the peeled first one, border pixels and a last block of fewer than seven pixels.
@@ -38,13 +38,14 @@ GRAPHS = {
 }
 
 
+@pytest.mark.parametrize("core", ["cortex-m4", "cortex-m33"])
 @pytest.mark.parametrize("name", list(GRAPHS))
-def test_dsp_assembly_is_bit_exact_on_m4(arm_tools, tmp_path, name):
+def test_dsp_assembly_is_bit_exact(arm_tools, tmp_path, name, core):
     g = GRAPHS[name]
     rng = np.random.default_rng(len(name))
     qm = ptq.quantize_model(g, rng.random((32, *g.input_shape), dtype=np.float32))
     x_q = int_engine.quantize_input(qm, rng.random((3, *g.input_shape), dtype=np.float32))
-    target = get_target("cortex-m4")
+    target = get_target(core)
     export_library(qm, tmp_path / "lib", kernels="dsp")
     b = build_mcu(tmp_path / "lib", target, tmp_path / "m.elf", kernels="dsp")
     logits, _ = run_mcu(b.elf, target, x_q, 5, tmp_path / "run")

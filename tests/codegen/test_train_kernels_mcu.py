@@ -1,4 +1,4 @@
-"""The whole-step ZO test on emulated Cortex-M0+, M4 and M7: `drivers/train_step.c` cross-built
+"""The whole-step ZO test on emulated Cortex-M0+, M4, M7 and M33: `drivers/train_step.c` cross-built
 with the runtime, run under QEMU, bit-exact with `ZOMethod` after every step; the instructions of
 one training step (between the step markers) are printed."""
 
@@ -12,7 +12,7 @@ from train_driver import DRIVERS, RUNTIME_INCLUDES, read_step_results, runtime_s
 from mcutrain.engines import int_engine
 from mcutrain.mcu import build, count_instructions
 
-CORES = ("cortex-m0plus", "cortex-m4", "cortex-m7")
+CORES = ("cortex-m0plus", "cortex-m4", "cortex-m7", "cortex-m33")
 
 
 

@@ -1,5 +1,6 @@
-"""`mcutrain run --method fqt` on an emulated Cortex-M4: every step bit-exact with the simulated FQT
-(every state entry), the exact JSON, dumps with the same tensors; unsupported settings refused."""
+"""`mcutrain run --method fqt` on an emulated Cortex-M4 (int8 on the M33 too): every step bit-exact
+with the simulated FQT (every state entry), the exact JSON, dumps with the same tensors; unsupported
+settings refused."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ BASE = ["run", "--arch", "digits-cnn", "--init", "random", "--seed", "0", "--dat
         "--method", "fqt"]
 
 
-def test_fqt_int8_run_is_bit_exact(arm_tools, tmp_path, capsys):
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m33"])
+def test_fqt_int8_run_is_bit_exact(arm_tools, tmp_path, capsys, target):
     dump = tmp_path / "D"
-    rc = main([*BASE, "--precision", "int8", "--trainable", "all", "--steps", "2", "--target", "cortex-m4",
+    rc = main([*BASE, "--precision", "int8", "--trainable", "all", "--steps", "2", "--target", target,
                "--dump", str(dump)])
     r = json.loads(capsys.readouterr().out)
     assert rc == 0
@@ -28,7 +30,7 @@ def test_fqt_int8_run_is_bit_exact(arm_tools, tmp_path, capsys):
     assert r["library_ram_bytes"] == pytest.approx(r["planned_ram_bytes"], rel=0.01) and r["fits"] is True
     assert r["library_ram_bytes"] + r["harness_ram_bytes"] == r["ram_bytes"]
     assert (r["method"], r["batch"], r["precision"], r["partial"]) == ("fqt", 32, "int8", 1.0)
-    assert r["bit_exact"] is True and r["steps"] == 2 and r["target"] == "cortex-m4"
+    assert r["bit_exact"] is True and r["steps"] == 2 and r["target"] == target
     assert sum(r["per_function"].values()) == pytest.approx(r["instructions_per_step"], abs=1)
     for kernel in ("mt_conv2d_fwd_s8_range", "mt_conv2d_bwd_in_s8_s16", "mt_fqt_upd_s8"):
         assert r["per_function"][kernel] > 0

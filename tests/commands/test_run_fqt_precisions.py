@@ -1,4 +1,4 @@
-"""`mcutrain run --method fqt` in precisions mixed and float32 on an emulated Cortex-M4: every step
+"""`mcutrain run --method fqt` in precisions mixed and float32 on an emulated Cortex-M4 and M33: every step
 bit-exact with the simulated FQT, whose float32 sums `run` puts in the C kernels' sequential order
 (`exact_float_order`)."""
 
@@ -12,16 +12,17 @@ import pytest
 from mcutrain.cli import main
 
 BASE = ["run", "--arch", "digits-cnn", "--init", "random", "--seed", "0", "--dataset", "digits", "--json",
-        "--method", "fqt", "--trainable", "all", "--steps", "2", "--target", "cortex-m4"]
+        "--method", "fqt", "--trainable", "all", "--steps", "2"]
 
 
 @pytest.mark.parametrize(("extra", "kernels"), [
     (["--precision", "mixed"], ("mt_conv2d_fwd_u8_range", "mt_conv2d_bwd_in_u8_f32", "mt_fqt_upd_u8_any")),
     (["--precision", "float32"], ("mt_conv2d_fwd_f32", "mt_conv2d_bwd_w_f32", "mt_fqt_upd_f32")),
 ])
-def test_fqt_precision_run_is_bit_exact(arm_tools, tmp_path, capsys, extra, kernels):
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m33"])
+def test_fqt_precision_run_is_bit_exact(arm_tools, tmp_path, capsys, extra, kernels, target):
     dump = tmp_path / "D"
-    rc = main([*BASE, *extra, "--dump", str(dump)])
+    rc = main([*BASE, *extra, "--target", target, "--dump", str(dump)])
     r = json.loads(capsys.readouterr().out)
     assert rc == 0
     assert r["bit_exact"] is True and r["steps"] == 2

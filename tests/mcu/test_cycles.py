@@ -43,6 +43,8 @@ def _loop_counts(elf, profile) -> Counts:
     ("cortex-m4", lambda n: 5 * n + 3),
     # M7 (dual issue): ALU at 0.5, taken 2, not taken 0.5, bx 2                   -> 3n + 1.5
     ("cortex-m7", lambda n: 3 * n + 1.5),
+    # M33: charged the M4's figures (no per-instruction table published)            -> 5n + 3
+    ("cortex-m33", lambda n: 5 * n + 3),
 ])
 def test_estimate_on_known_loop(dot_elfs, tmp_path, core, expect):
     n = 1000

@@ -1,5 +1,5 @@
-"""FQT int8 libraries of "tflite"-rounding models under QEMU: Cortex-M0+ (reference kernels), M4 and
-M7 (DSP kernels) step bit-exactly with the simulated `FQT` (losses, logits, every state entry, the
+"""FQT int8 libraries of "tflite"-rounding models under QEMU: Cortex-M0+ (reference kernels), M4, M7
+and M33 (DSP kernels) step bit-exactly with the simulated `FQT` (losses, logits, every state entry, the
 RNG after every step), trained whole, in the last layers and with partial updates, and a model with
 residual ADDs and a MEAN (MCUNet's last blocks) on the M4. Needs the ARM cross toolchain and QEMU."""
 
@@ -20,7 +20,7 @@ from mcutrain.methods.fqt import FQT
 from mcutrain.methods.fqt_state import FQTConfig
 
 LR = 0.05
-RUNS = [("cortex-m0plus", "ref"), ("cortex-m4", "dsp"), ("cortex-m7", "dsp")]
+RUNS = [("cortex-m0plus", "ref"), ("cortex-m4", "dsp"), ("cortex-m7", "dsp"), ("cortex-m33", "dsp")]
 
 
 def tflite_model(arch: str, shape=None):

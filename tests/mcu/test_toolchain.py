@@ -32,6 +32,16 @@ def test_core_flags_follow_fpu():
     assert core_flags(soft)[-1] == "-mfloat-abi=soft" and not any("-mfpu" in f for f in core_flags(soft))
 
 
+def test_m33_flags_and_secure_alias_addresses():
+    m33 = Target("u5", "cortex-m33", 160_000_000, 768 * 1024, 2048 * 1024, True, True, "mps2-an505")
+    assert core_flags(m33) == ["-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16"]
+    no_dsp = Target("m33-nodsp", "cortex-m33", 1, 1024, 1024, True, False, "mps2-an505")
+    assert core_flags(no_dsp)[0] == "-mcpu=cortex-m33+nodsp"
+    s = linker_script(m33)
+    assert "FLASH (rx)  : ORIGIN = 0x10000000, LENGTH = 2097152" in s
+    assert "RAM   (rwx) : ORIGIN = 0x38000000, LENGTH = 786432" in s
+
+
 def _program(tmp_path, body: str):
     src = tmp_path / "prog.c"
     src.write_text("#include <stdint.h>\n" + body + "\nint main(int argc, char **argv)\n{\n"

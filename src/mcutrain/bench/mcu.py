@@ -1,7 +1,7 @@
-"""Benchmark `mcu`: training steps measured on emulated Cortex-M0+, M4 and M7 cores.
+"""Benchmark `mcu`: training steps measured on emulated Cortex-M0+, M4, M7 and M33 cores.
 
 Each case (model, method, trainable part) is exported as a training library, cross-built per
-core with the portable reference kernels and, on M4/M7, the DSP kernels, and run for a few steps
+core with the portable reference kernels and, on M4/M7/M33, the DSP kernels, and run for a few steps
 in QEMU by `codegen.cross.run_mcu_train`, exactly as `mcutrain run --method ...` does. Every
 run is compared with the simulated method after every step (losses, logits, trainable tensors,
 RNG: `bit_exact`). Per row:

@@ -9,11 +9,12 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 
-BOARDS = {"cortex-m0plus": "rp2040", "cortex-m4": "nrf52840", "cortex-m7": "imxrt1062"}
+BOARDS = {"cortex-m0plus": "rp2040", "cortex-m4": "nrf52840", "cortex-m7": "imxrt1062",
+          "cortex-m33": "nrf5340"}
 """The board whose clock (and RAM, for the planner's fit) each core's rows are quoted at."""
 
 ALL_RUNS = (("cortex-m0plus", "ref"), ("cortex-m4", "ref"), ("cortex-m4", "dsp"), ("cortex-m7", "ref"),
-            ("cortex-m7", "dsp"))
+            ("cortex-m7", "dsp"), ("cortex-m33", "ref"), ("cortex-m33", "dsp"))
 M7_RUNS = (("cortex-m7", "ref"), ("cortex-m7", "dsp"))
 
 SEED_SMALL_MS = {"cortex-m0plus": 817.1, "cortex-m4": 897.6, "cortex-m7": 35.4}
@@ -68,7 +69,7 @@ SMALL_FQT = [_fqt(f"fqt {p}, all 4 layers{', partial 0.1' if part else ''}", p, 
              for p in ("uint8", "int8", "float32") for part in (False, True)]
 SMALL_FQT_BATCH = [_fqt("fqt int8, all 4 layers, batch 8", "int8", False, batch=8, steps=2),
                    _fqt("fqt int8, all 4 layers, batch 32", "int8", False, batch=32, steps=2,
-                        runs=(("cortex-m4", "dsp"), ("cortex-m7", "dsp")))]
+                        runs=(("cortex-m4", "dsp"), ("cortex-m7", "dsp"), ("cortex-m33", "dsp")))]
 """Mini-batch SGD: gradients of the batch's samples accumulate, the float32 update runs once per step."""
 WARMUP = 200
 WARMUP_LAMBDA = 0.1
@@ -106,7 +107,7 @@ CASES: list[Case] = [
 QUICK_CASES: list[Case] = [
     Case("small-cnn", "zo mix, all 4 layers, 2 queries",
          ("--method", "zo", "--perturb", "mix", "--queries", "2", "--trainable", "all"),
-         runs=(("cortex-m4", "dsp"),), batch=1, steps=1, seed_ms=SEED_SMALL_MS),
+         runs=(("cortex-m4", "dsp"), ("cortex-m33", "dsp")), batch=1, steps=1, seed_ms=SEED_SMALL_MS),
     Case("small-cnn", "fqt int8, fc2",
          ("--method", "fqt", "--precision", "int8", "--trainable", "layers:fc2"),
          runs=(("cortex-m0plus", "ref"),), batch=1, steps=1, seed_ms=SEED_SMALL_MS),

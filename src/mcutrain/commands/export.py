@@ -47,7 +47,8 @@ def add_model_args(p: argparse.ArgumentParser, target_required: bool = True) -> 
     p.add_argument("--method", default="none", help="training method compiled in: none (inference only, "
                    "default), zo, bp-qas or fqt")
     p.add_argument("--target", required=target_required,
-                   help="MCU target, e.g. cortex-m0plus, cortex-m4, cortex-m7")
+                   help="MCU target: a core (cortex-m0plus, cortex-m4, cortex-m7, cortex-m33) or a board "
+                   "such as nrf5340")
     p.add_argument("--kernels", choices=["ref", "dsp"],
                    help="kernel build: dsp (default where the core has DSP) or ref (portable loops)")
     add_threads_option(p)

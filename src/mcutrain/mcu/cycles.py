@@ -43,6 +43,11 @@ class CoreTiming:
 
 _P = 2.0  # Cortex-M4 pipeline refill after a taken branch: 1..3 cycles per its TRM; we take the middle.
 
+_M4_CYCLES = dict(alu=1, mul=1, mac=1, mul_long=1, div=7, dsp=1, load=2, store=2, load_multiple=1,
+                  branch_taken=1 + _P, branch_not_taken=1, call=1 + _P, indirect_branch=1 + _P, fp=1,
+                  fp_mac=3, fp_div=14, fp_load_store=2, barrier=1 + _P, other=1)
+"""Cortex-M4 TRM Table 3-1 and FPU Table 7-1; the M33 is charged the same (see its `source`)."""
+
 TIMINGS: dict[str, CoreTiming] = {
     "cortex-m0plus": CoreTiming(
         "cortex-m0plus",
@@ -53,9 +58,7 @@ TIMINGS: dict[str, CoreTiming] = {
         source="Arm Cortex-M0+ TRM (DDI 0484C) Table 3.1; single-cycle multiplier"),
     "cortex-m4": CoreTiming(
         "cortex-m4",
-        dict(alu=1, mul=1, mac=1, mul_long=1, div=7, dsp=1, load=2, store=2, load_multiple=1,
-             branch_taken=1 + _P, branch_not_taken=1, call=1 + _P, indirect_branch=1 + _P, fp=1,
-             fp_mac=3, fp_div=14, fp_load_store=2, barrier=1 + _P, other=1),
+        dict(_M4_CYCLES),
         per_register=1, pop_pc_extra=_P,
         source="Arm Cortex-M4 TRM (100166_0001) Table 3-1 and FPU Table 7-1"),
     "cortex-m7": CoreTiming(
@@ -66,6 +69,13 @@ TIMINGS: dict[str, CoreTiming] = {
         per_register=0.5, pop_pc_extra=1,
         source="approximation: dual-issue 6-stage pipeline with branch prediction (Cortex-M7 TRM, "
                "DDI 0489); Arm publishes no per-instruction cycle table for the M7"),
+    "cortex-m33": CoreTiming(
+        "cortex-m33",
+        dict(_M4_CYCLES),
+        per_register=1, pop_pc_extra=_P,
+        source="approximation: the Cortex-M4 figures (Arm publishes no per-instruction cycle table "
+               "for the M33, TRM 100230; like the M4 it is a 3-stage pipeline with single-cycle "
+               "MAC and DSP SIMD); its limited dual issue of 16-bit instructions is not modelled"),
 }
 
 _COND = "eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le|al"

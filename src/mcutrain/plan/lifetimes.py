@@ -30,7 +30,7 @@ from mcutrain.graph import INPUT, Graph, Node, Op
 from mcutrain.plan.arena import Storage
 
 KERNELS = ("ref", "dsp")
-"""Kernel builds: the portable reference loops, or the DSP inner loops (Cortex-M4/M7)."""
+"""Kernel builds: the portable reference loops, or the DSP inner loops (Cortex-M4/M7/M33)."""
 
 IN_PLACE_OPS = frozenset({Op.RELU, Op.RELU6, Op.ADD})
 """Elementwise ops whose output may take over an input's storage."""

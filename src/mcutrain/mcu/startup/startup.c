@@ -1,6 +1,8 @@
 /*
  * Reset handler, vector table and semihosting glue for the emulated MPS2 boards (and any
- * Cortex-M whose memories start where the linker script puts FLASH and RAM).
+ * Cortex-M whose memories start where the linker script puts FLASH and RAM). On the AN505 the
+ * Cortex-M33 resets in Secure state with the SAU disabled, so all memory is Secure to it and
+ * the image (linked at the Secure aliases) runs without any SAU, MPC or TrustZone set-up.
  *
  * Why not newlib's rdimon crt0: it asks the debugger (SYS_HEAPINFO) where heap and stack go,
  * and QEMU answers with its largest RAM block (the 16 MB PSRAM), outside the target's linked
@@ -62,7 +64,12 @@ __attribute__((section(".vectors"), used)) void (*const mt_vectors[16])(void) = 
     mt_fault_handler, /* MemManage */
     mt_fault_handler, /* BusFault */
     mt_fault_handler, /* UsageFault */
-    0, 0, 0, 0,
+#if defined(__ARM_ARCH_8M_MAIN__)
+    mt_fault_handler, /* SecureFault (Armv8-M with the Security Extension: the M33 runs Secure) */
+#else  /* Armv6-M/Armv7-M: reserved */
+    0,
+#endif /* defined(__ARM_ARCH_8M_MAIN__) */
+    0, 0, 0,
     mt_fault_handler, /* SVCall */
     mt_fault_handler, /* DebugMon */
     0,
@@ -73,7 +80,7 @@ __attribute__((section(".vectors"), used)) void (*const mt_vectors[16])(void) = 
 /* A fault ends the run with a message and a non-zero exit, instead of hanging until a timeout. */
 void mt_fault_handler(void)
 {
-    mt_semihost(SYS_WRITE0, (void *)"mcutrain: CPU fault (HardFault/MemManage/BusFault/UsageFault)\n");
+    mt_semihost(SYS_WRITE0, (void *)"mcutrain: CPU fault (HardFault/MemManage/BusFault/UsageFault/SecureFault)\n");
     mt_semihost(SYS_EXIT, (void *)ADP_STOPPED_RUNTIME_ERROR);
     for (;;) {
     }
