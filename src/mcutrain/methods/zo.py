@@ -3,7 +3,7 @@
 Seed method B (Zhao et al., "Poor Man's Training on MCUs", ACM TODAES 2025).
 One step on a batch:
 
-1. base pass: `int_engine.run` keeps every tensor; per-sample Q16 losses
+1. base pass: `zo_forward.run_base` keeps every tensor (the engine's integers); per-sample Q16 losses
    ``l0`` from the integer softmax cross-entropy (computed once per step);
 2. for each perturbation unit (`ZOUnit`, in graph order): ``n`` queries of
    integer Rademacher perturbations drawn from the method's xorshift32
@@ -43,6 +43,7 @@ import numpy as np
 from mcutrain.engines import int_engine
 from mcutrain.methods import qas
 from mcutrain.methods import zo_estimator as est
+from mcutrain.methods import zo_forward as zf
 from mcutrain.methods.base import StepStats, TrainingMethod
 from mcutrain.methods.decisions import zo_decisions
 from mcutrain.methods.trainable import resolve_trainable
@@ -50,6 +51,7 @@ from mcutrain.qmodel import QuantModel
 from mcutrain.quant.rng import XorShift32
 
 PERTURB_MODES = ("wp", "np", "mix", "model-wp")
+QUERY_CHUNK_ELEMENTS = est.QUERY_CHUNK_ELEMENTS
 
 
 @dataclass(frozen=True)
@@ -72,8 +74,8 @@ class ZOConfig:
     """`none`, `topk:R` (NP: the fraction R of output channels with the largest mean |y - z_y|)
     or `randk:R` (a random fraction R of the perturbed entries / channels, redrawn every step)."""
     seed: int = 1
-    budget: int = 1 << 24
-    """Elements per query chunk (memory only: results do not depend on it)."""
+    budget: int = QUERY_CHUNK_ELEMENTS
+    """Elements per query chunk (memory and speed only: results do not depend on it)."""
 
 
 def _parse_mask(mask: str) -> tuple[str, float]:
@@ -183,7 +185,7 @@ class ZOMethod(TrainingMethod):
         """Gradient estimates of every trainable layer at the current weights (no update)."""
         qm, cfg = self.qm, self.cfg
         t0 = time.perf_counter()
-        base = int_engine.run(qm, int_engine.quantize_input(qm, x))
+        base = zf.run_base(qm, int_engine.quantize_input(qm, x))
         logits = base[qm.graph.output].reshape(len(x), -1)
         l0 = est.per_sample_loss(qm, logits, y)
         info = {"l0": l0, "correct": int(np.sum(logits.argmax(axis=1) == y))}

@@ -45,6 +45,12 @@ from mcutrain.quant.loss import LOSS_FRAC_BITS, int_softmax_cross_entropy
 from mcutrain.quant.rng import XorShift32
 
 LOSS_SCALE = np.float32(2.0**-LOSS_FRAC_BITS)
+QUERY_CHUNK_ELEMENTS = 1 << 22
+"""Default tensor elements of one chunk of stacked queries. NOTE: glibc serves an allocation above
+its mmap threshold (at most 32 MB) with fresh pages and returns them when freed, so a chunk whose
+work arrays pass it (an im2col of the stacked batch is 9x its input) pays its page faults again on
+every chunk: at 2^24 a small-cnn step at batch 32 spent 5-12 ms of system time in them, at 2^22
+none, and its arrays still fill BLAS's blocks."""
 
 
 @dataclass(frozen=True)
@@ -180,7 +186,7 @@ def perturbed_bounds(w: np.ndarray, b: np.ndarray, sigma_w: int, sigma_b: int) -
 def estimate_wp(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray, l0: np.ndarray,
                 unit: ZOUnit, rng: XorShift32, n: int, sigma_w: int, sigma_b: int, gns: bool,
                 masks: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
-                budget: int = 1 << 24) -> dict[str, IntGrad]:
+                budget: int = QUERY_CHUNK_ELEMENTS) -> dict[str, IntGrad]:
     """WP estimate of every layer of `unit`; draws ``n * unit.dim`` values from `rng`.
 
     `masks` (optional, per layer: 0/1 arrays shaped like weight and bias)
@@ -244,7 +250,8 @@ def saturation_mask(qm: QuantModel, layer: str, y: np.ndarray) -> np.ndarray:
 
 def estimate_np(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray, l0: np.ndarray,
                 unit: ZOUnit, rng: XorShift32, n: int, sigma: int, gns: bool,
-                channel_mask: np.ndarray | None = None, budget: int = 1 << 24) -> dict[str, IntGrad]:
+                channel_mask: np.ndarray | None = None, budget: int = QUERY_CHUNK_ELEMENTS
+                ) -> dict[str, IntGrad]:
     """NP estimate of `unit`'s layer: node gradient, then the exact local weight gradient.
 
     Draws ``n * ceil(B * d_out / 32)`` values (32 signs per draw). `channel_mask`
