@@ -90,8 +90,9 @@ def _model(case: Case) -> tuple[QuantModel, np.ndarray, np.ndarray]:
     return replace(qm, rounding=case.rounding), x, y
 
 
-def run_digest(case: Case, **config_changes) -> str:
-    """The sha256 of a `STEPS`-step run of `case` (`config_changes` replace ZOConfig fields).
+def run_digest(case: Case, workers: int = 1, **config_changes) -> str:
+    """The sha256 of a `STEPS`-step run of `case` on `workers` processes (`config_changes`
+    replace ZOConfig fields).
 
     Raises when the run moves no weight or bias at all: a digest of an untouched state would
     pin nothing.
@@ -99,7 +100,7 @@ def run_digest(case: Case, **config_changes) -> str:
     qm, x, y = _model(case)
     cfg = ZOConfig(trainable=case.trainable, queries=case.queries, perturb=case.perturb, mask=case.mask,
                    seed=11)
-    m = ZOMethod(qm, replace(cfg, **config_changes))
+    m = ZOMethod(qm, replace(cfg, **config_changes), workers=workers)
     h = hashlib.sha256()
     for s in range(STEPS):
         sl = slice(s * case.batch, (s + 1) * case.batch)
@@ -110,6 +111,7 @@ def run_digest(case: Case, **config_changes) -> str:
             h.update(np.ascontiguousarray(m.qm.biases[name], np.int32).tobytes())
         h.update(int(m.rng.state).to_bytes(4, "little"))
         h.update(np.float64(stats.loss).tobytes())
+    m.close()
     moved = sum(int(np.count_nonzero(m.qm.weights[n] != qm.weights[n]))
                 + int(np.count_nonzero(m.qm.biases[n] != qm.biases[n])) for n in m.layers)
     if moved == 0:
