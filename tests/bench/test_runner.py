@@ -70,5 +70,8 @@ def test_quick_benchmarks(name, tmp_path, capsys):
         assert doc["rows"][0]["backward_macs_ratio"] == 1.0
         assert all(r["backward_macs_ratio"] > 1.5 for r in doc["rows"] if r["lambda_min"] == 0.1)
     if name == "sim-speed":
-        assert set(row) == {"method", "precision", "arch", "batch", "samples_per_s",
-                            "torch_float_samples_per_s", "ratio"}
+        assert set(row) == {"method", "precision", "arch", "batch", "trainable", "workers", "clock",
+                            "samples_per_s", "torch_float_samples_per_s", "ratio", "ratio_min", "ratio_max",
+                            "rounds", "steps"}
+        assert {(r["method"], r["workers"]) for r in doc["rows"]} >= {("fqt", 1), ("zo", 1), ("zo", 2)}
+        assert all(r["ratio_min"] <= r["ratio"] <= r["ratio_max"] for r in doc["rows"])

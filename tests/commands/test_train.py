@@ -92,3 +92,17 @@ def test_digits_int8_from_scratch_reaches_90_percent(capsys):
                "--json")
     assert res["accuracy_after"] >= 0.90
     assert res["history"][-1]["loss"] < res["history"][0]["loss"]
+
+
+def test_zo_workers_change_no_result(capsys, monkeypatch):
+    """`--workers N` (zo): the same run for any count; every step splits here (`MIN_SPLIT_MACS` 0)."""
+    from mcutrain.methods import zo_workers
+    monkeypatch.setattr(zo_workers, "MIN_SPLIT_MACS", 0)
+    argv = ["train", "--arch", "digits-cnn", "--init", "random", "--dataset", "digits", "--method", "zo",
+            "--queries", "5", "--epochs", "1", "--train-samples", "96", "--test-samples", "40", "--json"]
+    runs = [_run(capsys, *argv, "--workers", str(w)) for w in (1, 3)]
+    for r in runs:
+        r.pop("samples_per_s")
+    assert runs[0] == runs[1] and runs[0]["steps"] == 3
+    assert main([*argv[:8], "fqt", "--workers", "2", "--epochs", "1"]) == 1
+    assert "--workers is an option of zo, not of fqt" in capsys.readouterr().err

@@ -193,6 +193,8 @@ def train_args(args: argparse.Namespace,
         raise UserError(str(e)) from None
     except FloatingPointError as e:     # the loss diverged: the message says to lower --lr
         raise UserError(str(e)) from None
+    finally:
+        getattr(method, "close", lambda: None)()     # zo's query workers (`methods.zo_workers`)
     for note in res.notes:
         print(f"mcutrain train: note: {note}", file=sys.stderr)
     trained = trained_int8(method)

@@ -1,4 +1,4 @@
-"""Benchmarks of FQT (seed A): from scratch, transfer, partial updates, and simulator speed.
+"""Benchmarks of FQT (seed A): from scratch, transfer, partial updates (simulator speed: `sim_speed`).
 
 - `fqt-scratch`: small-cnn on Fashion-MNIST (full 60k/10k), mnist1d-cnn on
   MNIST-1D, digits-cnn on digits, trained from random weights in every precision;
@@ -8,8 +8,6 @@
   -> 5-9 with a new head, (b) clean -> corrupted Fashion-MNIST.
 - `fqt-partial`: lambda_min in {1.0, 0.5, 0.1} on from-scratch and transfer
   tasks; MACs and backward time of the partial runs against the full run.
-- `sim-speed`: samples/s of an fqt training step (batch 32, small-cnn) in each
-  precision against PyTorch float32 training of the same graph, same process.
 
 Budgets (epochs, samples) are set in `BUDGET` / `QUICK` so each benchmark fits
 about two hours on a two-core machine; BLAS runs on one thread (see
@@ -21,7 +19,6 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -71,17 +68,13 @@ class Budget:
     corruptions: tuple[str, ...] = ("gaussian_noise:4", "fog:3", "zigzag:3")
     partial_lambdas: tuple[float, ...] = (1.0, 0.5, 0.1)
     partial_seeds: tuple[int, ...] = (0, 1, 2)
-    speed_steps: int = 10
-    speed_rounds: int = 5
-    """sim-speed: alternating rounds of `speed_steps` steps each; the ratio is the median of the
-    rounds' ratios, in process CPU time (wall time on a shared machine measures the neighbours)."""
     batch: int = 32
 
 
 BUDGET = Budget()
 QUICK = Budget(seeds=(0,), scratch=(("digits", "digits-cnn", 1, 300, 0.01),), pretrain_epochs=1,
                pretrain_samples=1000, transfer_epochs=1, transfer_samples=300, corruptions=("fog:3",),
-               partial_lambdas=(1.0, 0.1), partial_seeds=(0,), speed_steps=2, speed_rounds=2)
+               partial_lambdas=(1.0, 0.1), partial_seeds=(0,))
 
 
 def _ds(spec: str, seed: int = 0):
@@ -326,90 +319,7 @@ def run_partial(work: Path, results: Path, quick: bool = False, log=print,
              "backward_time_speedup": ".2f"}))
 
 
-# ---------------------------------------------------------------- sim-speed
-
-
-def torch_step(graph: Graph, batch: int):
-    """One PyTorch float32 SGD training step of the same graph (conv/linear/pool/flatten), one thread."""
-    import torch
-    from torch import nn
-    torch.set_num_threads(1)
-    layers: list[nn.Module] = []
-    c = graph.input_shape[-1]
-    for n in graph.nodes:
-        a = n.attrs
-        if n.op.value == "conv2d":
-            pt, pb, pl, pr = a["padding"]
-            layers += [nn.ZeroPad2d((pl, pr, pt, pb)),
-                       nn.Conv2d(c, a["out_channels"], a["kernel"], a["stride"], groups=a["groups"])]
-            c = a["out_channels"]
-        elif n.op.value == "linear":
-            layers.append(nn.Linear(n.params["weight"].shape[1], a["out_features"]))
-        elif n.op.value == "maxpool":
-            layers.append(nn.MaxPool2d(a["kernel"], a["stride"]))
-        elif n.op.value == "flatten":
-            layers.append(nn.Flatten())
-        else:
-            raise ValueError(f"sim-speed: no torch twin for op {n.op.value}")
-        if a.get("act") == "relu":
-            layers.append(nn.ReLU())
-    model = nn.Sequential(*layers)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    h, w, ch = graph.input_shape
-    x = torch.rand(batch, ch, h, w)
-    y = torch.randint(0, graph.num_classes, (batch,))
-
-    def step():
-        opt.zero_grad()
-        nn.functional.cross_entropy(model(x), y).backward()
-        opt.step()
-    return step
-
-
-def _cpu_seconds(step, steps: int) -> float:
-    """CPU seconds of `steps` calls: the work itself, whatever else the shared machine runs."""
-    t0 = time.process_time()
-    for _ in range(steps):
-        step()
-    return time.process_time() - t0
-
-
-def run_speed(work: Path, results: Path, quick: bool = False, log=print,
-              docs: Path = Path("docs")) -> None:
-    """Training-step throughput of fqt per precision vs PyTorch float32 (small-cnn, batch 32)."""
-    b = QUICK if quick else BUDGET
-    g = zoo.build("small-cnn", seed=0)
-    rng = np.random.default_rng(0)
-    x = rng.random((b.batch, *g.input_shape), dtype=np.float32)
-    y = rng.integers(0, 10, b.batch)
-    rows = []
-    torch_train = torch_step(g, b.batch)
-    torch_train()
-    for prec in PRECISIONS:
-        m = FQT(g, FQTConfig(precision=prec), x)
-        m.step(x, y, 0.001)
-        fqt_s, torch_s = [], []
-        for _ in range(b.speed_rounds):            # alternating rounds: both see the same machine
-            fqt_s.append(_cpu_seconds(partial(m.step, x, y, 0.001), b.speed_steps))
-            torch_s.append(_cpu_seconds(torch_train, b.speed_steps))
-        ratios = np.asarray(torch_s) / np.asarray(fqt_s)
-        fqt_sps = b.batch * b.speed_steps / float(np.median(fqt_s))
-        torch_sps = b.batch * b.speed_steps / float(np.median(torch_s))
-        rows.append({"method": "fqt", "precision": prec, "arch": "small-cnn", "batch": b.batch,
-                     "samples_per_s": fqt_sps, "torch_float_samples_per_s": torch_sps,
-                     "ratio": float(np.median(ratios))})
-        log(f"sim-speed {prec}: {fqt_sps:.0f} samples/s vs torch {torch_sps:.0f} ({rows[-1]['ratio']:.3f}x)")
-        files.write_results(results, "sim-speed", rows, quick, complete=False)
-    files.write_results(results, "sim-speed", rows, quick, complete=True, threads=1,
-                         clock="process CPU time", rounds=b.speed_rounds, steps_per_round=b.speed_steps)
-    if not quick:
-        files.update_docs(docs, "sim-speed", files.markdown_table(
-            rows, ["method", "precision", "arch", "batch", "samples_per_s", "torch_float_samples_per_s",
-                   "ratio"], {"samples_per_s": ".0f", "torch_float_samples_per_s": ".0f", "ratio": ".3f"}))
-
-
-BENCHMARKS = {"fqt-scratch": run_scratch, "fqt-transfer": run_transfer, "fqt-partial": run_partial,
-              "sim-speed": run_speed}
+BENCHMARKS = {"fqt-scratch": run_scratch, "fqt-transfer": run_transfer, "fqt-partial": run_partial}
 
 
 def register(add) -> None:

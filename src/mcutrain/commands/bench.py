@@ -3,7 +3,7 @@
 Examples:
     mcutrain bench --list
     mcutrain bench fqt-scratch            # benchmarks/results/fqt-scratch.json + docs/benchmarks.md
-    mcutrain bench sim-speed --quick      # a run of under a minute (what the tests do)
+    mcutrain bench sim-speed --quick      # about two minutes: four rows (what the tests do)
 """
 
 from __future__ import annotations

@@ -158,6 +158,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("--perturb", "mix", "zo: wp | np | mix | mix:LAYER | model-wp (default mix)", ("zo",)),
     Option("--sparse", "none", "zo: none | score:K | test:K (pick K of the trainable layers; plan: the K "
            "largest) | topk:R | randk:R (perturbation masks)", ("zo",), ("train", "plan"), metavar="SPEC"),
+    Option("--workers", None, "zo: processes a step's queries split across, results identical for any "
+           "count (default: the cores available to the process, os.sched_getaffinity; a step splits "
+           "only when its queries hold at least 50M multiply-accumulates)", ("zo",), ("train",),
+           positive_int, metavar="N"),
     Option("--no-gns", False, "zo: no GNS shrink (ablation)", ("zo",), ("train", "export", "run")),
     Option("--no-qas", False, "zo / bp-qas: no QAS scaling (ablation)", INT8_METHODS,
            ("train", "export", "run")),
@@ -344,7 +348,7 @@ def build_method(method: str, v: argparse.Namespace, model: Graph | QuantModel,
         qm = model if isinstance(model, QuantModel) else ptq.quantize_model(graph, calib)
         if method == "zo":
             trainable, mask = zo_sparse(v, qm, calib, labels)
-            return ZOMethod(qm, zo_config(v, trainable, mask))
+            return ZOMethod(qm, zo_config(v, trainable, mask), workers=getattr(v, "workers", 1))
         return BPQASMethod(qm, bp_qas_config(v))
     except FactoryError:
         raise

@@ -3,7 +3,7 @@
 Seed method B (Zhao et al., "Poor Man's Training on MCUs", ACM TODAES 2025).
 One step on a batch:
 
-1. base pass: `int_engine.run` keeps every tensor; per-sample Q16 losses
+1. base pass: `zo_forward.run_base` keeps every tensor (the engine's integers); per-sample Q16 losses
    ``l0`` from the integer softmax cross-entropy (computed once per step);
 2. for each perturbation unit (`ZOUnit`, in graph order): ``n`` queries of
    integer Rademacher perturbations drawn from the method's xorshift32
@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import copy
 import time
+import weakref
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -43,6 +44,8 @@ import numpy as np
 from mcutrain.engines import int_engine
 from mcutrain.methods import qas
 from mcutrain.methods import zo_estimator as est
+from mcutrain.methods import zo_forward as zf
+from mcutrain.methods import zo_workers as zw
 from mcutrain.methods.base import StepStats, TrainingMethod
 from mcutrain.methods.decisions import zo_decisions
 from mcutrain.methods.trainable import resolve_trainable
@@ -50,6 +53,7 @@ from mcutrain.qmodel import QuantModel
 from mcutrain.quant.rng import XorShift32
 
 PERTURB_MODES = ("wp", "np", "mix", "model-wp")
+QUERY_CHUNK_ELEMENTS = est.QUERY_CHUNK_ELEMENTS
 
 
 @dataclass(frozen=True)
@@ -72,8 +76,8 @@ class ZOConfig:
     """`none`, `topk:R` (NP: the fraction R of output channels with the largest mean |y - z_y|)
     or `randk:R` (a random fraction R of the perturbed entries / channels, redrawn every step)."""
     seed: int = 1
-    budget: int = 1 << 24
-    """Elements per query chunk (memory only: results do not depend on it)."""
+    budget: int = QUERY_CHUNK_ELEMENTS
+    """Elements per query chunk (memory and speed only: results do not depend on it)."""
 
 
 def _parse_mask(mask: str) -> tuple[str, float]:
@@ -152,8 +156,14 @@ class ZOMethod(TrainingMethod):
 
     name = "zo"
 
-    def __init__(self, qm: QuantModel, config: ZOConfig | None = None) -> None:
+    def __init__(self, qm: QuantModel, config: ZOConfig | None = None, workers: int | None = 1) -> None:
+        """`workers`: processes a step's queries may split across (None: the cores available,
+        `zo_workers.available_cores`); the results are the same for any count."""
         self.cfg = config or ZOConfig()
+        if workers is not None and workers < 1:
+            raise ValueError(f"workers must be at least 1, got {workers}")
+        self.workers = zw.available_cores() if workers is None else int(workers)
+        self._pool: zw.QueryWorkers | None = None
         if self.cfg.queries < 1:
             raise ValueError(f"queries must be at least 1, got {self.cfg.queries}")
         if min(self.cfg.sigma_w, self.cfg.sigma_b, self.cfg.sigma_node) < 1:
@@ -183,23 +193,72 @@ class ZOMethod(TrainingMethod):
         """Gradient estimates of every trainable layer at the current weights (no update)."""
         qm, cfg = self.qm, self.cfg
         t0 = time.perf_counter()
-        base = int_engine.run(qm, int_engine.quantize_input(qm, x))
-        logits = base[qm.graph.output].reshape(len(x), -1)
-        l0 = est.per_sample_loss(qm, logits, y)
-        info = {"l0": l0, "correct": int(np.sum(logits.argmax(axis=1) == y))}
-        t_base = time.perf_counter() - t0
-        grads: dict[str, est.IntGrad] = {}
+        x_q = int_engine.quantize_input(qm, x)
+        share = self._start_split(x_q, y)
+        try:
+            base = zf.run_base(qm, x_q)
+            logits = base[qm.graph.output].reshape(len(x), -1)
+            l0 = est.per_sample_loss(qm, logits, y)
+            info = {"l0": l0, "correct": int(np.sum(logits.argmax(axis=1) == y))}
+            t_base = time.perf_counter() - t0
+            grads: dict[str, est.IntGrad] = {}
+            for u in self.units:
+                if u.kind == "wp":
+                    masks = self._wp_masks(u) if self.mask_kind == "randk" else None
+                    grads.update(est.estimate_wp(qm, base, y, l0, u, self.rng, cfg.queries, cfg.sigma_w,
+                                                 cfg.sigma_b, cfg.gns, masks, cfg.budget, share))
+                else:
+                    cmask = self._np_mask(u, base) if self.mask_kind != "none" else None
+                    grads.update(est.estimate_np(qm, base, y, l0, u, self.rng, cfg.queries,
+                                                 cfg.sigma_node, cfg.gns, cmask, cfg.budget, share))
+        except BaseException:
+            self.close()            # a worker may hold unread answers of this step: start afresh
+            raise
+        self.last_timing = {"base": t_base, "queries": time.perf_counter() - t0 - t_base}
+        return grads, info
+
+    # -- queries across worker processes (`zo_workers`)
+    def query_macs(self, batch: int) -> int:
+        """Multiply-accumulates of one step's query passes (what `zo_workers.use_split` weighs)."""
+        return sum(self.cfg.queries * batch * u.tail_macs for u in self.units)
+
+    def _start_split(self, x_q: np.ndarray, y: np.ndarray) -> est.QueryShare | None:
+        """The step's `QueryShare` after sending its state to the workers, or None (one process)."""
+        parts = zw.split_queries(self.cfg.queries, self.workers)
+        if not zw.use_split(self.query_macs(len(x_q)), len(parts)):
+            return None
+        if self._pool is None:
+            self._pool = zw.QueryWorkers(parts, self._worker_losses)
+            weakref.finalize(self, self._pool.close)
+        state = [a for n in self.layers for a in (self.qm.weights[n], self.qm.biases[n])]
+        self._pool.send_step([*state, x_q, np.asarray(y, np.int64), np.uint32(self.rng.state)])
+        return est.QueryShare(parts, self._pool.losses)
+
+    def _worker_losses(self, state: list[np.ndarray], part: tuple[int, int]):
+        """In a worker: the step of `state` (weights, biases, batch, labels, stream position) as the
+        trainer runs it, but only the loss changes of the queries in `part`, one array per unit."""
+        qm, cfg = self.qm, self.cfg
+        for i, n in enumerate(self.layers):
+            qm.weights[n], qm.biases[n] = state[2 * i], state[2 * i + 1]
+        x_q, y, rng_state = state[-3:]
+        self.rng.state = int(rng_state)
+        base = zf.run_base(qm, x_q)
+        l0 = est.per_sample_loss(qm, base[qm.graph.output].reshape(len(x_q), -1), y)
         for u in self.units:
             if u.kind == "wp":
                 masks = self._wp_masks(u) if self.mask_kind == "randk" else None
-                grads.update(est.estimate_wp(qm, base, y, l0, u, self.rng, cfg.queries, cfg.sigma_w,
-                                             cfg.sigma_b, cfg.gns, masks, cfg.budget))
+                yield est.wp_losses(qm, base, y, l0, u, self.rng, cfg.queries, cfg.sigma_w, cfg.sigma_b,
+                                    masks, cfg.budget, part)
             else:
                 cmask = self._np_mask(u, base) if self.mask_kind != "none" else None
-                grads.update(est.estimate_np(qm, base, y, l0, u, self.rng, cfg.queries,
-                                             cfg.sigma_node, cfg.gns, cmask, cfg.budget))
-        self.last_timing = {"base": t_base, "queries": time.perf_counter() - t0 - t_base}
-        return grads, info
+                yield est.np_losses(qm, base, y, l0, u, self.rng, cfg.queries, cfg.sigma_node, cmask,
+                                    cfg.budget, part)
+
+    def close(self) -> None:
+        """Stop the worker processes (the next split step starts new ones)."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
 
     def step(self, x: np.ndarray, y: np.ndarray, lr: float) -> StepStats:
         y = np.asarray(y)

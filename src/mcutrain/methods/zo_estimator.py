@@ -32,19 +32,24 @@ draw. Masked elements still consume their bit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from mcutrain.engines.im2col import im2col, out_size, pad_nhwc, tap_views
-from mcutrain.engines.int_gemm import F64_EXACT, exact_matmul_wide, gemm_dtype
-from mcutrain.graph import Op
 from mcutrain.methods import zo_forward as zf
+from mcutrain.methods.zo_local_grad import local_weight_grad
 from mcutrain.qmodel import QuantModel
 from mcutrain.quant.loss import LOSS_FRAC_BITS, int_softmax_cross_entropy
 from mcutrain.quant.rng import XorShift32
 
 LOSS_SCALE = np.float32(2.0**-LOSS_FRAC_BITS)
+QUERY_CHUNK_ELEMENTS = 1 << 22
+"""Default tensor elements of one chunk of stacked queries. NOTE: glibc serves an allocation above
+its mmap threshold (at most 32 MB) with fresh pages and returns them when freed, so a chunk whose
+work arrays pass it (an im2col of the stacked batch is 9x its input) pays its page faults again on
+every chunk: at 2^24 a small-cnn step at batch 32 spent 5-12 ms of system time in them, at 2^22
+none, and its arrays still fill BLAS's blocks."""
 
 
 @dataclass(frozen=True)
@@ -177,51 +182,90 @@ def perturbed_bounds(w: np.ndarray, b: np.ndarray, sigma_w: int, sigma_b: int) -
     return aw.sum(axis=1), np.abs(b.astype(np.int64)) + abs(int(sigma_b))
 
 
+@dataclass(frozen=True)
+class QueryShare:
+    """How a step's queries of every unit are shared with worker processes (`zo_workers`).
+
+    `parts` are contiguous query ranges in query order; this process evaluates part 0 and
+    `remote(k)` returns part k's loss changes of the current unit (blocking until they arrive).
+    The sums run here, in query order, over every part, so the integers do not depend on it.
+    """
+
+    parts: tuple[tuple[int, int], ...]
+    remote: Callable[[int], np.ndarray]
+
+
+def _chunks(n: int, qc: int, share: QueryShare | None):
+    """(q0, q, remote losses or None) of each chunk: at most `qc` queries, never across a part."""
+    parts = ((0, n),) if share is None else share.parts
+    for k, (lo, hi) in enumerate(parts):
+        remote = None if k == 0 or share is None else share.remote(k)
+        for q0 in range(lo, hi, qc):
+            q = min(qc, hi - q0)
+            yield q0, q, None if remote is None else remote[q0 - lo:q0 - lo + q]
+
+
+class _WPQueries:
+    """A WP unit's queries at the current weights: the loss changes of a chunk from its sign bits."""
+
+    def __init__(self, qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray, l0: np.ndarray,
+                 unit: ZOUnit, n: int, sigma_w: int, sigma_b: int,
+                 masks: dict[str, tuple[np.ndarray, np.ndarray]] | None, budget: int) -> None:
+        self.qm, self.base, self.labels, self.l0, self.unit = qm, base, labels, l0, unit
+        self.sigma_b, self.masks = sigma_b, masks
+        self.sizes = [(qm.weights[m].size, qm.biases[m].size) for m in unit.layers]
+        self.qc = _chunk_queries(n, len(labels) * zf.tail_elements(qm, set(unit.layers)) + unit.dim, budget)
+        self.plus, self.flip = _weight_choices(qm, unit.layers, sigma_w, masks)
+        self.bounds = {m: perturbed_bounds(qm.weights[m], qm.biases[m], sigma_w, sigma_b)
+                       for m in unit.layers}
+        self.w_buf = np.empty((min(self.qc, n), self.plus.size), np.uint8)   # reused by every chunk
+        self.labels_q: np.ndarray | None = None
+
+    def losses(self, bits: np.ndarray) -> np.ndarray:
+        """int64 (q,): each query's summed loss change ``sum_b l_b(theta + sigma u) - l_b(theta)``."""
+        qm, q, bsz = self.qm, len(bits), len(self.labels)
+        rows = np.multiply(bits, self.flip, out=self.w_buf[:q])
+        rows = np.bitwise_xor(rows, self.plus, out=rows).view(np.int8)          # every weight, +-sigma
+        producers, off = {}, 0
+        for m, (nw, nb) in zip(self.unit.layers, self.sizes):
+            wq = rows[:, off:off + nw].reshape(q, *qm.weights[m].shape)
+            ub = 1 - 2 * bits[:, off + nw:off + nw + nb].astype(np.int64)
+            off += nw + nb
+            if self.masks is not None and m in self.masks:
+                ub = ub * self.masks[m][1]
+            bq = np.clip(qm.biases[m][None].astype(np.int64) + np.int64(self.sigma_b) * ub,
+                         -(2**31), 2**31 - 1).astype(np.int32)
+            producers[m] = zf.WeightSets(qm, qm.graph.node(m), wq, bq, self.bounds[m])
+        if self.labels_q is None or len(self.labels_q) != q * bsz:
+            self.labels_q = np.tile(self.labels, q)
+        logits = zf.run_queries(qm, self.base, q, producers)
+        return (per_sample_loss(qm, logits, self.labels_q).reshape(q, bsz) - self.l0[None]).sum(axis=1)
+
+
 def estimate_wp(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray, l0: np.ndarray,
                 unit: ZOUnit, rng: XorShift32, n: int, sigma_w: int, sigma_b: int, gns: bool,
                 masks: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
-                budget: int = 1 << 24) -> dict[str, IntGrad]:
+                budget: int = QUERY_CHUNK_ELEMENTS, share: QueryShare | None = None) -> dict[str, IntGrad]:
     """WP estimate of every layer of `unit`; draws ``n * unit.dim`` values from `rng`.
 
     `masks` (optional, per layer: 0/1 arrays shaped like weight and bias)
     restrict the perturbation to chosen entries (random-k sparse training);
-    the GNS dimension is then the number of perturbed entries.
+    the GNS dimension is then the number of perturbed entries. `share`: the queries
+    of parts past the first come from worker processes (`QueryShare`).
     """
     bsz = len(labels)
-    sizes = [(qm.weights[m].size, qm.biases[m].size) for m in unit.layers]
     d = unit.dim
     active = d if masks is None else int(sum(int(mw.sum() + mb.sum()) for mw, mb in masks.values()))
-    per_query = bsz * zf.tail_elements(qm, set(unit.layers)) + d
-    qc = _chunk_queries(n, per_query, budget)
-    plus, flip = _weight_choices(qm, unit.layers, sigma_w, masks)
-    bounds = {m: perturbed_bounds(qm.weights[m], qm.biases[m], sigma_w, sigma_b) for m in unit.layers}
-    w_buf = np.empty((min(qc, n), plus.size), np.uint8)       # reused by every chunk (page faults)
+    queries = _WPQueries(qm, base, labels, l0, unit, n, sigma_w, sigma_b, masks, budget)
     s_tot = np.zeros(d, np.int64)
-    labels_q = None
-    for q0 in range(0, n, qc):                    # chunks of queries (memory), not single queries
-        q = min(qc, n - q0)
+    for _, q, remote in _chunks(n, queries.qc, share):     # chunks of queries (memory), not single queries
         bits = rng.sign_bits(q, d, whole_words=True)                      # u = 1 - 2 bit
-        rows = np.multiply(bits, flip, out=w_buf[:q])
-        rows = np.bitwise_xor(rows, plus, out=rows).view(np.int8)          # every weight, +-sigma
-        producers, off = {}, 0
-        for m, (nw, nb) in zip(unit.layers, sizes):
-            wq = rows[:, off:off + nw].reshape(q, *qm.weights[m].shape)
-            ub = 1 - 2 * bits[:, off + nw:off + nw + nb].astype(np.int64)
-            off += nw + nb
-            if masks is not None and m in masks:
-                ub = ub * masks[m][1]
-            bq = np.clip(qm.biases[m][None].astype(np.int64) + np.int64(sigma_b) * ub,
-                         -(2**31), 2**31 - 1).astype(np.int32)
-            producers[m] = zf.WeightSets(qm, qm.graph.node(m), wq, bq, bounds[m])
-        if labels_q is None or len(labels_q) != q * bsz:
-            labels_q = np.tile(labels, q)
-        logits = zf.run_queries(qm, base, q, producers)
-        dl = (per_sample_loss(qm, logits, labels_q).reshape(q, bsz) - l0[None]).sum(axis=1)  # (q,)
+        dl = queries.losses(bits) if remote is None else remote
         s_tot -= 2 * signed_sum(dl, bits[:, :d])                # sum_q dl u = D - 2 sum_q dl bit
         s_tot += dl.sum()
     gamma = gns_gamma(n, active - 1, gns)
     out, off = {}, 0
-    for m, (nw, nb) in zip(unit.layers, sizes):
+    for m, (nw, nb) in zip(unit.layers, queries.sizes):
         o = qm.weights[m].shape[0]
         sw = s_tot[off:off + nw].reshape(qm.weights[m].shape)
         sb = s_tot[off + nw:off + nw + nb]
@@ -236,20 +280,73 @@ def estimate_wp(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
     return out
 
 
+def wp_losses(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray, l0: np.ndarray,
+              unit: ZOUnit, rng: XorShift32, n: int, sigma_w: int, sigma_b: int,
+              masks: dict[str, tuple[np.ndarray, np.ndarray]] | None, budget: int,
+              part: tuple[int, int]) -> np.ndarray:
+    """A worker's share of `estimate_wp`: the loss changes (int64) of queries ``lo <= i < hi``.
+
+    `rng` jumps over the other queries' draws, so it ends where `estimate_wp` leaves it.
+    """
+    lo, hi = part
+    queries = _WPQueries(qm, base, labels, l0, unit, n, sigma_w, sigma_b, masks, budget)
+    rng.advance(lo * unit.draws_per_query)
+    out = [queries.losses(rng.sign_bits(min(queries.qc, hi - q0), unit.dim, whole_words=True))
+           for q0 in range(lo, hi, queries.qc)]
+    rng.advance((n - hi) * unit.draws_per_query)
+    return np.concatenate(out) if out else np.zeros(0, np.int64)
+
+
 def saturation_mask(qm: QuantModel, layer: str, y: np.ndarray) -> np.ndarray:
     """STE mask: 1 where the layer's int8 output lies strictly inside its clamp range."""
     lo, hi = qm.act_range(layer)
     return ((y > lo) & (y < hi)).astype(np.int8)
 
 
+class _NPQueries:
+    """An NP unit's queries at the current weights: the per-sample loss changes of a chunk from its bits."""
+
+    def __init__(self, qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray, l0: np.ndarray,
+                 unit: ZOUnit, n: int, sigma: int, channel_mask: np.ndarray | None, budget: int) -> None:
+        self.qm, self.base, self.labels, self.l0 = qm, base, labels, l0
+        self.layer = unit.layers[0]
+        y = base[self.layer]
+        bsz = len(labels)
+        self.mask = saturation_mask(qm, self.layer, y)
+        if channel_mask is not None:
+            self.mask = self.mask * channel_mask.astype(np.int8)
+        self.nel = bsz * unit.dim
+        self.words = -(-self.nel // 32)
+        per_query = bsz * (zf.tail_elements(qm, {self.layer}) + 2 * unit.dim)
+        self.qc = min(_chunk_queries(n, per_query, budget), NP_INT32_QUERIES)
+        self.y_plus, self.flip = _node_choices(y.reshape(-1), self.mask.reshape(-1), sigma,
+                                               qm.act_range(self.layer))
+        # reused by every chunk: a fresh multi-megabyte array per chunk pays its page faults again
+        self.yp_buf = np.empty((min(self.qc, n), self.y_plus.size), np.uint8)
+        self.labels_q: np.ndarray | None = None
+
+    def losses(self, bits: np.ndarray) -> np.ndarray:
+        """int32 (q, B): each query's per-sample loss changes (``|dl| < 2^24``)."""
+        q, bsz, y = len(bits), len(self.labels), self.base[self.layer]
+        yp = np.multiply(bits, self.flip, out=self.yp_buf[:q])
+        yp = np.bitwise_xor(yp, self.y_plus, out=yp).view(np.int8)             # y_plus or y_minus
+        yp = yp[:, :self.nel].reshape(q, bsz, *y.shape[1:])
+        if self.labels_q is None or len(self.labels_q) != q * bsz:
+            self.labels_q = np.tile(self.labels, q)
+        logits = zf.run_queries(self.qm, self.base, q, {self.layer: lambda x: yp})
+        dl = per_sample_loss(self.qm, logits, self.labels_q).reshape(q, bsz) - self.l0[None]
+        return dl.astype(np.int32)
+
+
 def estimate_np(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray, l0: np.ndarray,
                 unit: ZOUnit, rng: XorShift32, n: int, sigma: int, gns: bool,
-                channel_mask: np.ndarray | None = None, budget: int = 1 << 24) -> dict[str, IntGrad]:
+                channel_mask: np.ndarray | None = None, budget: int = QUERY_CHUNK_ELEMENTS,
+                share: QueryShare | None = None) -> dict[str, IntGrad]:
     """NP estimate of `unit`'s layer: node gradient, then the exact local weight gradient.
 
     Draws ``n * ceil(B * d_out / 32)`` values (32 signs per draw). `channel_mask`
     (0/1 per output channel) restricts perturbation to chosen channels
-    (top-k / random-k sparse NP).
+    (top-k / random-k sparse NP). `share`: as `estimate_wp`'s.
 
     The signs stay bits (`XorShift32.sign_bits` of whole draws): a perturbed
     element is one of two values (``clamp(y +- sigma m)``), picked by its bit
@@ -263,32 +360,16 @@ def estimate_np(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
     node = qm.graph.node(layer)
     y = base[layer]
     bsz = len(labels)
-    m = saturation_mask(qm, layer, y)
-    if channel_mask is not None:
-        m = m * channel_mask.astype(np.int8)
     d_out = unit.dim
     active = d_out if channel_mask is None else d_out // len(channel_mask) * int(channel_mask.sum())
-    per_query = bsz * (zf.tail_elements(qm, {layer}) + 2 * d_out)
-    qc = min(_chunk_queries(n, per_query, budget), NP_INT32_QUERIES)
-    nel = bsz * d_out
-    y_plus, flip = _node_choices(y.reshape(-1), m.reshape(-1), sigma, qm.act_range(layer))
+    queries = _NPQueries(qm, base, labels, l0, unit, n, sigma, channel_mask, budget)
+    nel = queries.nel
     s_sum, s_bound = None, 0                 # s_sum stays int32 while its bound sum_q |dl| fits
     d_sum = np.zeros(bsz, np.int64)
-    labels_q = None
-    # work buffers reused by every chunk: a fresh multi-megabyte array per chunk pays its page
-    # faults again, more than the select itself
-    yp_buf = np.empty((min(qc, n), y_plus.size), np.uint8)
     part_buf = np.empty((bsz, d_out), np.int32)
-    for q0 in range(0, n, qc):
-        q = min(qc, n - q0)
+    for _, q, remote in _chunks(n, queries.qc, share):
         bits = rng.sign_bits(q, nel, whole_words=True)                         # (q, 32 ceil(nel / 32))
-        yp = np.multiply(bits, flip, out=yp_buf[:q])
-        yp = np.bitwise_xor(yp, y_plus, out=yp).view(np.int8)                  # y_plus or y_minus
-        yp = yp[:, :nel].reshape(q, bsz, *y.shape[1:])
-        if labels_q is None or len(labels_q) != q * bsz:
-            labels_q = np.tile(labels, q)
-        logits = zf.run_queries(qm, base, q, {layer: lambda x, yp=yp: yp})
-        dl = (per_sample_loss(qm, logits, labels_q).reshape(q, bsz) - l0[None]).astype(np.int32)  # (q, B)
+        dl = queries.losses(bits) if remote is None else remote                # (q, B) int32
         # sum_q dl[q, b] bit[q, b, j]: one int32 contraction over the queries
         part = np.einsum("qb,qbj->bj", dl, bits[:, :nel].reshape(q, bsz, d_out),
                          out=part_buf if s_sum is not None else None)
@@ -305,7 +386,7 @@ def estimate_np(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
         s_sum = np.zeros((bsz, d_out), np.int32)
     gy = np.multiply(s_sum, -2, dtype=np.int64)
     gy += d_sum[:, None]
-    gy *= m.reshape(bsz, d_out)
+    gy *= queries.mask.reshape(bsz, d_out)
     gy_int = gy.reshape(y.shape)
     gamma = gns_gamma(bsz * n, active - 1, gns)
     w_sum, b_sum = local_weight_grad(qm, layer, base[node.inputs[0]], gy_int)
@@ -316,6 +397,19 @@ def estimate_np(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray,
     coef = (np.float32(c0) * slope).astype(np.float32)
     return {layer: IntGrad(w_sum, b_sum, coef, coef.copy(),
                            {"gamma": float(gamma), "dim": active, "node_grad": gy_int})}
+
+
+def np_losses(qm: QuantModel, base: dict[str, np.ndarray], labels: np.ndarray, l0: np.ndarray,
+              unit: ZOUnit, rng: XorShift32, n: int, sigma: int, channel_mask: np.ndarray | None,
+              budget: int, part: tuple[int, int]) -> np.ndarray:
+    """A worker's share of `estimate_np`: the per-sample loss changes (int32 (hi - lo, B)) of its queries."""
+    lo, hi = part
+    queries = _NPQueries(qm, base, labels, l0, unit, n, sigma, channel_mask, budget)
+    rng.advance(lo * queries.words)
+    out = [queries.losses(rng.sign_bits(min(queries.qc, hi - q0), queries.nel, whole_words=True))
+           for q0 in range(lo, hi, queries.qc)]
+    rng.advance((n - hi) * queries.words)
+    return np.concatenate(out) if out else np.zeros((0, len(labels)), np.int32)
 
 
 def _weight_choices(qm: QuantModel, layers: tuple[str, ...], sigma_w: int,
@@ -358,53 +452,3 @@ def _node_choices(y: np.ndarray, m: np.ndarray, sigma: int, act_range: tuple[int
     flip[:len(y)] = np.clip(y16 - step, lo, hi)
     flip ^= plus
     return plus.view(np.uint8), flip.view(np.uint8)
-
-
-def local_weight_grad(qm: QuantModel, layer: str, x: np.ndarray, g_acc: np.ndarray
-                      ) -> tuple[np.ndarray, np.ndarray]:
-    """Exact int64 ``P_w = sum (x - z_x) * g_acc`` (weight-gradient shape) and ``P_b = sum g_acc``.
-
-    `g_acc` holds integers per output element (B, *out); this is the weight
-    gradient of a conv/linear with the error `g_acc` at its accumulator, in
-    integers: im2col + one exact GEMM (depthwise: a sum over taps); float BLAS
-    throughout, the reduction over batch x positions cut into exact float64
-    chunks when its sums could pass 2^53 (`exact_matmul_wide`).
-    """
-    node = qm.graph.node(layer)
-    zx = qm.zero_point(node.inputs[0])
-    o = qm.weights[layer].shape[0]
-    g2 = g_acc.reshape(-1, o)
-    b_sum = g2.sum(axis=0)
-    xm = max(abs(int(x.min()) - zx), abs(int(x.max()) - zx)) if x.size else 0
-    colsum = int(np.abs(g2).sum(axis=0).max(initial=0))
-    bound = xm * colsum
-    gmax = int(np.abs(g2).max(initial=0))
-    dt = gemm_dtype(min(bound, F64_EXACT))       # past 2^53: float64 chunks of the reduction
-    if node.op == Op.LINEAR:
-        xc = x.reshape(len(x), -1).astype(dt) - dt.type(zx)
-        return exact_matmul_wide(g2.T.astype(dt), xc, bound, gmax, xm), b_sum
-    a = node.attrs
-    kh, kw = a["kernel"]
-    groups = a["groups"]
-    w_shape = qm.weights[layer].shape
-    cig = w_shape[-1]
-    bsz, h, wd, c = x.shape
-    if groups == c and cig == 1:
-        ho = out_size(h, kh, a["stride"][0], a["padding"][0] + a["padding"][1])
-        wo = out_size(wd, kw, a["stride"][1], a["padding"][2] + a["padding"][3])
-        xp = pad_nhwc(x.astype(np.int64) - zx, a["padding"], 0)
-        if o != c:
-            xp = np.repeat(xp, o // c, axis=3)
-        ga = g_acc.reshape(bsz, ho, wo, o)
-        pw = np.zeros(w_shape, np.int64)
-        for i, j, view in tap_views(xp, (kh, kw), a["stride"], (ho, wo)):
-            pw[:, i, j, 0] = (view * ga).sum(axis=(0, 1, 2))
-        return pw, b_sum
-    xc = x.astype(np.int16) - np.int16(zx)      # fits int16: gather the columns at 2 bytes, convert once
-    cols = im2col(xc, (kh, kw), a["stride"], a["padding"], 0).astype(dt)       # (M, kh*kw*C)
-    mrows = cols.shape[0]
-    opg = o // groups
-    cols_g = cols.reshape(mrows, kh * kw, groups, cig).transpose(2, 0, 1, 3).reshape(groups, mrows, -1)
-    g_g = g2.reshape(mrows, groups, opg).transpose(1, 2, 0).astype(dt)            # (G, Og, M)
-    pw = exact_matmul_wide(g_g, cols_g, bound, gmax, xm)                           # (G, Og, kh*kw*cig)
-    return pw.reshape(w_shape), b_sum

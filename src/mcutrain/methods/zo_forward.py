@@ -27,7 +27,7 @@ import numpy as np
 
 from mcutrain.engines import int_engine as ie
 from mcutrain.engines.im2col import im2col, out_size, pad_nhwc, tap_views
-from mcutrain.engines.int_gemm import exact_matmul, gemm_dtype
+from mcutrain.engines.int_gemm import F32_EXACT, exact_matmul, gemm_dtype
 from mcutrain.graph import Node, Op
 from mcutrain.qmodel import QuantModel
 from mcutrain.quant.fixedpoint import requantize_output
@@ -42,6 +42,19 @@ def node_fwd(qm: QuantModel, node: Node, ins: list[np.ndarray]) -> np.ndarray:
         return param_fwd_multi(qm, node, ins[0][None], qm.weights[node.name][None],
                                qm.biases[node.name][None])[0]
     return ie.run_node(qm, node, ins)
+
+
+def run_base(qm: QuantModel, x_q: np.ndarray) -> dict[str, np.ndarray]:
+    """Every tensor of the unperturbed int8 pass (as `int_engine.run`), through this module's kernels.
+
+    The query kernels keep exact float accumulators and requantize them in float64
+    (`_requantize_sets`); the base pass of a step uses them too, for the same integers as the
+    engine's int64 path at a third of its time.
+    """
+    t: dict[str, np.ndarray] = {"input": x_q}
+    for node in qm.graph.nodes:
+        t[node.name] = node_fwd(qm, node, [t[s] for s in node.inputs])
+    return t
 
 
 ChannelBounds = tuple[np.ndarray, np.ndarray]
@@ -85,12 +98,13 @@ def param_fwd_multi(qm: QuantModel, node: Node, x: np.ndarray, w: np.ndarray,
     the maximum is taken over the exact accumulators before the bias and the
     requantization, which are monotone non-decreasing per channel, so
     ``pool(requant(acc + b)) == requant(pool(acc) + b)`` with a quarter (2x2
-    pool) of the int64 requantization work. The pool's output is returned.
+    pool) of the requantization work. The pool's output is returned.
+
+    The accumulators stay in the exact float dtype of their GEMM and are requantized there
+    (`_requantize_sets`): no int64 copy of the Q stacked accumulators is made.
     """
     q, qx, bsz = w.shape[0], x.shape[0], x.shape[1]
-    zx, zy = qm.zero_point(node.inputs[0]), qm.zero_point(node.name)
-    mult, shift = qm.requant_params(node)
-    lo, hi = qm.act_range(node)
+    zx = qm.zero_point(node.inputs[0])
     bound = _l1_bound(zx, w, b, f"node '{node.name}'", bounds)
     o = w.shape[1]
     if node.op == Op.LINEAR:
@@ -98,11 +112,9 @@ def param_fwd_multi(qm: QuantModel, node: Node, x: np.ndarray, w: np.ndarray,
         xc = x.astype(dt) - dt.type(zx)                       # (Qx, B, I)
         if qx == 1:           # one GEMM against all Q weight sets side by side: (B, I) @ (I, Q*O)
             acc = np.matmul(xc[0], w.reshape(q * o, -1).T.astype(dt))          # exact integers in dt
-            acc = acc.reshape(bsz, q, o).transpose(1, 0, 2).astype(np.int64, order="C")
-        else:
-            acc = exact_matmul(xc, w.transpose(0, 2, 1), bound)   # (Q, B, O)
-        acc += b[:, None, :].astype(np.int64)
-        return requantize_output(acc, mult, shift, zy, lo, hi, rounding=qm.rounding)
+            return _requantize_sets(qm, node, acc.reshape(bsz, q, o), b, bound, sets_axis=1)
+        acc = _exact_gemm(xc, w.transpose(0, 2, 1), bound)   # (Q, B, O)
+        return _requantize_sets(qm, node, acc, b[:, None, :], bound)
     a = node.attrs
     kh, kw = a["kernel"]
     stride, padding, groups = a["stride"], a["padding"], a["groups"]
@@ -111,8 +123,8 @@ def param_fwd_multi(qm: QuantModel, node: Node, x: np.ndarray, w: np.ndarray,
     wo = out_size(wd, kw, stride[1], padding[2] + padding[3])
     cig = w.shape[-1]
     if groups == c and cig == 1 and c > 1:   # NOTE: a 1-channel conv is faster as a GEMM (same integers)
-        acc = _depthwise_acc(x, zx, w, b, stride, padding, (ho, wo)).astype(np.int64)
-        return _pool_requantize(acc, None, pool, mult, shift, zy, lo, hi, qm.rounding)
+        acc = _depthwise_acc(x, zx, w, bound, stride, padding, (ho, wo))
+        return _requantize_sets(qm, node, _pooled(acc, pool), b[:, None, None, None, :], bound)
     dt = gemm_dtype(bound)
     xc = x.reshape(qx * bsz, h, wd, c).astype(dt) - dt.type(zx)
     cols = im2col(xc, (kh, kw), stride, padding, 0)           # (Qx*M, kh*kw*C)
@@ -124,44 +136,81 @@ def param_fwd_multi(qm: QuantModel, node: Node, x: np.ndarray, w: np.ndarray,
         if pool is not None:
             acc = ie.maxpool_fwd_s8(acc, pool.attrs["kernel"], pool.attrs["stride"])
         hp, wp = acc.shape[1:3]
-        acc = acc.reshape(bsz, hp, wp, q, o).transpose(3, 0, 1, 2, 4).astype(np.int64, order="C")
-        return _pool_requantize(acc, b, None, mult, shift, zy, lo, hi, qm.rounding)
+        return _requantize_sets(qm, node, acc.reshape(bsz, hp, wp, q, o), b, bound, sets_axis=3)
     opg = o // groups
     cols_g = cols.reshape(qx, m, kh * kw, groups, cig).transpose(0, 3, 1, 2, 4)
     cols_g = cols_g.reshape(qx, groups, m, kh * kw * cig)
     w_g = w.reshape(q, groups, opg, kh * kw * cig).transpose(0, 1, 3, 2)
-    acc = exact_matmul(cols_g, w_g, bound)                    # (Q, G, M, Og)
+    acc = _exact_gemm(cols_g, w_g, bound)   # (Q, G, M, Og)
     acc = acc.transpose(0, 2, 1, 3).reshape(q, bsz, ho, wo, o)
-    return _pool_requantize(acc, b, pool, mult, shift, zy, lo, hi, qm.rounding)
+    return _requantize_sets(qm, node, _pooled(acc, pool), b[:, None, None, None, :], bound)
 
 
-def _pool_requantize(acc: np.ndarray, b: np.ndarray | None, pool: Node | None, mult, shift, zy: int,
-                     lo: int, hi: int, rounding: str = "single") -> np.ndarray:
-    """int64 accumulators (Q, B, H, W, O) -> optional fused maxpool -> + bias (Q, O) -> int8 output."""
-    if pool is not None:
-        q, bsz = acc.shape[:2]
-        acc = ie.maxpool_fwd_s8(acc.reshape(q * bsz, *acc.shape[2:]), pool.attrs["kernel"],
-                                pool.attrs["stride"])
-        acc = acc.reshape(q, bsz, *acc.shape[1:])
-    if b is not None:
-        acc += b[:, None, None, None, :].astype(np.int64)
-    return requantize_output(acc, mult, shift, zy, lo, hi, rounding=rounding)
+def _pooled(acc: np.ndarray, pool: Node | None) -> np.ndarray:
+    """Accumulators (Q, B, H, W, O) through the fused maxpool (exact on any integer-valued dtype)."""
+    if pool is None:
+        return acc
+    q, bsz = acc.shape[:2]
+    acc = ie.maxpool_fwd_s8(acc.reshape(q * bsz, *acc.shape[2:]), pool.attrs["kernel"], pool.attrs["stride"])
+    return acc.reshape(q, bsz, *acc.shape[1:])
 
 
-def _depthwise_acc(x: np.ndarray, zx: int, w: np.ndarray, b: np.ndarray, stride, padding,
+def _requantize_sets(qm: QuantModel, node: Node, acc: np.ndarray, b: np.ndarray, bound: int,
+                     sets_axis: int = 0) -> np.ndarray:
+    """int8 outputs (Q, B, ...) of the Q weight sets' accumulators `acc` plus their biases `b`.
+
+    `acc` holds exact integers (float32/float64 from an exact GEMM, or int64), laid out with the
+    weight sets on `sets_axis` (a GEMM against the sets side by side leaves them next to the
+    channels); `b` broadcasts against `acc`. NOTE: every accumulator is a sum of products whose
+    every partial sum is at most `bound` (`_l1_bound`), so ``|acc + b| <= bound + max|b| =
+    acc_max``; with that bound `requantize_output` runs its float64 form, which is exact and
+    bit-identical to the int64 rule where ``acc_max * m' < 2^52`` (m' the multiplier without its
+    trailing zero bits: a float32 ratio leaves at most 24 significant bits, so acc_max < 2^28
+    suffices, and every accumulator of an int8 conv with K <= 64 does) and falls back to int64
+    past it. The sets move to the front on the int8 result (an eighth of an int64 transpose).
+    """
+    mult, shift = qm.requant_params(node)
+    lo, hi = qm.act_range(node)
+    bmax = int(np.abs(b).max(initial=0))
+    y = requantize_output(acc, mult, shift, qm.zero_point(node.name), lo, hi, bias=b,
+                          acc_max=bound + bmax, rounding=qm.rounding)
+    if sets_axis:
+        y = np.ascontiguousarray(np.moveaxis(y, sets_axis, 0))
+    return y
+
+
+def _depthwise_acc(x: np.ndarray, zx: int, w: np.ndarray, bound: int, stride, padding,
                    out_hw: tuple[int, int]) -> np.ndarray:
-    """Depthwise accumulators (Q, B, Ho, Wo, O) as a sum over kernel taps (int32, tap order)."""
+    """Depthwise accumulators (Q, B, Ho, Wo, O) without the bias, as a sum over kernel taps.
+
+    NOTE: every partial sum is at most `bound` (max|x - z_x| * max_c sum_k |w[c, k]|), so the
+    taps sum exactly in float32 when bound <= 2^24 (a 3x3 kernel: 9 * 255 * 127 < 2^24 always),
+    else in int64: exact integers in any order, the engine's int32 tap loop's values.
+    """
     qx, bsz, h, wd, c = x.shape
-    q, o, kh, kw, _ = w.shape
-    xp = pad_nhwc(x.reshape(qx * bsz, h, wd, c).astype(np.int32) - np.int32(zx), padding, 0)
+    o, kh, kw = w.shape[1:4]
+    dt = np.dtype(np.float32) if bound <= F32_EXACT else np.dtype(np.int64)
+    xp = pad_nhwc(x.reshape(qx * bsz, h, wd, c).astype(dt) - dt.type(zx), padding, 0)
     if o != c:
         xp = np.repeat(xp, o // c, axis=3)
-    w32 = w.astype(np.int32)
+    wt = w.astype(dt)
     ho, wo = out_hw
-    acc = np.broadcast_to(b.astype(np.int32)[:, None, None, None, :], (q, bsz, ho, wo, o)).copy()
+    acc = None
     for i, j, view in tap_views(xp, (kh, kw), stride, out_hw):
-        acc += view.reshape(qx, bsz, ho, wo, o) * w32[:, None, None, None, :, i, j, 0]
+        term = view.reshape(qx, bsz, ho, wo, o) * wt[:, None, None, None, :, i, j, 0]
+        if acc is None:
+            acc = term                       # (Q, ...): the weight sets broadcast a shared input
+        else:
+            acc += term
     return acc
+
+
+def _exact_gemm(a: np.ndarray, b: np.ndarray, bound: int) -> np.ndarray:
+    """``a @ b`` of integer-valued operands, exact, left in `gemm_dtype(bound)` (no int64 copy)."""
+    dt = gemm_dtype(bound)
+    if dt == np.int64:
+        return exact_matmul(a, b, bound)
+    return np.matmul(a.astype(dt, copy=False), b.astype(dt, copy=False))
 
 
 @dataclass(frozen=True)
