@@ -25,9 +25,9 @@ def connect(address: str):
         import ray
     except ImportError:
         raise UserError(f"--ray needs Ray, which is not installed; install it with: {INSTALL}") from None
-    if ray.is_initialized():
-        return ray
     check_reachable(address)
+    if ray.is_initialized():    # connected by an earlier sweep of this process: perhaps elsewhere
+        ray.shutdown()
     try:
         ray.init(address=address, log_to_driver=False, logging_level="ERROR")
     except Exception as e:
