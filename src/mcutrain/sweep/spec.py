@@ -168,6 +168,15 @@ def make_cell(settings: dict[str, Any], axes: dict[str, Any], target: str | None
     return Cell(hashlib.sha256(blob.encode()).hexdigest()[:20], config, axes)
 
 
+def keyed_cell(config: dict[str, Any], axes: dict[str, Any], kind: str,
+               hidden: tuple[str, ...] = ()) -> Cell:
+    """A cell of a benchmark's own runner (`kind`): keyed by its `config` and the version, leaving out
+    the `hidden` keys that say where it runs rather than what it computes (a cache folder)."""
+    shown = {k: v for k, v in config.items() if k not in hidden}
+    blob = json.dumps({"config": shown, "kind": kind, "mcutrain": __version__}, sort_keys=True)
+    return Cell(hashlib.sha256(blob.encode()).hexdigest()[:20], config, axes)
+
+
 def canonical(settings: dict[str, Any], where: str) -> dict[str, Any]:
     """The full configuration: inputs checked, options parsed with the method's defaults filled in."""
     method = settings.get("method", DEFAULT_METHOD)
