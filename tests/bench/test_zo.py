@@ -84,3 +84,11 @@ def test_sweep_cells_give_the_numbers_of_the_old_per_unit_loop(tmp_path, fashion
     assert len(doc["runs"]) == len(bench_zo.ADAPT_METHODS)
     assert json.loads(json.dumps(strip(old))) == json.loads(json.dumps(strip(doc["runs"])))
     assert doc["complete"] is True
+
+
+def test_sweep_file_declares_the_protocol_axes():
+    from mcutrain.bench.files import sweep_grid
+    grid = sweep_grid("zo-adapt")
+    assert tuple(grid["corruption"]) == bench_zo.CORRUPTIONS == bench_zo.Budget().corruptions
+    assert tuple(grid["method"]) == bench_zo.ADAPT_METHODS
+    assert tuple(grid["seed"]) == bench_zo.Budget().seeds
