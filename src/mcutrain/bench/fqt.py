@@ -3,7 +3,7 @@
 - `fqt-scratch` (`fqt_scratch`, a sweep): small-cnn on Fashion-MNIST (full 60k/10k),
   mnist1d-cnn on MNIST-1D, digits-cnn on digits, trained from random weights in every
   precision; mean and std over 3 seeds. Also writes `docs/fqt-curves.png`.
-- `fqt-transfer`: small-cnn pretrained in float (and quantized on entry by FQT)
+- `fqt-transfer` (`fqt_transfer`, a sweep): small-cnn pretrained in float (and quantized on entry by FQT)
   fine-tuned with the last two layers trainable: (a) Fashion-MNIST classes 0-4
   -> 5-9 with a new head, (b) clean -> corrupted Fashion-MNIST.
 - `fqt-partial`: lambda_min in {1.0, 0.5, 0.1} on from-scratch and transfer
@@ -159,37 +159,6 @@ def transfer_tasks(work: Path, b: Budget, quick: bool):
     return tasks
 
 
-def run_transfer(work: Path, results: Path, quick: bool = False, log=print,
-              docs: Path = Path("docs")) -> None:
-    """Float-pretrained small-cnn, last two layers fine-tuned in every precision."""
-    b = QUICK if quick else BUDGET
-    rows: list[dict[str, Any]] = []
-    for task, spec, g0 in transfer_tasks(work, b, quick):
-        x, y, xt, yt, _, _ = task_data(spec, b.transfer_samples, 200 if quick else b.eval_samples)
-        for prec in PRECISIONS:
-            accs, before = [], []
-            for seed in b.seeds:
-                r = train_fqt(g0, prec, x, y, xt, yt, epochs=b.transfer_epochs, seed=seed, batch=b.batch,
-                              trainable="last:2")
-                accs.append(r["accuracy"])
-                before.append(r["accuracy_before"])
-                log(f"fqt-transfer {spec} {prec} seed {seed}: {r['accuracy_before']:.4f} -> "
-                    f"{r['accuracy']:.4f} ({r['seconds']:.0f} s)")
-            mean, std = mean_std(accs)
-            rows.append({"task": task, "dataset": spec, "precision": prec,
-                         "accuracy_before": float(np.mean(before)), "accuracy": mean, "accuracy_std": std,
-                         "seeds": len(accs), "epochs": b.transfer_epochs, "train_samples": len(x),
-                         "test_samples": len(xt)})
-            files.write_results(results, "fqt-transfer", rows, quick, complete=False)
-    files.write_results(results, "fqt-transfer", rows, quick, complete=True, trainable="last:2", lr=LR,
-                         batch=b.batch)
-    if not quick:
-        files.update_docs(docs, "fqt-transfer", files.markdown_table(
-            rows, ["task", "dataset", "precision", "accuracy_before", "accuracy", "accuracy_std", "seeds",
-                   "epochs", "train_samples", "test_samples"], {"accuracy": ".4f", "accuracy_std": ".4f",
-                                                "accuracy_before": ".4f"}))
-
-
 # ---------------------------------------------------------------- fqt-partial
 
 
@@ -317,8 +286,8 @@ def run_speed(work: Path, results: Path, quick: bool = False, log=print,
                    "ratio"], {"samples_per_s": ".0f", "torch_float_samples_per_s": ".0f", "ratio": ".3f"}))
 
 
-BENCHMARKS = {"fqt-transfer": run_transfer, "fqt-partial": run_partial, "sim-speed": run_speed}
-"""`fqt-scratch` runs as a sweep: `fqt_scratch`."""
+BENCHMARKS = {"fqt-partial": run_partial, "sim-speed": run_speed}
+"""`fqt-scratch` and `fqt-transfer` run as sweeps: `fqt_scratch`, `fqt_transfer`."""
 
 
 def register(add) -> None:

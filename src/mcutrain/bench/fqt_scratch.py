@@ -11,8 +11,6 @@ its keys and meaning: `runs` (one per cell; `seconds` is the whole cell, data lo
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,8 @@ import numpy as np
 from mcutrain import zoo
 from mcutrain.bench import files
 from mcutrain.bench.fqt import BUDGET, QUICK, lr_of, mean_std, task_data, train_fqt
+from mcutrain.bench.sweep_stage import fresh_start, run_cells, sweep_dir
+from mcutrain.sweep.spec import keyed_cell
 
 NAME = "fqt-scratch"
 
@@ -37,7 +37,6 @@ def scratch_cell(config: dict[str, Any], target: str | None = None) -> dict[str,
 
 def scratch_cells(quick: bool):
     """The cells in the order of the old loop: task, then seed, then precision."""
-    from mcutrain.sweep.spec import keyed_cell
     b = QUICK if quick else BUDGET
     grid = files.sweep_grid(NAME)
     tasks = b.scratch if quick else [t for name in grid["task"] for t in b.scratch if t[0] == name]
@@ -56,31 +55,17 @@ def scratch_cells(quick: bool):
 def run_scratch(work: Path, results: Path, quick: bool = False, log=print, docs: Path = Path("docs"),
                 ray: str | None = None) -> None:
     """small-cnn / mnist1d-cnn / digits-cnn from scratch in every precision, 3 seeds (a sweep)."""
-    from mcutrain.sweep import store
-    from mcutrain.sweep.engine import run_sweep
-    from mcutrain.sweep.spec import SweepSpec
     b, tasks, cells = scratch_cells(quick)
-    out = work / "sweeps" / (NAME + ("-quick" if quick else ""))
-    previous = files.result_path(results, NAME, quick)
-    if previous.exists() and json.loads(previous.read_text()).get("complete", True):
-        shutil.rmtree(out, ignore_errors=True)
-    run_sweep(SweepSpec(NAME, None, ("task", "seed", "precision"), tuple(cells)), out,
-              workers=1 if quick else None, ray=ray, runner=scratch_cell)
-    lines = store.latest(out)
-    seconds = {t["key"]: t["seconds"] for t in store.read_lines(out / store.TIMINGS)}
-    runs = [lines[c.key]["run"] | {"seconds": seconds.get(c.key, 0.0)} for c in cells
-            if lines[c.key]["status"] == "done"]
-    for c in cells:
-        if lines[c.key]["status"] != "done":
-            log(f"fqt-scratch {c.axes}: failed: {lines[c.key]['error']['message']}")
+    out = sweep_dir(work, NAME, quick)
+    fresh_start(files.result_path(results, NAME, quick), out)
+    runs = run_cells(NAME, cells, ("task", "seed", "precision"), out, scratch_cell, 1 if quick else None, ray)
     for r in runs:
         log(f"fqt-scratch {r['dataset']} {r['precision']} seed {r['seed']}: {r['accuracy']:.4f} "
             f"({r['seconds']:.0f} s)")
     rows, curves = rows_and_curves(runs, tasks, list(files.sweep_grid(NAME)["precision"]))
-    complete = len(runs) == len(cells)
-    files.write_results(results, NAME, rows, quick, complete=complete, runs=runs,
+    files.write_results(results, NAME, rows, quick, complete=True, runs=runs,
                         lr={t[0]: t[4] for t in tasks}, batch=b.batch)
-    if complete and not quick:
+    if not quick:
         files.update_docs(docs, NAME, files.markdown_table(
             rows, ["dataset", "arch", "precision", "accuracy", "accuracy_std", "seeds", "epochs", "lr"],
             {"accuracy": ".4f", "accuracy_std": ".4f"}))

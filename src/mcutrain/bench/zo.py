@@ -22,7 +22,6 @@ figures are `zo_docs`.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from mcutrain.bench.files import sweep_grid
+from mcutrain.bench.sweep_stage import fresh_start, run_cells
 from mcutrain.bench.zo_docs import write_docs
 from mcutrain.bench.zo_protocol import (
     ADAPT_METHODS,
@@ -48,6 +48,7 @@ from mcutrain.methods.base import TrainingMethod
 from mcutrain.methods.bp_qas import BPQASConfig, BPQASMethod
 from mcutrain.methods.loop import evaluate, fit
 from mcutrain.methods.zo import ZOConfig, ZOMethod
+from mcutrain.sweep.spec import keyed_cell
 
 
 def _fqt_available() -> bool:
@@ -112,24 +113,12 @@ def _adapt_sweep(name: str, jobs: list[tuple[str, str, int, float]], work: Path,
 
     Finished cells of an interrupted run are kept in the folder and not run again.
     """
-    from mcutrain.sweep import store
-    from mcutrain.sweep.engine import run_sweep
-    from mcutrain.sweep.spec import SweepSpec, keyed_cell
     fixed = {"work": str(work), "quick": quick, "budget": {k: getattr(budget, k) for k in ADAPT_DATA_KEYS}}
-    cells = tuple(keyed_cell({**fixed, "corruption": c, "method": m, "seed": s, "lr": lr},
-                             {"corruption": c, "method": m, "seed": s, "lr": lr}, "zo-adapt", ("work",))
-                  for c, m, s, lr in jobs)
-    out = work / "sweeps" / name
-    run_sweep(SweepSpec(name, None, ("corruption", "method", "seed", "lr"), cells), out,
-              workers=budget.workers, ray=ray, runner=adapt_cell)
-    lines = store.latest(out)
-    seconds = {t["key"]: t["seconds"] for t in store.read_lines(out / store.TIMINGS)}
-    failed = [lines[c.key] for c in cells if lines[c.key]["status"] != "done"]
-    if failed:
-        err = failed[0]["error"]
-        raise RuntimeError(f"zo-adapt: {len(failed)} runs failed, first {failed[0]['axes']}: "
-                           f"{err['type']}: {err['message']}")
-    return [lines[c.key]["run"] | {"seconds": seconds.get(c.key, 0.0)} for c in cells]
+    cells = [keyed_cell({**fixed, "corruption": c, "method": m, "seed": s, "lr": lr},
+                        {"corruption": c, "method": m, "seed": s, "lr": lr}, "zo-adapt", ("work",))
+             for c, m, s, lr in jobs]
+    return run_cells(name, cells, ("corruption", "method", "seed", "lr"), work / "sweeps" / name, adapt_cell,
+                     budget.workers, ray)
 
 
 def lr_grid(name: str, budget: Budget) -> list[float]:
@@ -178,10 +167,8 @@ def run_adapt(work: Path, results: Path, quick: bool = False, log=print, docs: P
     t_all = time.perf_counter()
     chosen: dict[tuple[str, str], float] = {}
     suffix = "-quick" if quick else ""
-    previous = results / "zo-adapt.json"
-    if previous.exists() and json.loads(previous.read_text()).get("complete", True):
-        for stage in ("tune", "seeds"):
-            shutil.rmtree(work / "sweeps" / f"zo-adapt-{stage}{suffix}", ignore_errors=True)
+    fresh_start(results / "zo-adapt.json",
+                *(work / "sweeps" / f"zo-adapt-{stage}{suffix}" for stage in ("tune", "seeds")))
 
     def record(runs: list[dict[str, Any]]) -> None:
         for run in runs:
