@@ -23,7 +23,7 @@ from mcutrain.options import blas_threads
 from mcutrain.version import __version__
 
 COMMANDS = ["demo", "datasets", "import", "pretrain", "train", "eval", "plan", "export", "run",
-            "state-to-model", "bench", "report"]
+            "state-to-model", "sweep", "bench", "report"]
 """Every subcommand, in the order of the user's path (DESIGN section 9)."""
 MODULE_NAMES = {"import": "import_model", "state-to-model": "state_to_model"}
 """Commands whose module name differs (`import` is a Python keyword; a module name has no `-`)."""

@@ -58,11 +58,37 @@ def test_rates_are_picked_per_corruption_by_validation_never_test(monkeypatch, t
 
 def test_units_on_two_processes_give_the_same_runs_as_one(tmp_path, fashion_mnist):
     budget = replace(bench_zo.QUICK, corruptions=("gaussian_noise", "fog"))
-    one = bench_zo.run_adapt(tmp_path, tmp_path / "r1", quick=True, log=lambda s: None, docs=tmp_path,
+    one = bench_zo.run_adapt(tmp_path / "w1", tmp_path / "r1", quick=True, log=lambda s: None, docs=tmp_path,
                              budget=budget)
-    two = bench_zo.run_adapt(tmp_path, tmp_path / "r2", quick=True, log=lambda s: None, docs=tmp_path,
+    two = bench_zo.run_adapt(tmp_path / "w2", tmp_path / "r2", quick=True, log=lambda s: None, docs=tmp_path,
                              budget=replace(budget, workers=2))
     strip = [{k: v for k, v in r.items() if k != "seconds"} for r in one["runs"]]
     assert strip == [{k: v for k, v in r.items() if k != "seconds"} for r in two["runs"]]
     assert [(r["corruption"], r["method"]) for r in one["runs"]][:2] == [("gaussian_noise", "none"),
                                                                          ("gaussian_noise", "zo-wp")]
+
+
+def test_sweep_cells_give_the_numbers_of_the_old_per_unit_loop(tmp_path, fashion_mnist):
+    """One corruption and seed of the quick budget: every method run as its own sweep cell (its own
+    process, its data prepared in the cell) gives the run of the loop the benchmark had before (the
+    data of a (corruption, seed) prepared once, the methods trained on it in turn), same rates."""
+    budget = replace(bench_zo.QUICK, workers=2)
+    doc = bench_zo.run_adapt(tmp_path, tmp_path / "r", quick=True, log=lambda s: None, docs=tmp_path,
+                             budget=budget)
+    graph, _ = bench_zo.pretrained_model(tmp_path, budget, True)
+    data = bench_zo._adapt_data(graph, "gaussian_noise", 0, budget, True)
+    old = [bench_zo._adapt_run(r["method"], graph, data, budget, 0, r["lr"]) for r in doc["runs"]]
+
+    def strip(runs):
+        return [{k: v for k, v in r.items() if k not in ("seconds", "corruption")} for r in runs]
+    assert len(doc["runs"]) == len(bench_zo.ADAPT_METHODS)
+    assert json.loads(json.dumps(strip(old))) == json.loads(json.dumps(strip(doc["runs"])))
+    assert doc["complete"] is True
+
+
+def test_sweep_file_declares_the_protocol_axes():
+    from mcutrain.bench.files import sweep_grid
+    grid = sweep_grid("zo-adapt")
+    assert tuple(grid["corruption"]) == bench_zo.CORRUPTIONS == bench_zo.Budget().corruptions
+    assert tuple(grid["method"]) == bench_zo.ADAPT_METHODS
+    assert tuple(grid["seed"]) == bench_zo.Budget().seeds

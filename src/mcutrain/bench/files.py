@@ -82,3 +82,12 @@ def limit_threads(n: int = 1):
         from contextlib import nullcontext
         return nullcontext()
     return threadpool_limits(limits=n)
+
+
+def sweep_grid(name: str) -> dict[str, list]:
+    """The `[grid]` axes of benchmark `name`'s sweep file (`bench/sweeps/NAME.toml`, package data)."""
+    from importlib import resources
+
+    from mcutrain.sweep.spec import toml_parser
+    text = resources.files("mcutrain.bench").joinpath("sweeps", f"{name}.toml").read_text(encoding="utf-8")
+    return dict(toml_parser().loads(text)["grid"])

@@ -1,9 +1,9 @@
 """Benchmarks of FQT (seed A): from scratch, transfer, partial updates (simulator speed: `sim_speed`).
 
-- `fqt-scratch`: small-cnn on Fashion-MNIST (full 60k/10k), mnist1d-cnn on
-  MNIST-1D, digits-cnn on digits, trained from random weights in every precision;
-  mean and std over 3 seeds. Also writes `docs/fqt-curves.png`.
-- `fqt-transfer`: small-cnn pretrained in float (and quantized on entry by FQT)
+- `fqt-scratch` (`fqt_scratch`, a sweep): small-cnn on Fashion-MNIST (full 60k/10k),
+  mnist1d-cnn on MNIST-1D, digits-cnn on digits, trained from random weights in every
+  precision; mean and std over 3 seeds. Also writes `docs/fqt-curves.png`.
+- `fqt-transfer` (`fqt_transfer`, a sweep): small-cnn pretrained in float (and quantized on entry by FQT)
   fine-tuned with the last two layers trainable: (a) Fashion-MNIST classes 0-4
   -> 5-9 with a new head, (b) clean -> corrupted Fashion-MNIST.
 - `fqt-partial`: lambda_min in {1.0, 0.5, 0.1} on from-scratch and transfer
@@ -16,7 +16,6 @@ about two hours on a two-core machine; BLAS runs on one thread (see
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,7 @@ from mcutrain import io, zoo
 from mcutrain.bench import files
 from mcutrain.graph import Graph
 from mcutrain.methods.fqt import FQT
-from mcutrain.methods.fqt_state import PRECISIONS, FQTConfig
+from mcutrain.methods.fqt_state import FQTConfig
 from mcutrain.methods.loop import fit
 
 LR = 0.003
@@ -82,7 +81,7 @@ def _ds(spec: str, seed: int = 0):
     return load_dataset(spec, seed=seed)
 
 
-def _data(spec: str, n_train: int | None, n_test: int | None, seed: int = 0):
+def task_data(spec: str, n_train: int | None, n_test: int | None, seed: int = 0):
     """(x, y, x_test, y_test, num_classes, shape): subsets drawn from the clean arrays first, so a
     corrupted spec corrupts only the samples used (train stream 0, test stream 1 of `seed`)."""
     from mcutrain.data import DatasetSpec, corrupt, parse_spec
@@ -117,103 +116,13 @@ def train_fqt(graph: Graph, precision: str, x, y, xt, yt, *, epochs: int, seed: 
             "backward_seconds": m.backward_seconds, "seconds": time.perf_counter() - t0}
 
 
-def _lr_of(lr: float | dict[str, float], precision: str) -> float:
+def lr_of(lr: float | dict[str, float], precision: str) -> float:
     return lr[precision] if isinstance(lr, dict) else lr
 
 
-def _mean_std(v: list[float]) -> tuple[float, float]:
+def mean_std(v: list[float]) -> tuple[float, float]:
     a = np.asarray(v, np.float64)
     return float(a.mean()), float(a.std(ddof=1)) if len(a) > 1 else 0.0
-
-
-# ---------------------------------------------------------------- fqt-scratch
-
-
-def run_scratch(work: Path, results: Path, quick: bool = False, log=print,
-                docs: Path = Path("docs")) -> None:
-    """small-cnn / mnist1d-cnn / digits-cnn from scratch in every precision, 3 seeds.
-
-    Seed-major (every precision of seed 0, then seed 1, ...), and every finished
-    run is kept in the result file's `runs`: a stopped benchmark restarted with
-    the same budget continues where it stopped, and its rows always cover the
-    seeds finished so far (`seeds`).
-    """
-    b = QUICK if quick else BUDGET
-    path = files.result_path(results, "fqt-scratch", quick)
-    old = json.loads(path.read_text()) if path.exists() else {}
-    runs: list[dict[str, Any]] = [r for r in old.get("runs", []) if not old.get("complete")]
-    lrs: dict[str, float] = {}
-
-    def done(spec, prec, seed, epochs, lr):
-        return next((r for r in runs if (r["dataset"], r["precision"], r["seed"], r["epochs"], r["lr"])
-                     == (spec, prec, seed, epochs, lr)), None)
-
-    def rows_and_curves():
-        rows, curves = [], {}
-        for spec, arch, epochs, _, lr in b.scratch:
-            for prec in PRECISIONS:
-                mine = [r for r in runs if (r["dataset"], r["precision"], r["epochs"], r["lr"])
-                        == (spec, prec, epochs, _lr_of(lr, prec))]
-                if not mine:
-                    continue
-                mean, std = _mean_std([r["accuracy"] for r in mine])
-                rows.append({"dataset": spec, "arch": arch, "precision": prec, "accuracy": mean,
-                             "accuracy_std": std, "seeds": len(mine), "epochs": epochs,
-                             "lr": _lr_of(lr, prec)})
-                curves.setdefault(spec, {})[prec] = [r["curve"] for r in mine]
-        return rows, curves
-
-    for spec, arch, epochs, n, lr_spec in b.scratch:
-        lrs[spec] = lr_spec
-        data = None
-        for seed in b.seeds:
-            for prec in PRECISIONS:
-                lr = _lr_of(lr_spec, prec)
-                if done(spec, prec, seed, epochs, lr):
-                    continue
-                if data is None:
-                    data = _data(spec, n, 200 if quick else None)
-                x, y, xt, yt, k, shape = data
-                g = zoo.build(arch, k, shape, seed=seed)
-                r = train_fqt(g, prec, x, y, xt, yt, epochs=epochs, seed=seed, batch=b.batch, lr=lr)
-                runs.append({"dataset": spec, "precision": prec, "seed": seed, "epochs": epochs, "lr": lr,
-                             "accuracy": r["accuracy"], "seconds": r["seconds"],
-                             "curve": [[h["loss"], h["test_accuracy"]] for h in r["history"]]})
-                log(f"fqt-scratch {spec} {prec} seed {seed}: {r['accuracy']:.4f} ({r['seconds']:.0f} s)")
-                rows, curves = rows_and_curves()
-                files.write_results(results, "fqt-scratch", rows, quick, complete=False, runs=runs, lr=lrs)
-    rows, curves = rows_and_curves()
-    files.write_results(results, "fqt-scratch", rows, quick, complete=True, runs=runs, lr=lrs, batch=b.batch)
-    if not quick:
-        files.update_docs(docs, "fqt-scratch", files.markdown_table(
-            rows, ["dataset", "arch", "precision", "accuracy", "accuracy_std", "seeds", "epochs", "lr"],
-            {"accuracy": ".4f", "accuracy_std": ".4f"}))
-        plot_curves(curves, docs / "fqt-curves.png")
-
-
-def plot_curves(curves: dict[str, Any], out: Path) -> None:
-    """Test accuracy and training loss per epoch, per precision (mean over seeds), one column per dataset."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    specs = list(curves)
-    fig, axes = plt.subplots(2, len(specs), figsize=(4.2 * len(specs), 6), squeeze=False)
-    for j, spec in enumerate(specs):
-        for prec, runs in curves[spec].items():
-            arr = np.asarray(runs, np.float64)          # (seeds, epochs, 2)
-            ep = np.arange(1, arr.shape[1] + 1)
-            axes[0, j].plot(ep, arr[:, :, 1].mean(0), marker="o", label=prec)
-            axes[1, j].plot(ep, arr[:, :, 0].mean(0), marker="o", label=prec)
-        axes[0, j].set_title(spec)
-        axes[0, j].set_ylabel("test accuracy")
-        axes[1, j].set_ylabel("training loss")
-        axes[1, j].set_xlabel("epoch")
-        axes[0, j].legend()
-    fig.tight_layout()
-    tmp = out.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(out)
 
 
 # ---------------------------------------------------------------- pretrained backbones
@@ -226,7 +135,7 @@ def pretrained(work: Path, spec: str, b: Budget, quick: bool) -> Graph:
     path = work / (f"fqt-pre-{name}{'-quick' if quick else ''}.npz")
     if path.exists():
         return io.load(path).graph
-    x, y, _, _, k, shape = _data(spec, b.pretrain_samples, 0)
+    x, y, _, _, k, shape = task_data(spec, b.pretrain_samples, 0)
     g = zoo.build("small-cnn", k, shape, seed=0)
     float_method.train(g, x, y, epochs=b.pretrain_epochs, batch=64, lr=2e-3, seed=0, progress=False)
     io.save(path, g, {"provenance": {"pretrained_on": spec}})
@@ -241,37 +150,6 @@ def transfer_tasks(work: Path, b: Budget, quick: bool):
     base10 = pretrained(work, "fashion-mnist", b, quick)
     tasks += [("clean -> corrupted", f"fashion-mnist-c:{c}", base10) for c in b.corruptions]
     return tasks
-
-
-def run_transfer(work: Path, results: Path, quick: bool = False, log=print,
-              docs: Path = Path("docs")) -> None:
-    """Float-pretrained small-cnn, last two layers fine-tuned in every precision."""
-    b = QUICK if quick else BUDGET
-    rows: list[dict[str, Any]] = []
-    for task, spec, g0 in transfer_tasks(work, b, quick):
-        x, y, xt, yt, _, _ = _data(spec, b.transfer_samples, 200 if quick else b.eval_samples)
-        for prec in PRECISIONS:
-            accs, before = [], []
-            for seed in b.seeds:
-                r = train_fqt(g0, prec, x, y, xt, yt, epochs=b.transfer_epochs, seed=seed, batch=b.batch,
-                              trainable="last:2")
-                accs.append(r["accuracy"])
-                before.append(r["accuracy_before"])
-                log(f"fqt-transfer {spec} {prec} seed {seed}: {r['accuracy_before']:.4f} -> "
-                    f"{r['accuracy']:.4f} ({r['seconds']:.0f} s)")
-            mean, std = _mean_std(accs)
-            rows.append({"task": task, "dataset": spec, "precision": prec,
-                         "accuracy_before": float(np.mean(before)), "accuracy": mean, "accuracy_std": std,
-                         "seeds": len(accs), "epochs": b.transfer_epochs, "train_samples": len(x),
-                         "test_samples": len(xt)})
-            files.write_results(results, "fqt-transfer", rows, quick, complete=False)
-    files.write_results(results, "fqt-transfer", rows, quick, complete=True, trainable="last:2", lr=LR,
-                         batch=b.batch)
-    if not quick:
-        files.update_docs(docs, "fqt-transfer", files.markdown_table(
-            rows, ["task", "dataset", "precision", "accuracy_before", "accuracy", "accuracy_std", "seeds",
-                   "epochs", "train_samples", "test_samples"], {"accuracy": ".4f", "accuracy_std": ".4f",
-                                                "accuracy_before": ".4f"}))
 
 
 # ---------------------------------------------------------------- fqt-partial
@@ -290,13 +168,13 @@ def run_partial(work: Path, results: Path, quick: bool = False, log=print,
               for t, s, g in transfer_tasks(work, b, quick)[:2]]
     rows: list[dict[str, Any]] = []
     for kind, spec, g0, trainable, epochs, n, lr in tasks:
-        x, y, xt, yt, _, _ = _data(spec, n, 200 if quick else b.eval_samples)
+        x, y, xt, yt, _, _ = task_data(spec, n, 200 if quick else b.eval_samples)
         full = None
         for lam in b.partial_lambdas:
             runs = [train_fqt(g0, "int8", x, y, xt, yt, epochs=epochs, seed=s, batch=b.batch,
                               trainable=trainable, lmin=lam, lr=lr) for s in b.partial_seeds]
             r = {"accuracy": float(np.mean([q["accuracy"] for q in runs])),
-                 "accuracy_std": _mean_std([q["accuracy"] for q in runs])[1],
+                 "accuracy_std": mean_std([q["accuracy"] for q in runs])[1],
                  "backward_macs": sum(q["backward_macs"] for q in runs),
                  "backward_seconds": sum(q["backward_seconds"] for q in runs)}
             full = full or r
@@ -319,7 +197,9 @@ def run_partial(work: Path, results: Path, quick: bool = False, log=print,
              "backward_time_speedup": ".2f"}))
 
 
-BENCHMARKS = {"fqt-scratch": run_scratch, "fqt-transfer": run_transfer, "fqt-partial": run_partial}
+BENCHMARKS = {"fqt-partial": run_partial}
+"""`fqt-scratch` and `fqt-transfer` run as sweeps (`fqt_scratch`, `fqt_transfer`);
+`sim-speed` is `sim_speed`."""
 
 
 def register(add) -> None:

@@ -12,6 +12,7 @@ files through `bench.files`.
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 from collections.abc import Callable
 from pathlib import Path
@@ -47,14 +48,24 @@ def benchmarks() -> dict[str, BenchFunc]:
     return dict(sorted(_REGISTRY.items()))
 
 
+def runs_as_sweep(func: BenchFunc) -> bool:
+    """Whether a benchmark runs through the sweep engine (it takes `ray`: `mcutrain bench NAME --ray`)."""
+    return "ray" in inspect.signature(func).parameters
+
+
 def run(name: str, quick: bool = False, work: Path = Path("benchmarks/work"),
         results: Path = Path("benchmarks/results"), docs: Path = Path("docs"),
-        log: Callable[[str], None] = print) -> None:
-    """Run benchmark `name`; raises KeyError naming the available ones."""
+        log: Callable[[str], None] = print, ray: str | None = None) -> None:
+    """Run benchmark `name` (its sweeps on the Ray cluster at `ray`); KeyError naming the available ones,
+    ValueError for `ray` on a benchmark that is not a sweep."""
     table = benchmarks()
     if name not in table:
         raise KeyError(f"unknown benchmark '{name}'; available: {', '.join(table)}")
+    sweeps = [n for n, f in table.items() if runs_as_sweep(f)]
+    if ray is not None and name not in sweeps:
+        raise ValueError(f"benchmark '{name}' does not run as a sweep, so --ray cannot spread it; "
+                         f"the sweeps: {', '.join(sweeps)}")
     Path(work).mkdir(parents=True, exist_ok=True)
     Path(results).mkdir(parents=True, exist_ok=True)
     with limit_threads(1):
-        table[name](Path(work), Path(results), quick, log, Path(docs))
+        table[name](Path(work), Path(results), quick, log, Path(docs), **({"ray": ray} if ray else {}))

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from mcutrain.bench.files import sweep_grid
+from mcutrain.bench.sweep_stage import fresh_start, run_cells
 from mcutrain.bench.zo_docs import write_docs
 from mcutrain.bench.zo_protocol import (
     ADAPT_METHODS,
@@ -46,6 +48,7 @@ from mcutrain.methods.base import TrainingMethod
 from mcutrain.methods.bp_qas import BPQASConfig, BPQASMethod
 from mcutrain.methods.loop import evaluate, fit
 from mcutrain.methods.zo import ZOConfig, ZOMethod
+from mcutrain.sweep.spec import keyed_cell
 
 
 def _fqt_available() -> bool:
@@ -86,26 +89,36 @@ def _adapt_run(name: str, graph: Graph, data, budget: Budget, seed: int, lr: flo
     return run
 
 
-def _run_unit(task: tuple) -> tuple[int, list[dict[str, Any]]]:
-    """Worker: methods `jobs` ((name, lr) pairs) on one (corruption, split seed); the run records.
+ADAPT_DATA_KEYS = ("epochs", "queries", "n_train", "n_val", "n_test", "pretrain_epochs", "pretrain_samples")
+"""The budget's fields that change what one run computes: part of every cell's configuration."""
 
-    The pretrained model comes from its file in `work`, so a task carries only names and numbers.
+
+def adapt_cell(config: dict[str, Any], target: str | None = None) -> dict[str, Any]:
+    """The sweep cell of one run: method `method` at rate `lr` on (`corruption`, split `seed`).
+
+    The pretrained model comes from its file in `work` (trained before the sweep starts), so a
+    cell carries only names and numbers, to a local process or a Ray node alike.
     """
-    i, work, budget, quick, corr, seed, jobs = task
-    graph, _ = pretrained_model(work, budget, quick)
-    data = _adapt_data(graph, corr, seed, budget, quick)
-    return i, [_adapt_run(name, graph, data, budget, seed, lr) | {"corruption": corr} for name, lr in jobs]
+    budget = replace(Budget(), **config["budget"])
+    graph, _ = pretrained_model(Path(config["work"]), budget, config["quick"])
+    data = _adapt_data(graph, config["corruption"], config["seed"], budget, config["quick"])
+    run = _adapt_run(config["method"], graph, data, budget, config["seed"], config["lr"])
+    run.pop("seconds")      # measured: the cell's timing holds it
+    return {"run": run | {"corruption": config["corruption"]}}
 
 
-def _map_units(tasks: list[tuple], workers: int):
-    """Yield `_run_unit(task)` for every task, in completion order, on `workers` processes."""
-    tasks = [(i, *t) for i, t in enumerate(tasks)]
-    if workers <= 1 or len(tasks) <= 1:
-        yield from map(_run_unit, tasks)
-        return
-    import multiprocessing
-    with multiprocessing.get_context("fork").Pool(min(workers, len(tasks))) as pool:
-        yield from pool.imap_unordered(_run_unit, tasks)
+def _adapt_sweep(name: str, jobs: list[tuple[str, str, int, float]], work: Path, budget: Budget,
+                 quick: bool, ray: str | None) -> list[dict[str, Any]]:
+    """Run (corruption, method, seed, lr) `jobs` as one sweep in WORK/sweeps/NAME; their run records.
+
+    Finished cells of an interrupted run are kept in the folder and not run again.
+    """
+    fixed = {"work": str(work), "quick": quick, "budget": {k: getattr(budget, k) for k in ADAPT_DATA_KEYS}}
+    cells = [keyed_cell({**fixed, "corruption": c, "method": m, "seed": s, "lr": lr},
+                        {"corruption": c, "method": m, "seed": s, "lr": lr}, "zo-adapt", ("work",))
+             for c, m, s, lr in jobs]
+    return run_cells(name, cells, ("corruption", "method", "seed", "lr"), work / "sweeps" / name, adapt_cell,
+                     budget.workers, ray)
 
 
 def lr_grid(name: str, budget: Budget) -> list[float]:
@@ -129,25 +142,33 @@ def _run_order(r: dict[str, Any]) -> tuple:
             ADAPT_METHODS.index(r["method"]), r["lr"])
 
 
-def run_adapt(work: Path, results: Path, quick: bool = False, log=print,
-              docs: Path = Path("docs"), budget: Budget | None = None) -> dict[str, Any]:
-    """The `zo-adapt` benchmark; writes results after every finished unit so nothing is lost.
+def run_adapt(work: Path, results: Path, quick: bool = False, log=print, docs: Path = Path("docs"),
+              budget: Budget | None = None, ray: str | None = None) -> dict[str, Any]:
+    """The `zo-adapt` benchmark: its sweep file (`bench/sweeps/zo-adapt.toml`) in two stages.
 
     Learning rates are chosen per corruption and method by validation accuracy:
     on split seed `tune_seed` every tuned method runs its whole grid
     (`lr_grid`) and keeps the run of best validation accuracy (`pick_run`) as
     that seed's result; the other seeds run at the chosen rate. Test accuracy
-    never takes part in a choice.
+    never takes part in a choice. Each stage is a sweep (WORK/sweeps/zo-adapt-tune, -seeds), so
+    `ray` (an address or 'auto') spreads the runs over a Ray cluster and a stopped run resumes
+    (`"complete": false` in the result file); after a complete run the next one starts afresh.
     """
-    budget = budget or (QUICK if quick else Budget())
+    grid = sweep_grid("zo-adapt")
+    if budget is None:
+        budget = QUICK if quick else replace(Budget(), corruptions=tuple(grid["corruption"]),
+                                             seeds=tuple(grid["seed"]))
     _, meta = pretrained_model(work, budget, quick)          # trained once, before the workers start
-    methods = [m for m in ADAPT_METHODS if m != "fqt-int8" or _fqt_available()]
+    methods = [m for m in ADAPT_METHODS if m in grid["method"] and (m != "fqt-int8" or _fqt_available())]
     budget = replace(budget, tuned=tuple(m for m in budget.tuned if m in methods))
     doc: dict[str, Any] = {"benchmark": "zo-adapt", "quick": quick, "arch": "small-cnn",
                            "pretrained": meta, "budget": {k: v for k, v in budget.__dict__.items()},
                            "trainable": TRAINABLE, "runs": [], "rows": [], "lr_tuning": []}
     t_all = time.perf_counter()
     chosen: dict[tuple[str, str], float] = {}
+    suffix = "-quick" if quick else ""
+    fresh_start(results / "zo-adapt.json",
+                *(work / "sweeps" / f"zo-adapt-{stage}{suffix}" for stage in ("tune", "seeds")))
 
     def record(runs: list[dict[str, Any]]) -> None:
         for run in runs:
@@ -157,28 +178,36 @@ def run_adapt(work: Path, results: Path, quick: bool = False, log=print,
         doc["runs"] = sorted(doc["runs"] + runs, key=_run_order)
         doc["rows"] = summarize(doc["runs"], chosen)
         doc["seconds"] = time.perf_counter() - t_all
+        doc["complete"] = False
         write_json(results / "zo-adapt.json", doc)
         write_docs(doc, docs)
 
     s0 = budget.tune_seed
-    grid_tasks = [(work, budget, quick, corr, s0, [(name, lr) for lr in lr_grid(name, budget)])
-                  for corr in budget.corruptions for name in methods]
-    for _, rs in _map_units(grid_tasks, budget.workers):
-        best = pick_run(rs, budget.lr.get(rs[0]["method"], 1.0))
-        chosen[(best["corruption"], best["method"])] = best["lr"]
-        if len(rs) > 1:
-            doc["lr_tuning"] = sorted(doc["lr_tuning"] + [
-                {k: v for k, v in r.items() if k != "history"} | {"chosen": r is best} for r in rs],
-                key=_run_order)
-            log(f"[zo-adapt] lr {best['method']} on {best['corruption']}: "
-                + ", ".join(f"{r['lr']:g} -> validation {r['best_val_accuracy']:.2f}" for r in rs)
-                + f"; chosen {best['lr']:g}")
-        record([best] if s0 in budget.seeds else [])
+    tune = _adapt_sweep(f"zo-adapt-tune{suffix}", [(corr, name, s0, lr) for corr in budget.corruptions
+                                                   for name in methods for lr in lr_grid(name, budget)],
+                        work, budget, quick, ray)
+    best_runs = []
+    for corr in budget.corruptions:
+        for name in methods:
+            rs = [r for r in tune if r["corruption"] == corr and r["method"] == name]
+            best = pick_run(rs, budget.lr.get(name, 1.0))
+            chosen[(corr, name)] = best["lr"]
+            best_runs.append(best)
+            if len(rs) > 1:
+                doc["lr_tuning"] = sorted(doc["lr_tuning"] + [
+                    {k: v for k, v in r.items() if k != "history"} | {"chosen": r is best} for r in rs],
+                    key=_run_order)
+                log(f"[zo-adapt] lr {name} on {corr}: "
+                    + ", ".join(f"{r['lr']:g} -> validation {r['best_val_accuracy']:.2f}" for r in rs)
+                    + f"; chosen {best['lr']:g}")
+    record(best_runs if s0 in budget.seeds else [])
     doc["tuning_seconds"] = time.perf_counter() - t_all
-    tasks = [(work, budget, quick, corr, seed, [(name, chosen[(corr, name)]) for name in methods])
-             for seed in budget.seeds if seed != s0 for corr in budget.corruptions]
-    for _, runs in _map_units(tasks, budget.workers):
-        record(runs)
+    jobs = [(corr, name, seed, chosen[(corr, name)]) for seed in budget.seeds if seed != s0
+            for corr in budget.corruptions for name in methods]
+    if jobs:
+        record(_adapt_sweep(f"zo-adapt-seeds{suffix}", jobs, work, budget, quick, ray))
+    doc["complete"] = True
+    write_json(results / "zo-adapt.json", doc)
     return doc
 
 

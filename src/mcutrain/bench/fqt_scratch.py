@@ -1,0 +1,118 @@
+"""`fqt-scratch` as a sweep: every (task, seed, precision) trained from random weights is one cell.
+
+The axes are `bench/sweeps/fqt-scratch.toml`; each task's model, epochs, samples and rate come from
+`Budget.scratch` (`fqt`). Run through the sweep engine, the cells spread over local processes or a
+Ray cluster (`mcutrain bench fqt-scratch --ray auto`) and a stopped run resumes from the sweep's
+folder (WORK/sweeps/fqt-scratch); a run after a complete one starts afresh. The result file keeps
+its keys and meaning: `runs` (one per cell; `seconds` is the whole cell, data loading included),
+`rows` (mean and std over seeds per task and precision), `lr`, `batch`, and the docs table and
+`docs/fqt-curves.png` of a full run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mcutrain import zoo
+from mcutrain.bench import files
+from mcutrain.bench.fqt import BUDGET, QUICK, lr_of, mean_std, task_data, train_fqt
+from mcutrain.bench.sweep_stage import fresh_start, run_cells, sweep_dir
+from mcutrain.sweep.spec import keyed_cell
+
+NAME = "fqt-scratch"
+
+
+def scratch_cell(config: dict[str, Any], target: str | None = None) -> dict[str, Any]:
+    """One run from scratch: `arch` He-initialized from `seed`, trained by FQT in `precision`."""
+    x, y, xt, yt, k, shape = task_data(config["dataset"], config["n_train"], config["n_test"])
+    g = zoo.build(config["arch"], k, shape, seed=config["seed"])
+    r = train_fqt(g, config["precision"], x, y, xt, yt, epochs=config["epochs"], seed=config["seed"],
+                  batch=config["batch"], lr=config["lr"])
+    return {"run": {k: config[k] for k in ("dataset", "precision", "seed", "epochs", "lr")}
+            | {"accuracy": r["accuracy"], "curve": [[h["loss"], h["test_accuracy"]] for h in r["history"]]}}
+
+
+def scratch_cells(quick: bool):
+    """The cells in the order of the old loop: task, then seed, then precision."""
+    b = QUICK if quick else BUDGET
+    grid = files.sweep_grid(NAME)
+    tasks = b.scratch if quick else [t for name in grid["task"] for t in b.scratch if t[0] == name]
+    seeds = b.seeds if quick else tuple(grid["seed"])
+    cells = []
+    for spec, arch, epochs, n, lr in tasks:
+        for seed in seeds:
+            for prec in grid["precision"]:
+                config = {"dataset": spec, "arch": arch, "epochs": epochs, "n_train": n,
+                          "n_test": 200 if quick else None, "lr": lr_of(lr, prec), "precision": prec,
+                          "seed": seed, "batch": b.batch}
+                cells.append(keyed_cell(config, {"task": spec, "seed": seed, "precision": prec}, NAME))
+    return b, tasks, cells
+
+
+def run_scratch(work: Path, results: Path, quick: bool = False, log=print, docs: Path = Path("docs"),
+                ray: str | None = None) -> None:
+    """small-cnn / mnist1d-cnn / digits-cnn from scratch in every precision, 3 seeds (a sweep)."""
+    b, tasks, cells = scratch_cells(quick)
+    out = sweep_dir(work, NAME, quick)
+    fresh_start(files.result_path(results, NAME, quick), out)
+    runs = run_cells(NAME, cells, ("task", "seed", "precision"), out, scratch_cell, 1 if quick else None, ray)
+    for r in runs:
+        log(f"fqt-scratch {r['dataset']} {r['precision']} seed {r['seed']}: {r['accuracy']:.4f} "
+            f"({r['seconds']:.0f} s)")
+    rows, curves = rows_and_curves(runs, tasks, list(files.sweep_grid(NAME)["precision"]))
+    files.write_results(results, NAME, rows, quick, complete=True, runs=runs,
+                        lr={t[0]: t[4] for t in tasks}, batch=b.batch)
+    if not quick:
+        files.update_docs(docs, NAME, files.markdown_table(
+            rows, ["dataset", "arch", "precision", "accuracy", "accuracy_std", "seeds", "epochs", "lr"],
+            {"accuracy": ".4f", "accuracy_std": ".4f"}))
+        plot_curves(curves, docs / "fqt-curves.png")
+
+
+def rows_and_curves(runs: list[dict[str, Any]], tasks, precisions: list[str]):
+    """One row per (task, precision): mean and std over the seeds; the curves per task and precision."""
+    rows, curves = [], {}
+    for spec, arch, epochs, _, lr in tasks:
+        for prec in precisions:
+            mine = [r for r in runs if (r["dataset"], r["precision"], r["epochs"], r["lr"])
+                    == (spec, prec, epochs, lr_of(lr, prec))]
+            if not mine:
+                continue
+            mean, std = mean_std([r["accuracy"] for r in mine])
+            rows.append({"dataset": spec, "arch": arch, "precision": prec, "accuracy": mean,
+                         "accuracy_std": std, "seeds": len(mine), "epochs": epochs, "lr": lr_of(lr, prec)})
+            curves.setdefault(spec, {})[prec] = [r["curve"] for r in mine]
+    return rows, curves
+
+
+def plot_curves(curves: dict[str, Any], out: Path) -> None:
+    """Test accuracy and training loss per epoch, per precision (mean over seeds), one column per dataset."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    specs = list(curves)
+    fig, axes = plt.subplots(2, len(specs), figsize=(4.2 * len(specs), 6), squeeze=False)
+    for j, spec in enumerate(specs):
+        for prec, runs in curves[spec].items():
+            arr = np.asarray(runs, np.float64)          # (seeds, epochs, 2)
+            ep = np.arange(1, arr.shape[1] + 1)
+            axes[0, j].plot(ep, arr[:, :, 1].mean(0), marker="o", label=prec)
+            axes[1, j].plot(ep, arr[:, :, 0].mean(0), marker="o", label=prec)
+        axes[0, j].set_title(spec)
+        axes[0, j].set_ylabel("test accuracy")
+        axes[1, j].set_ylabel("training loss")
+        axes[1, j].set_xlabel("epoch")
+        axes[0, j].legend()
+    fig.tight_layout()
+    tmp = out.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    tmp.replace(out)
+
+
+def register(add) -> None:
+    """Hook for `mcutrain.bench`."""
+    add(NAME, run_scratch)
