@@ -55,6 +55,8 @@ CORE_FLAGS: dict[str, tuple[str, ...]] = {
     "cortex-m0plus": ("-mcpu=cortex-m0plus", "-mthumb", "-mfloat-abi=soft"),
     "cortex-m4": ("-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"),
     "cortex-m7": ("-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-d16"),
+    # -mcpu=cortex-m55 is armv8.1-m.main+mve.fp+fp.dp (GCC 12): __ARM_FEATURE_MVE=3, DSP, FPv5-D16.
+    "cortex-m55": ("-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard"),
 }
 """Code-generation flags per core when the target has an FPU (soft float otherwise)."""
 
