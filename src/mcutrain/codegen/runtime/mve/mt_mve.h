@@ -125,8 +125,8 @@ MT_INLINE int32x4_t mt_mve_requantize(int32x4_t acc, int32x4_t m, int32x4_t nsh,
     return vminq_s32(vmaxq_s32(h, vdupq_n_s32(lo)), vdupq_n_s32(hi));
 }
 
-/* The four accumulators as one vector plus the block's folded biases, requantized, stored as four
-   bytes at y (only the first `rows` of them when rows < 4). */
+/* The four accumulators (each started at its row's folded bias) as one vector, requantized, stored
+   as four bytes at y (only the first `rows` of them when rows < 4). */
 MT_INLINE void mt_mve_store4(int vec,
                              int floor,
                              int32_t a0,
@@ -136,7 +136,6 @@ MT_INLINE void mt_mve_store4(int vec,
                              int32x4_t m,
                              int32x4_t nsh,
                              int32x4_t c1,
-                             int32x4_t bias,
                              const mt_per_channel_quant *q,
                              int32_t o,
                              int32_t rows,
@@ -147,7 +146,7 @@ MT_INLINE void mt_mve_store4(int vec,
 {
     int32x4_t acc = vsetq_lane_s32(a0, vdupq_n_s32(a1), 0);
     acc = vsetq_lane_s32(a2, acc, 2);
-    acc = vaddq_s32(vsetq_lane_s32(a3, acc, 3), bias);
+    acc = vsetq_lane_s32(a3, acc, 3);
     if (vec) {
         const int32x4_t r = mt_mve_requantize(acc, m, nsh, c1, floor, lo, hi);
         if (rows >= 4) {
@@ -202,18 +201,22 @@ MT_INLINE void mt_mve_gemm_body(int vec,
         const int32x4_t m = vldrwq_s32(b->mult + i);
         const int32x4_t nsh = vldrwq_s32(b->nsh + i);
         const int32x4_t c1 = vldrwq_s32(b->c1 + i);
-        const int32x4_t bias = vldrwq_s32(b->bias + i);
+        const int32_t b0 = b->bias[i], b1 = b->bias[i + 1], b2 = b->bias[i + 2], b3 = b->bias[i + 3];
         int8_t *yo = y + i;
         if (k <= 16) {
-            const int8x16_t v0 = vldrbq_z_s8(w0, tail);
-            const int8x16_t v1 = vldrbq_z_s8(w1, tail);
-            const int8x16_t v2 = vldrbq_z_s8(w2, tail);
-            const int8x16_t v3 = vldrbq_z_s8(w3, tail);
+            /* the four rows once, zero-padded to 16 lanes, one base for all four loads */
+            int8_t rows4[64];
             const int8_t *c = cols;
+            vstrbq_s8(rows4, vldrbq_z_s8(w0, tail));
+            vstrbq_s8(rows4 + 16, vldrbq_z_s8(w1, tail));
+            vstrbq_s8(rows4 + 32, vldrbq_z_s8(w2, tail));
+            vstrbq_s8(rows4 + 48, vldrbq_z_s8(w3, tail));
             for (j = 0; j < ncols; j++) {
                 const int8x16_t x = vldrbq_z_s8(c, tail);
-                mt_mve_store4(vec, floor, vmladavq_s8(v0, x), vmladavq_s8(v1, x), vmladavq_s8(v2, x),
-                              vmladavq_s8(v3, x), m, nsh, c1, bias, q, o0 + i, rows, zy, lo, hi, yo);
+                mt_mve_store4(vec, floor, vmladavaq_s8(b0, vldrbq_s8(rows4), x),
+                              vmladavaq_s8(b1, vldrbq_s8(rows4 + 16), x), vmladavaq_s8(b2, vldrbq_s8(rows4 + 32), x),
+                              vmladavaq_s8(b3, vldrbq_s8(rows4 + 48), x), m, nsh, c1, q, o0 + i, rows, zy, lo, hi,
+                              yo);
                 c += col_stride;
                 yo += y_stride;
             }
@@ -222,7 +225,7 @@ MT_INLINE void mt_mve_gemm_body(int vec,
         for (j = 0; j < ncols; j++) {
             const int8_t *c = cols + j * col_stride;
             const int8_t *p0 = w0, *p1 = w1, *p2 = w2, *p3 = w3;
-            int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+            int32_t a0 = b0, a1 = b1, a2 = b2, a3 = b3;
             int32_t g;
             for (g = k >> 4; g > 0; g--) { /* whole groups of 16: no predication */
                 const int8x16_t x = vldrbq_s8(c);
@@ -243,7 +246,7 @@ MT_INLINE void mt_mve_gemm_body(int vec,
                 a2 = vmladavaq_s8(a2, vldrbq_z_s8(p2, tail), x);
                 a3 = vmladavaq_s8(a3, vldrbq_z_s8(p3, tail), x);
             }
-            mt_mve_store4(vec, floor, a0, a1, a2, a3, m, nsh, c1, bias, q, o0 + i, rows, zy, lo, hi, yo);
+            mt_mve_store4(vec, floor, a0, a1, a2, a3, m, nsh, c1, q, o0 + i, rows, zy, lo, hi, yo);
             yo += y_stride;
         }
     }
