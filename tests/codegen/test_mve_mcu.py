@@ -2,9 +2,11 @@
 engine in both rounding modes, on the shapes that take their less common branches: reduction
 lengths below, at and above 16 with and without a tail, one input channel, odd output counts and
 more outputs than one prepared block (32), border pixels, stride 2, and a grouped conv, which the
-twin hands to the reference body. Needs the ARM cross toolchain and QEMU."""
+twin hands to the reference body. Needs the ARM cross toolchain and QEMU (the host test: gcc)."""
 
 from __future__ import annotations
+
+import shutil
 
 import numpy as np
 import pytest
@@ -13,6 +15,8 @@ from mcutrain import graph as G
 from mcutrain.codegen.cross import build_mcu, run_mcu
 from mcutrain.codegen.library import export_library
 from mcutrain.engines import int_engine, ptq
+from mcutrain.mcu.hostbuild import build_host
+from mcutrain.mcu.hostrun import run_host
 
 
 def _linear(feats: int, outs: int) -> G.Graph:
@@ -66,3 +70,19 @@ def test_other_targets_get_no_mve_file(tmp_path):
     # the Helium kernels read int8 rows as they are: no rows4 interleaving in its model.c
     assert "mt_linear_fwd_s8_rows4(" in (plain.out_dir / "model.c").read_text()
     assert "mt_linear_fwd_s8_rows4(" not in (helium.out_dir / "model.c").read_text()
+
+
+@pytest.mark.parametrize("kernels", ["ref", "dsp"])
+def test_a_helium_library_builds_and_is_bit_exact_on_the_host(tmp_path, kernels):
+    """Away from an MVE core the twins run the reference body (`MT_MVE` 0, also under the host's
+    DSP emulation), under ASan and UBSan: a Helium library builds, with the same bits, anywhere."""
+    if shutil.which("gcc") is None:
+        pytest.skip("needs a host C compiler: apt-get install -y gcc")
+    g = GRAPHS["conv, 3x3 stride 2 over 3 channels, 33 outputs"]
+    rng = np.random.default_rng(7)
+    qm = ptq.quantize_model(g, rng.random((16, *g.input_shape), dtype=np.float32))
+    x_q = int_engine.quantize_input(qm, rng.random((3, *g.input_shape), dtype=np.float32))
+    export_library(qm, tmp_path / "lib", kernels="dsp", target="cortex-m55")
+    exe = build_host(tmp_path / "lib", tmp_path / "harness.exe", kernels=kernels)
+    logits, _ = run_host(exe, x_q, 5)
+    np.testing.assert_array_equal(logits, int_engine.forward(qm, x_q))
