@@ -85,9 +85,9 @@ static void im2col_s8(const mt_conv_params *p, const mt_dims *in_d, const int8_t
 
 /*
  * The columns of `ncols` output pixels from flat pixel `px` (raster order over batch, rows,
- * columns) into col (k bytes each). A pixel whose window lies inside the image copies each kernel
- * row in one go (one predicated load and store when kw * C <= 16); border pixels go through
- * im2col_s8.
+ * columns) into col (k bytes each). A run of pixels of one output row whose windows lie inside
+ * the image is copied kernel row by kernel row, pixel after pixel (one predicated load and store
+ * each when kw * C <= 16); border pixels go through im2col_s8.
  */
 static void im2col_pixels(const mt_conv_params *p, const mt_dims *in_d, const int8_t *input, const mt_dims *f_d,
                           const mt_dims *out_d, int32_t px, int32_t ncols, int8_t *col)
@@ -95,31 +95,42 @@ static void im2col_pixels(const mt_conv_params *p, const mt_dims *in_d, const in
     const int32_t run = f_d->w * in_d->c;
     const int32_t in_row = in_d->w * in_d->c;
     const int32_t k = f_d->h * run;
+    const int32_t step = p->stride_w * in_d->c;
+    const int32_t last_inside = (in_d->w - f_d->w + p->pad_left) / p->stride_w; /* last ox inside */
     const mve_pred16_t short_run = vctp8q((uint32_t)run);
     int32_t n = px / (out_d->h * out_d->w);
     int32_t oy = (px - n * out_d->h * out_d->w) / out_d->w;
     int32_t ox = px % out_d->w;
-    int32_t j, ky;
-    for (j = 0; j < ncols; j++, col += k) {
+    int32_t j = 0;
+    while (j < ncols) {
         const int8_t *img = input + n * in_d->h * in_row;
         const int32_t x0 = ox * p->stride_w - p->pad_left;
         const int32_t y0 = oy * p->stride_h - p->pad_top;
-        if (x0 >= 0 && x0 + f_d->w <= in_d->w && y0 >= 0 && y0 + f_d->h <= in_d->h) {
-            const int8_t *src = img + y0 * in_row + x0 * in_d->c;
-            int8_t *dst = col;
-            if (run <= 16) {
-                for (ky = 0; ky < f_d->h; ky++, src += in_row, dst += run) {
-                    vstrbq_p_s8(dst, vldrbq_z_s8(src, short_run), short_run);
-                }
-            } else {
-                for (ky = 0; ky < f_d->h; ky++, src += in_row, dst += run) {
-                    mt_mve_copy(dst, src, run);
+        int32_t cnt = 1;
+        if (x0 >= 0 && x0 + f_d->w <= in_d->w && y0 >= 0 && y0 + f_d->h <= in_d->h && ox <= last_inside) {
+            int32_t ky, i;
+            cnt = last_inside - ox + 1;
+            cnt = cnt < out_d->w - ox ? cnt : out_d->w - ox;
+            cnt = cnt < ncols - j ? cnt : ncols - j;
+            for (ky = 0; ky < f_d->h; ky++) {
+                const int8_t *src = img + (y0 + ky) * in_row + x0 * in_d->c;
+                int8_t *dst = col + j * k + ky * run;
+                if (run <= 16) {
+                    for (i = 0; i < cnt; i++, src += step, dst += k) {
+                        vstrbq_p_s8(dst, vldrbq_z_s8(src, short_run), short_run);
+                    }
+                } else {
+                    for (i = 0; i < cnt; i++, src += step, dst += k) {
+                        mt_mve_copy(dst, src, run);
+                    }
                 }
             }
         } else {
-            im2col_s8(p, in_d, img, f_d, oy, ox, col);
+            im2col_s8(p, in_d, img, f_d, oy, ox, col + j * k);
         }
-        if (++ox == out_d->w) {
+        j += cnt;
+        ox += cnt;
+        if (ox == out_d->w) {
             ox = 0;
             if (++oy == out_d->h) {
                 oy = 0;
