@@ -5,8 +5,9 @@ from mcutrain.targets import BOARDS, MB, TARGETS, Target, TargetError, get_targe
 
 def test_generic_targets_fit_their_boards():
     for t in TARGETS.values():
-        assert t.link_ram_bytes == t.ram_bytes == 4 * MB
-        assert t.link_flash_bytes == t.flash_bytes == 4 * MB
+        assert t.link_ram_bytes == t.ram_bytes == t.board.ram_bytes
+        assert t.link_flash_bytes == t.flash_bytes == t.board.flash_bytes
+    assert {t.board.ram_bytes for t in TARGETS.values()} == {4 * MB}
     assert get_target("cortex-m0plus").qemu_machine == "mps2-an385"
     assert get_target("cortex-m4").qemu_machine == "mps2-an386"
     assert get_target("cortex-m7").qemu_machine == "mps2-an500"
@@ -21,6 +22,19 @@ def test_m33_boards_run_on_the_an505_secure_aliases():
     an505 = BOARDS["mps2-an505"]
     assert (an505.flash_origin, an505.ram_origin) == (0x10000000, 0x38000000)  # address bit 28: Secure
     assert get_target("stm32u585").link_ram_bytes == 786 * 1024
+
+
+def test_cortex_m55_runs_on_the_an547():
+    m55 = get_target("cortex-m55")
+    assert (m55.qemu_machine, m55.fpu, m55.dsp) == ("mps3-an547", True, True)
+    # QEMU's AN547 boots from the 512 KB ITCM at 0x0 and has 4 MB of SRAM at 0x21000000.
+    board = BOARDS["mps3-an547"]
+    assert (board.flash_origin, board.flash_bytes) == (0x0, 512 * 1024)
+    assert (board.ram_origin, board.ram_bytes) == (0x21000000, 4 * MB)
+    for name in ("alif-e3", "stm32n657"):
+        t = get_target(name)
+        assert t.core == "cortex-m55" and t.qemu_machine == "mps3-an547"
+        assert t.link_flash_bytes == board.flash_bytes < t.flash_bytes
 
 
 def test_unknown_target_lists_known_names():

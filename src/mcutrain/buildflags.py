@@ -58,6 +58,8 @@ CORE_FLAGS: dict[str, tuple[str, ...]] = {
     # Armv8-M mainline; GCC's cortex-m33 includes the DSP extension (+nodsp removes it), so
     # __ARM_FEATURE_DSP selects the same SMLAD loops as on the M4. FPv5 single precision only.
     "cortex-m33": ("-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16"),
+    # -mcpu=cortex-m55 is armv8.1-m.main+mve.fp+fp.dp (GCC 12): __ARM_FEATURE_MVE=3, DSP, FPv5-D16.
+    "cortex-m55": ("-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard"),
 }
 """Code-generation flags per core when the target has an FPU (soft float otherwise)."""
 

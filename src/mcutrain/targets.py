@@ -1,7 +1,7 @@
 """Cortex-M targets: the chip a build is sized for and the QEMU board that runs it.
 
 A `Target` names what "it fits" means (the chip's RAM and Flash, checked by the linker) and
-where it runs (the MPS2 board QEMU emulates for that core). The generic targets here are
+where it runs (the MPS2/MPS3 board QEMU emulates for that core). The generic targets here are
 deliberately large so anything the board can hold links; real boards (rp2040, nrf52840,
 stm32f746, imxrt1062, stm32h743, nrf5340, stm32u585, rp2350) come from `targets.toml` beside
 this module (`BOARD_TARGETS`) and use the same dataclass (`Target.from_dict`); `get_target`
@@ -25,7 +25,7 @@ MB = 1024 * KB
 
 @dataclass(frozen=True)
 class Board:
-    """Memory of one QEMU MPS2 machine as QEMU 7.2 maps it (hw/arm/mps2.c, hw/arm/mps2-tz.c).
+    """Memory of one QEMU MPS2/MPS3 machine as QEMU 7.2 maps it (hw/arm/mps2.c, mps2-tz.c).
 
     The three Armv7-M FPGA images (AN385, AN386, AN500) map ZBT SSRAM1 (4 MB) at 0x0, where the
     vector table, code and constants go ("flash"), and ZBT SSRAM2&3 (4 MB) at 0x20000000 for
@@ -52,13 +52,17 @@ BOARDS: dict[str, Board] = {
     "mps2-an386": Board("mps2-an386", "cortex-m4", 0x0, 4 * MB, 0x20000000, 4 * MB),
     "mps2-an500": Board("mps2-an500", "cortex-m7", 0x0, 4 * MB, 0x20000000, 4 * MB),
     "mps2-an505": Board("mps2-an505", "cortex-m33", 0x10000000, 4 * MB, 0x38000000, 4 * MB),
+    # MPS3 AN547 (Cortex-M55 with MVE, SSE-300; hw/arm/mps2-tz.c `an547_raminfo`, hw/arm/armsse.c):
+    # the CPU boots from init-svtor 0x0, the 512 KB ITCM ("flash"); data goes to the 4 MB SRAM 2
+    # at 0x21000000 ("ram"; the 512 KB DTCM at 0x20000000 and the 2 MB SRAM at 0x01000000 unused).
+    "mps3-an547": Board("mps3-an547", "cortex-m55", 0x0, 512 * KB, 0x21000000, 4 * MB),
 }
 
-CORES = ("cortex-m0plus", "cortex-m4", "cortex-m7", "cortex-m33")
+CORES = ("cortex-m0plus", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")
 """Cores we compile for; each maps to one QEMU board (M0+ code is a subset of the M3's ISA)."""
 
 DEFAULT_MACHINE = {"cortex-m0plus": "mps2-an385", "cortex-m4": "mps2-an386", "cortex-m7": "mps2-an500",
-                   "cortex-m33": "mps2-an505"}
+                   "cortex-m33": "mps2-an505", "cortex-m55": "mps3-an547"}
 
 
 class TargetError(ValueError):
@@ -144,9 +148,11 @@ TARGETS: dict[str, Target] = {
         Target("cortex-m4", "cortex-m4", 64_000_000, 4 * MB, 4 * MB, True, True, "mps2-an386"),
         Target("cortex-m7", "cortex-m7", 600_000_000, 4 * MB, 4 * MB, True, True, "mps2-an500"),
         Target("cortex-m33", "cortex-m33", 160_000_000, 4 * MB, 4 * MB, True, True, "mps2-an505"),
+        Target("cortex-m55", "cortex-m55", 400_000_000, 4 * MB, 512 * KB, True, True, "mps3-an547"),
     )
 }
-"""Generic targets, one per core: memories as large as the QEMU board, so anything runnable links."""
+"""Generic targets, one per core: memories as large as the QEMU board, so anything runnable links
+(the M55's AN547 boots from a 512 KB ITCM, so its code and constants get no more)."""
 
 
 def parse_targets_toml(text: str) -> dict[str, dict[str, Any]]:

@@ -17,9 +17,14 @@ def test_quick_mcu_inference(arm_tools, tmp_path):
               log=lambda s: None)
     doc = json.loads((tmp_path / "r" / "mcu-inference.quick.json").read_text())
     assert list(doc) == ["benchmark", "rows", "layers", "meta"] and doc["layers"] == []
-    assert [(r["arch"], r["core"], r["kernels"], r["bit_exact"]) for r in doc["rows"]] == [
-        ("digits-cnn", "cortex-m4", "dsp", True), ("digits-cnn", "cortex-m33", "dsp", True)]
-    for row in doc["rows"]:
+    m4, m33, m55 = doc["rows"]
+    assert (m4["arch"], m4["core"], m4["kernels"], m4["bit_exact"]) == ("digits-cnn", "cortex-m4", "dsp",
+                                                                       True)
+    assert (m33["arch"], m33["core"], m33["kernels"], m33["bit_exact"]) == ("digits-cnn", "cortex-m33", "dsp",
+                                                                           True)
+    assert (m55["core"], m55["kernels"], m55["bit_exact"]) == ("cortex-m55", "dsp", True)
+    assert m55["instructions"] < m4["instructions"]         # the Helium twins, measured side by side
+    for row in (m4, m33, m55):
         assert row["instructions_per_mac"] == pytest.approx(row["instructions"] / row["macs"], abs=1e-3)
         assert row["est_cycles"] > 0 and row["flash_bytes"] > row["const_bytes"] > 0
     assert not (tmp_path / "d").exists()                 # quick runs never touch the docs

@@ -34,7 +34,8 @@ def test_reference_kernels_hold_no_dsp_code():
 
 
 def test_training_set_holds_every_file_once_under_its_own_name():
-    every = sorted(p for p in rf.RUNTIME_DIR.rglob("*.[ch]") if rf.DSP_FOLDER not in p.parts)
+    every = sorted(p for p in rf.RUNTIME_DIR.rglob("*.[ch]")
+                   if rf.DSP_FOLDER not in p.parts and rf.MVE_FOLDER not in p.parts)
     assert sorted(rf.runtime_paths("ref", training=True).values()) == every
     assert len({p.name for p in every}) == len(every)
 
@@ -65,3 +66,36 @@ def test_every_dsp_file_replaces_a_reference_of_its_name():
     for name in dsp:
         assert ref[name].parent.name != rf.DSP_FOLDER and fast[name].parent.name == rf.DSP_FOLDER, name
     assert rf.runtime_paths("dsp")["mt_linear_fwd_s8.c"].parent.name == rf.DSP_FOLDER
+
+
+def test_helium_build_takes_the_mve_twin_first_and_no_other_build_ships_one():
+    mve = {p.name for p in (rf.RUNTIME_DIR / rf.MVE_FOLDER).glob("*.[ch]")}
+    assert {"mt_mve.h", "mt_conv2d_fwd_s8.c", "mt_linear_fwd_s8.c"} <= mve
+    for training in (False, True):
+        helium = rf.runtime_paths("dsp", training=training, helium=True)
+        assert helium["mt_conv2d_fwd_s8.c"].parent.name == rf.MVE_FOLDER
+        assert helium["mt_mve.h"].parent.name == rf.MVE_FOLDER
+        assert helium["mt_conv2d_fwd_s8_s16.c"].parent.name == rf.DSP_FOLDER  # no twin: the DSP one
+        for kernels in rf.KERNEL_CHOICES:
+            plain = rf.runtime_paths(kernels, training=training)
+            assert all(p.parent.name != rf.MVE_FOLDER for p in plain.values())
+            assert "mt_mve.h" not in plain
+        assert set(helium) == set(rf.runtime_paths("dsp", training=training)) | {"mt_mve.h"}
+    # the reference build of a Helium core stays the reference
+    assert rf.runtime_paths("ref", helium=True) == rf.runtime_paths("ref")
+
+
+def test_helium_targets_are_the_mve_cores():
+    assert rf.helium_target("cortex-m55") and rf.helium_target("alif-e3") and rf.helium_target("stm32n657")
+    assert not rf.helium_target("cortex-m4") and not rf.helium_target("") and not rf.helium_target(None)
+
+
+def test_a_new_mve_file_needs_a_reference_or_the_mt_mve_prefix(tmp_path, monkeypatch):
+    root = tmp_path / "runtime"
+    shutil.copytree(rf.RUNTIME_DIR, root)
+    monkeypatch.setattr(rf, "RUNTIME_DIR", root)
+    (root / "mve" / "mt_mve_extra.h").write_text("/* shared */\n")
+    assert "mt_mve_extra.h" in rf.runtime_paths("dsp", helium=True)
+    (root / "mve" / "mt_orphan.c").write_text("/* no reference */\n")
+    with pytest.raises(rf.RuntimeLayoutError, match=r"mve/mt_orphan\.c has no reference"):
+        rf.runtime_paths("dsp", helium=True)

@@ -1,5 +1,6 @@
-"""The whole-step ZO test on emulated Cortex-M0+, M4, M7 and M33: `drivers/train_step.c` cross-built
-with the runtime, run under QEMU, bit-exact with `ZOMethod` after every step; the instructions of
+"""The whole-step ZO test on emulated Cortex-M0+, M4, M7, M33 and M55 (Helium twins):
+`drivers/train_step.c` cross-built with the runtime, run under QEMU, bit-exact with `ZOMethod` after
+every step; the instructions of
 one training step (between the step markers) are printed."""
 
 from __future__ import annotations
@@ -7,12 +8,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from test_train_kernels import compare_steps, zo_case
-from train_driver import DRIVERS, RUNTIME_INCLUDES, read_step_results, runtime_sources, write_step_file
+from train_driver import (
+    DRIVERS,
+    HELIUM_INCLUDES,
+    RUNTIME_INCLUDES,
+    read_step_results,
+    runtime_sources,
+    write_step_file,
+)
 
 from mcutrain.engines import int_engine
 from mcutrain.mcu import build, count_instructions
 
-CORES = ("cortex-m0plus", "cortex-m4", "cortex-m7", "cortex-m33")
+CORES = ("cortex-m0plus", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")
 
 
 
@@ -23,8 +31,10 @@ def test_zo_steps_on_cortex_m(arm_tools, tmp_path, core):
     data = [(int_engine.quantize_input(qm, x), y) for x, y in batches]
     write_step_file(tmp_path / "steps.bin", qm, cfg, data)
     kernels = "ref" if core == "cortex-m0plus" else "dsp"   # the DSP twins where the core has DSP
-    elf = build([DRIVERS / "train_step.c", *runtime_sources(kernels)], core, tmp_path / "train_step.elf",
-                include_dirs=RUNTIME_INCLUDES, defines=["MT_BOARD", "TS_ARENA_BYTES=(256*1024)"]).elf
+    helium = core == "cortex-m55"                            # and the MVE twins first on the M55
+    elf = build([DRIVERS / "train_step.c", *runtime_sources(kernels, helium)], core,
+                tmp_path / "train_step.elf", include_dirs=HELIUM_INCLUDES if helium else RUNTIME_INCLUDES,
+                defines=["MT_BOARD", "TS_ARENA_BYTES=(256*1024)"]).elf
     prof = count_instructions(elf, core, ["steps.bin", "out.bin"], cwd=tmp_path, timeout=300)
     assert prof.region is not None and prof.n_regions == steps
     results = read_step_results(tmp_path / "out.bin", qm, list(kinds), len(batches[0][1]), steps)

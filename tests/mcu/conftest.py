@@ -13,7 +13,7 @@ import pytest
 from mcutrain.mcu.toolchain import build
 
 PROGRAMS = Path(__file__).parent / "programs"
-CORES = ("cortex-m0plus", "cortex-m4", "cortex-m7", "cortex-m33")
+CORES = ("cortex-m0plus", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")
 
 
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from mcutrain.mcu.cycles import _register_count, classify, estimate_cycles
+from mcutrain.mcu.cycles import _register_count, classify, estimate_cycles, mve_class
 from mcutrain.mcu.disasm import load_disassembly
 from mcutrain.mcu.profile import Counts, count_instructions
 from mcutrain.targets import get_target
@@ -16,9 +16,20 @@ from mcutrain.targets import get_target
     ("bl", "call"), ("bx", "indirect_branch"), ("blx", "indirect_branch"),
     ("vadd.f32", "fp"), ("vfma.f32", "fp_mac"),
     ("vdiv.f32", "fp_div"), ("vldr", "fp_load_store"), ("dsb", "barrier"),
+    ("le", "branch"), ("letp", "branch"),
 ])
 def test_classify(mnemonic, cls):
     assert classify(mnemonic) == cls
+
+
+@pytest.mark.parametrize(("mnemonic", "operands", "cls"), [
+    ("vldrb.s8", "q0, [r0], #16", "mve_load_store"), ("vstrw.32", "q1, [r2]", "mve_load_store"),
+    ("vmlava.s8", "r0, q0, q1", "mve"), ("vmul.f32", "q0, q1, q2", "mve"),
+    ("vmul.f32", "s0, s1, s2", "fp"), ("vldr", "s0, [r0]", "fp_load_store"),
+])
+def test_mve_class(mnemonic, operands, cls):
+    base = mnemonic.split(".")[0]
+    assert mve_class(base, operands, classify(mnemonic)) == cls
 
 
 def test_register_count():
@@ -45,6 +56,8 @@ def _loop_counts(elf, profile) -> Counts:
     ("cortex-m7", lambda n: 3 * n + 1.5),
     # M33: charged the M4's figures (no per-instruction table published)            -> 5n + 3
     ("cortex-m33", lambda n: 5 * n + 3),
+    # M55: ALU at 1, taken 2, not taken 1, bx 2                                     -> 4n + 3
+    ("cortex-m55", lambda n: 4 * n + 3),
 ])
 def test_estimate_on_known_loop(dot_elfs, tmp_path, core, expect):
     n = 1000

@@ -1,7 +1,8 @@
 """FQT int8 libraries of "tflite"-rounding models under QEMU: Cortex-M0+ (reference kernels), M4, M7
-and M33 (DSP kernels) step bit-exactly with the simulated `FQT` (losses, logits, every state entry, the
-RNG after every step), trained whole, in the last layers and with partial updates, and a model with
-residual ADDs and a MEAN (MCUNet's last blocks) on the M4. Needs the ARM cross toolchain and QEMU."""
+and M33 (DSP kernels) and M55 (the Helium twins first) step bit-exactly with the simulated `FQT`
+(losses, logits, every state entry, the RNG after every step), trained whole, in the last layers and
+with partial updates, and a model with residual ADDs and a MEAN (MCUNet's last blocks) on the M4.
+Needs the ARM cross toolchain and QEMU."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from mcutrain.methods.fqt import FQT
 from mcutrain.methods.fqt_state import FQTConfig
 
 LR = 0.05
-RUNS = [("cortex-m0plus", "ref"), ("cortex-m4", "dsp"), ("cortex-m7", "dsp"), ("cortex-m33", "dsp")]
+RUNS = [("cortex-m0plus", "ref"), ("cortex-m4", "dsp"), ("cortex-m7", "dsp"), ("cortex-m33", "dsp"),
+        ("cortex-m55", "dsp")]
 
 
 def tflite_model(arch: str, shape=None):
@@ -45,7 +47,7 @@ def steps_on(tmp_path, qm, rng, cfg: FQTConfig, core: str, kernels: str, steps: 
         f.load_state(*state)
         return f
     lib = tmp_path / "lib"
-    res = export_training_library(new(), lib, batch=1, kernels=kernels)
+    res = export_training_library(new(), lib, batch=1, kernels=kernels, target=core)  # M55: the MVE twins
     b = build_mcu_train(lib, core, tmp_path / "t.elf", kernels=kernels)
     rest = batches[warm:]
     mcu, prof, _ = run_mcu_train(b.elf, core, [(quantize_input(new(), bx), by) for bx, by in rest], LR,

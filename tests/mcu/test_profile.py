@@ -13,7 +13,8 @@ from .conftest import CORES
 
 def _loop_shape(elf, name: str) -> tuple[int, int, int]:
     """(before, body, after) instruction counts of a function with one loop (one conditional
-    backward branch; an unconditional backward jump to shared exit code is not a loop)."""
+    backward branch, or an Armv8.1-M loop end LE; an unconditional backward jump to shared exit
+    code is not a loop)."""
     dis = load_disassembly(elf)
     lo, hi = dis.symbol(name)
     sel = (dis.address >= lo) & (dis.address < hi)
@@ -22,8 +23,8 @@ def _loop_shape(elf, name: str) -> tuple[int, int, int]:
     ops = [o for o, s in zip(dis.operands, sel) if s]
     back = []
     for i, (m, o) in enumerate(zip(mnems, ops)):
-        t = re.match(r"([0-9a-f]+) <", o)
-        conditional = m.startswith(("b", "cb")) and m not in ("b", "bl", "blx", "bx")
+        t = re.search(r"([0-9a-f]+) <", o)
+        conditional = (m.startswith(("b", "cb")) and m not in ("b", "bl", "blx", "bx")) or m in ("le", "letp")
         if conditional and t and lo <= int(t.group(1), 16) < int(addrs[i]):
             back.append((i, int(t.group(1), 16)))
     assert len(back) == 1, f"{name}: expected one loop, found backward branches {back}"

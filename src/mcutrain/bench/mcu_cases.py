@@ -10,11 +10,12 @@ import argparse
 from dataclasses import dataclass, field
 
 BOARDS = {"cortex-m0plus": "rp2040", "cortex-m4": "nrf52840", "cortex-m7": "imxrt1062",
-          "cortex-m33": "nrf5340"}
+          "cortex-m33": "nrf5340", "cortex-m55": "alif-e3"}
 """The board whose clock (and RAM, for the planner's fit) each core's rows are quoted at."""
 
 ALL_RUNS = (("cortex-m0plus", "ref"), ("cortex-m4", "ref"), ("cortex-m4", "dsp"), ("cortex-m7", "ref"),
-            ("cortex-m7", "dsp"), ("cortex-m33", "ref"), ("cortex-m33", "dsp"))
+            ("cortex-m7", "dsp"), ("cortex-m33", "ref"), ("cortex-m33", "dsp"), ("cortex-m55", "dsp"))
+"""Every core; the M55's 'dsp' build is its Helium one (the MVE twins first, the DSP ones elsewhere)."""
 M7_RUNS = (("cortex-m7", "ref"), ("cortex-m7", "dsp"))
 
 SEED_SMALL_MS = {"cortex-m0plus": 817.1, "cortex-m4": 897.6, "cortex-m7": 35.4}

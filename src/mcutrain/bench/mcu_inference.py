@@ -1,15 +1,16 @@
 """Int8 inference on emulated Cortex-M cores: exact instructions per MAC, reference vs DSP kernels.
 
 For each architecture (default: `small-cnn`, He init, PTQ on seeded random inputs), the
-generated C library is cross-compiled for Cortex-M0+, M4, M7 and M33 with the portable reference
-kernels and, where the core has the DSP extension, the DSP kernels; QEMU runs a few samples and
+generated C library is cross-compiled for Cortex-M0+, M4, M7, M33 and M55 with the portable
+reference kernels and, where the core has the DSP extension, the DSP kernels (on the M55 the Helium
+twins first); QEMU runs a few samples and
 the instruction-count plugin counts every executed instruction inside `model_predict` (file I/O
 excluded). Instruction counts are exact and deterministic (not timings, so a loaded machine
 does not disturb them); cycles and milliseconds come from the instruction-mix model of
 `mcutrain.mcu.cycles` and are estimates. Every row also checks the logits against the golden
 engine (bit_exact).
 
-Per layer (`--per-layer`, DSP kernels on M4 and M7, first architecture): the network cut after
+Per layer (`--per-layer`, DSP kernels on M4, M7 and M55, first architecture): the network cut after
 each layer is run alone and consecutive totals are differenced, so each layer's count includes
 its kernels' set-up but no other layer's work.
 
@@ -17,8 +18,8 @@ Run: ``mcutrain bench mcu-inference`` (small-cnn, digits-cnn and mnist1d-cnn, 2 
 per layer for small-cnn: the settings of the committed result) writes
 `benchmarks/results/mcu-inference.json` and the page `docs/benchmarks-mcu-inference.md` (a page
 of its own, not a block of benchmarks.md). ``--quick`` (digits-cnn, one sample, M4 and M33 DSP
-kernels only, no per-layer rows) writes `mcu-inference.quick.json` and leaves the docs alone. Needs the ARM
-cross toolchain and QEMU.
+and M55 Helium kernels only, no per-layer rows) writes `mcu-inference.quick.json` and leaves the
+docs alone. Needs the ARM cross toolchain and QEMU.
 """
 
 from __future__ import annotations
@@ -43,7 +44,9 @@ from mcutrain.targets import get_target
 
 PAGE = "benchmarks-mcu-inference.md"
 RUNS = (("cortex-m0plus", "ref"), ("cortex-m4", "ref"), ("cortex-m4", "dsp"), ("cortex-m7", "ref"),
-        ("cortex-m7", "dsp"), ("cortex-m33", "ref"), ("cortex-m33", "dsp"))
+        ("cortex-m7", "dsp"), ("cortex-m33", "ref"), ("cortex-m33", "dsp"), ("cortex-m55", "ref"),
+        ("cortex-m55", "dsp"))
+"""The M55's 'dsp' run is its Helium build: the MVE twins first, the DSP twins elsewhere."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,7 @@ class Settings:
 
 FULL = Settings()
 QUICK = Settings(archs=("digits-cnn",), samples=1, per_layer=False,
-                 runs=(("cortex-m4", "dsp"), ("cortex-m33", "dsp")))
+                 runs=(("cortex-m4", "dsp"), ("cortex-m33", "dsp"), ("cortex-m55", "dsp")))
 
 
 def measure(arch: str, samples: int, seed: int, runs: tuple[tuple[str, str], ...] = RUNS,
@@ -163,7 +166,8 @@ def run_mcu_inference(work: Path, results: Path, quick: bool, log, docs: Path) -
     """Int8 inference in QEMU: exact instructions per MAC on M0+/M4/M7/M33, reference vs DSP kernels."""
     st = QUICK if quick else FULL
     rows = [r for arch in st.archs for r in measure(arch, st.samples, st.seed, st.runs, log)]
-    layers = ([r for t in ("cortex-m4", "cortex-m7") for r in per_layer(st.archs[0], t, "dsp", st.seed, log)]
+    layers = ([r for t in ("cortex-m4", "cortex-m7", "cortex-m55")
+               for r in per_layer(st.archs[0], t, "dsp", st.seed, log)]
               if st.per_layer else [])
     path = files.write_results(results, "mcu-inference", rows, quick, layers=layers,
                                 meta={"mcutrain": __version__, "python": platform.python_version(),

@@ -287,12 +287,16 @@ def qparams_comment(qm: QuantModel, tensor: str) -> str:
 
 
 def emit_model(qm: QuantModel, kernels: str = "dsp", planner: str = "greedy",
-               plan: ArenaPlan | None = None, provenance: str = "") -> ModelSource:
-    """Generate model.h and model.c for `qm` (batch 1), planned for `kernels` ('dsp' or 'ref')."""
+               plan: ArenaPlan | None = None, provenance: str = "", widen: bool = True) -> ModelSource:
+    """Generate model.h and model.c for `qm` (batch 1), planned for `kernels` ('dsp' or 'ref').
+
+    `widen=False` keeps every weight int8 in the plain layout even for 'dsp': the Helium kernels
+    read int8 weights sixteen at a time, so a library for an MVE core is exported without the
+    DSP kernels' int16 widening (its plan's scratch still covers what its kernels ask for)."""
     check_supported(qm)
     g = qm.graph
     plan = plan or plan_inference_arena(g, kernels=kernels, planner=planner)
-    em = InferenceEmitter(qm, plan, widen=True)
+    em = InferenceEmitter(qm, plan, widen=widen)
     blocks: list[str] = []
     scratch_checks: list[str] = []
     for i, n in enumerate(g.nodes):

@@ -33,7 +33,7 @@ from mcutrain.codegen.emit import ModelSource, emit_model
 from mcutrain.codegen.examples import LibraryFacts, example_files
 from mcutrain.codegen.prefix import LIBRARY_NAME, prefixed_files
 from mcutrain.codegen.rounding_c import CONFIG_HEADER, config_header, fqt_rounding
-from mcutrain.codegen.runtime_files import runtime_files
+from mcutrain.codegen.runtime_files import helium_target, runtime_files
 from mcutrain.codegen.templates import render
 from mcutrain.io import atomic_write_bytes
 from mcutrain.qmodel import QuantModel
@@ -70,9 +70,10 @@ def export_library(qm: QuantModel, out_dir: str | Path, kernels: str = "dsp", pl
     """Generate the library for `qm` into `out_dir` (created if needed); `prefix` see the module doc,
     `examples` the firmware layouts of `codegen/examples.py` ('arduino', 'baremetal-nrf52840', ...)."""
     out = Path(out_dir)
-    src = emit_model(qm, kernels=kernels, planner=planner, provenance=provenance)
+    helium = kernels == "dsp" and helium_target(target)
+    src = emit_model(qm, kernels=kernels, planner=planner, provenance=provenance, widen=not helium)
     files: dict[str, str] = {"model.h": src.header, "model.c": src.source, **harness_sources(training=False)}
-    for name, text in runtime_files(kernels).items():
+    for name, text in runtime_files(kernels, helium=helium).items():
         files[f"runtime/{name}"] = text
     files[f"runtime/{CONFIG_HEADER}"] = config_header(qm.rounding)
     files.update(build_files(kernels, training=False, prefix=prefix, target=target))
@@ -101,7 +102,8 @@ def export_training_library(method, out_dir: str | Path, batch: int = 1, kernels
     out = Path(out_dir)
     src = emit_training(method, batch=batch, kernels=kernels, provenance=provenance)
     files: dict[str, str] = {"model.h": src.header, "model.c": src.source, **harness_sources(training=True)}
-    for name, text in runtime_files(kernels, training=True).items():
+    helium = kernels == "dsp" and helium_target(target)
+    for name, text in runtime_files(kernels, training=True, helium=helium).items():
         files[f"runtime/{name}"] = text
     rounding = method.qm.rounding if hasattr(method, "qm") else fqt_rounding(method)   # FQT: no qm
     files[f"runtime/{CONFIG_HEADER}"] = config_header(rounding)

@@ -8,6 +8,8 @@ The runtime is laid out the way TensorFlow Lite Micro lays out its kernels:
                           zo/ (zeroth order), qas/ (BP-QAS), fqt/ (fully quantized training)
     runtime/dsp/          optimized kernels for cores with the DSP extension, each the SAME file
                           name as the reference (in nn/ or train/) it replaces in a DSP build
+    runtime/mve/          Helium (MVE) kernels for cores with the vector extension (Cortex-M55),
+                          again same-named twins, plus their shared `mt_mve*.h` headers
 
 The rule, per file name: a DSP build (`kernels='dsp'`) takes `dsp/NAME` where it exists and the
 reference otherwise; a reference build takes the reference. An inference library ships
@@ -17,7 +19,12 @@ without the extension, or `-DMT_KERNELS_REF`), so a DSP library still builds eve
 reference `.c` holds no DSP code; what a twin shares with it is in an always-inline `NAME_ref.h`
 beside the reference, and a file that is all DSP keeps an empty reference unit of its name.
 
-Every name is unique across the folders (apart from the DSP twins), so an exported library holds
+A Helium build (`helium=True`: a DSP build for an MVE core, `helium_target`) takes `mve/NAME`
+before `dsp/NAME`; an MVE twin runs the reference body where it does not apply (and when `MT_MVE`
+is 0), so its library too builds, with the same results, everywhere. No other build ships an
+`mve/` file, so the libraries of the other cores are unchanged by them.
+
+Every name is unique across the folders (apart from the twins), so an exported library holds
 the chosen set in one flat `runtime/` folder and its Makefile and CMake files need no list.
 
 Example:
@@ -31,6 +38,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mcutrain.targets import Target, get_target
+
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
 """The runtime sources shipped in the package."""
 
@@ -39,6 +48,12 @@ INFERENCE_FOLDERS = ("include", "nn")
 
 DSP_FOLDER = "dsp"
 """Same-named optimized twins, chosen per file name by a DSP build."""
+
+MVE_FOLDER = "mve"
+"""Same-named Helium twins (and their `mt_mve*.h` headers), chosen by a Helium build."""
+
+HELIUM_CORES = ("cortex-m55",)
+"""Cores with the M-profile Vector Extension, whose DSP builds take the `mve/` twins."""
 
 KERNEL_CHOICES = ("ref", "dsp")
 """`kernels=` of every build: the portable reference files, or the DSP twins where they exist."""
@@ -56,7 +71,7 @@ def _reference_paths(training: bool) -> dict[str, Path]:
     roots = [RUNTIME_DIR / f for f in INFERENCE_FOLDERS]
     if training:
         roots += [p for p in sorted(RUNTIME_DIR.iterdir()) if p.is_dir() and p.name not in
-                  (*INFERENCE_FOLDERS, DSP_FOLDER)]
+                  (*INFERENCE_FOLDERS, DSP_FOLDER, MVE_FOLDER)]
     out: dict[str, Path] = {}
     for root in roots:
         for p in _sources(root):
@@ -67,10 +82,16 @@ def _reference_paths(training: bool) -> dict[str, Path]:
     return out
 
 
-def runtime_paths(kernels: str = "ref", training: bool = False) -> dict[str, Path]:
+def helium_target(target: str | Target | None) -> bool:
+    """Whether a library for `target` (a name, a Target, or ''/None for any core) is a Helium build."""
+    return bool(target) and get_target(target).core in HELIUM_CORES
+
+
+def runtime_paths(kernels: str = "ref", training: bool = False, helium: bool = False) -> dict[str, Path]:
     """File name -> the package file a build with `kernels` ('ref' or 'dsp') compiles, sorted by name.
 
     `training=False` is the inference set (`include/`, `nn/`); `training=True` adds `train/`.
+    `helium` (with 'dsp') takes the `mve/` twins first and adds their headers.
     """
     if kernels not in KERNEL_CHOICES:
         raise ValueError(f"kernels must be one of {', '.join(KERNEL_CHOICES)}, not {kernels!r}")
@@ -81,19 +102,26 @@ def runtime_paths(kernels: str = "ref", training: bool = False) -> dict[str, Pat
             raise RuntimeLayoutError(f"dsp/{p.name} has no reference file of the same name in nn/ or train/")
         if kernels == "dsp" and p.name in paths:
             paths[p.name] = p
+    for p in _sources(RUNTIME_DIR / MVE_FOLDER) if (RUNTIME_DIR / MVE_FOLDER).is_dir() else []:
+        own_header = p.name.startswith("mt_mve") and p.suffix == ".h"
+        if p.name not in every and not own_header:
+            raise RuntimeLayoutError(f"mve/{p.name} has no reference file of the same name in nn/ or "
+                                     "train/ (only mt_mve*.h headers may be new)")
+        if kernels == "dsp" and helium and (p.name in paths or own_header):
+            paths[p.name] = p
     return dict(sorted(paths.items()))
 
 
-def runtime_files(kernels: str = "ref", training: bool = False) -> dict[str, str]:
+def runtime_files(kernels: str = "ref", training: bool = False, helium: bool = False) -> dict[str, str]:
     """File name -> text of the runtime a build with `kernels` uses (what an exported library ships)."""
-    return {name: p.read_text() for name, p in runtime_paths(kernels, training).items()}
+    return {name: p.read_text() for name, p in runtime_paths(kernels, training, helium).items()}
 
 
-def runtime_sources(kernels: str = "ref", training: bool = False) -> list[str]:
+def runtime_sources(kernels: str = "ref", training: bool = False, helium: bool = False) -> list[str]:
     """The `.c` file names a build compiles, in name order (the headers come with them)."""
-    return [n for n in runtime_paths(kernels, training) if n.endswith(".c")]
+    return [n for n in runtime_paths(kernels, training, helium) if n.endswith(".c")]
 
 
-def include_dirs(kernels: str = "ref", training: bool = True) -> list[Path]:
+def include_dirs(kernels: str = "ref", training: bool = True, helium: bool = False) -> list[Path]:
     """Every package folder holding a header of the set: `-I` these to compile in place."""
-    return sorted({p.parent for n, p in runtime_paths(kernels, training).items() if n.endswith(".h")})
+    return sorted({p.parent for n, p in runtime_paths(kernels, training, helium).items() if n.endswith(".h")})

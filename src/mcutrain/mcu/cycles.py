@@ -27,7 +27,7 @@ from mcutrain.targets import Target, get_target
 
 CLASSES = ("alu", "mul", "mac", "mul_long", "div", "dsp", "load", "store", "load_multiple",
            "branch_taken", "branch_not_taken", "call", "indirect_branch", "fp", "fp_mac", "fp_div",
-           "fp_load_store", "barrier", "other")
+           "fp_load_store", "barrier", "other", "mve", "mve_load_store")
 
 
 @dataclass(frozen=True)
@@ -76,11 +76,27 @@ TIMINGS: dict[str, CoreTiming] = {
         source="approximation: the Cortex-M4 figures (Arm publishes no per-instruction cycle table "
                "for the M33, TRM 100230; like the M4 it is a 3-stage pipeline with single-cycle "
                "MAC and DSP SIMD); its limited dual issue of 16-bit instructions is not modelled"),
+    "cortex-m55": CoreTiming(
+        "cortex-m55",
+        dict(alu=1, mul=1, mac=1, mul_long=1, div=7, dsp=1, load=1, store=1, load_multiple=1,
+             branch_taken=2, branch_not_taken=1, call=2, indirect_branch=2, fp=1, fp_mac=1, fp_div=16,
+             fp_load_store=1, barrier=3, other=1, mve=2, mve_load_store=1),
+        per_register=0.5, pop_pc_extra=1,
+        source="approximation: Cortex-M55 Software Optimization Guide (Arm 102692): 4-stage pipeline, "
+               "64-bit loads (two registers per cycle), dual-beat MVE (a 128-bit vector operation "
+               "takes two beats; a vector load or store overlaps the beats of a neighbouring "
+               "operation, charged one); a low-overhead loop's LE counted as a branch"),
 }
 
 _COND = "eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le|al"
 _BRANCH_RE = re.compile(rf"^b({_COND})?$")
 _CBZ_RE = re.compile(r"^cbn?z$")
+_LOOP_END_RE = re.compile(r"^le(tp)?$")
+"""Armv8.1-M low-overhead loop ends (LE, LETP): conditional backward branches on LR."""
+_MVE_LOAD_STORE = frozenset("vldrb vldrh vldrw vldrd vstrb vstrh vstrw vstrd vld20 vld21 vld40 vld41 "
+                            "vld42 vld43 vst20 vst21 vst40 vst41 vst42 vst43".split())
+_Q_REGISTER = re.compile(r"\bq\d")
+"""An operand naming a 128-bit Q register: the instruction is an MVE (Helium) one."""
 _CALL_RE = re.compile(rf"^bl({_COND})?$")
 _INDIRECT_RE = re.compile(rf"^(blx|bx)({_COND})?$")
 _COND_SUFFIX_RE = re.compile(rf"({_COND})$")
@@ -113,7 +129,7 @@ for _names, _cls in (
 def classify(mnemonic: str) -> str:
     """Class of one objdump mnemonic (condition codes, `.f32`-style types and the S flag removed)."""
     m = mnemonic.split(".")[0]
-    if _BRANCH_RE.match(m) or _CBZ_RE.match(m):
+    if _BRANCH_RE.match(m) or _CBZ_RE.match(m) or _LOOP_END_RE.match(m):
         return "branch"
     if _CALL_RE.match(m):
         return "call"
@@ -124,6 +140,14 @@ def classify(mnemonic: str) -> str:
             if c in _BASE_CLASS:
                 return _BASE_CLASS[c]
     return "alu" if m and not m.startswith("v") else "fp"
+
+
+def mve_class(base: str, operands: str, cls: str) -> str:
+    """'mve_load_store' or 'mve' for a Helium instruction (a Q register operand, or a VLDRx/VSTRx/
+    VLDn/VSTn), `cls` otherwise; only the M55 runs them, other cores charge them as floats."""
+    if base in _MVE_LOAD_STORE:
+        return "mve_load_store"
+    return "mve" if _Q_REGISTER.search(operands) else cls
 
 
 def _register_count(operands: str) -> int:
@@ -159,14 +183,16 @@ def _static_tables(dis: Disassembly, core: str) -> _Static:
     for i, (mn, ops) in enumerate(zip(dis.mnemonic, dis.operands)):  # static code, once per binary
         c = classify(mn)
         base = mn.split(".")[0]
+        if c.startswith("fp") or base in _MVE_LOAD_STORE:
+            c = mve_class(base, ops, c)
         if c == "branch":
             is_cond = base not in ("b", "bal")
             cond[i], uncond[i], cls[i] = is_cond, not is_cond, -1
             continue
         cls[i] = CLASSES.index(c)
-        cyc = t.cycles[c]
+        cyc = t.cycles.get(c, t.cycles["fp"])
         if c == "load_multiple" or (c == "fp_load_store" and "{" in ops):
-            cyc = t.cycles[c] + t.per_register * _register_count(ops)
+            cyc = cyc + t.per_register * _register_count(ops)
             if "pc" in ops and base.startswith(("pop", "ldm")):
                 cyc += t.pop_pc_extra
         fixed[i] = cyc

@@ -72,7 +72,9 @@ def load_disassembly(elf: str | Path) -> Disassembly:
 @functools.lru_cache(maxsize=16)
 def _load(path: str, size: int, mtime_ns: int) -> Disassembly:
     tools = find_toolchain()
-    dump = subprocess.run([tools.objdump, "-d", path],
+    # NOTE: `-m armv8.1-m.main` decodes Helium (MVE) instructions, which objdump otherwise shows as
+    # coprocessor ones (cdp, ldc) in a linked image; every older Cortex-M's Thumb code decodes the same.
+    dump = subprocess.run([tools.objdump, "-d", "-m", "armv8.1-m.main", path],
                           capture_output=True, text=True, check=True).stdout
     addr, sz, mn, ops = [], [], [], []
     for line in dump.splitlines():

@@ -117,11 +117,12 @@ static int mt_read_args(void)
 
 void Reset_Handler(void)
 {
-#if defined(__ARM_FP)
-    /* CPACR (0xE000ED88): full access to CP10 and CP11, i.e. enable the FPU before any VFP code. */
+#if defined(__ARM_FP) || defined(__ARM_FEATURE_MVE)
+    /* CPACR (0xE000ED88): full access to CP10 and CP11, i.e. enable the FPU before any VFP code;
+       on Armv8.1-M the same two fields enable the Helium (MVE) vector instructions. */
     *(volatile uint32_t *)0xE000ED88u |= (0xFu << 20);
     __asm__ volatile("dsb\n\tisb" ::: "memory");
-#endif /* defined(__ARM_FP) */
+#endif /* defined(__ARM_FP) || defined(__ARM_FEATURE_MVE) */
     memcpy(&__data_start__, &__data_load__,
            (size_t)((char *)&__data_end__ - (char *)&__data_start__));
     memset(&__bss_start__, 0, (size_t)((char *)&__bss_end__ - (char *)&__bss_start__));
