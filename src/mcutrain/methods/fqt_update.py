@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mcutrain.engines import fqt_kernels as K
 from mcutrain.graph import Node
 from mcutrain.methods.fqt_common import (
     F32,
@@ -58,11 +59,11 @@ class FQTUpdate:
         g2[:, :-1] = g.reshape(o, -1)
         g2[:, -1] = gb.reshape(o)
         kk = F32(g2.shape[1])
-        run = np.empty_like(g2)
-        mu_b = self._row_sums(g2, run) / kk
-        np.subtract(g2, mu_b[:, None], out=run)
-        run *= run
-        var_b = self._row_sums(run, run) / kk
+        cols = np.ascontiguousarray(g2.T)           # (K + 1, O): the sums run down its columns
+        mu_b = self._column_sums(cols) / kk
+        cols -= mu_b
+        cols *= cols                                # (g - mu)^2, elementwise as in C
+        var_b = self._column_sums(cols) / kk
         sd_b = np.sqrt(var_b).astype(F32)
         st = self.norm.setdefault(name, {"mu": np.zeros(o, F32), "sd": np.zeros(o, F32),
                                          "init": np.zeros(o, bool)})
@@ -81,16 +82,17 @@ class FQTUpdate:
         return ghat[:, :-1], ghat[:, -1].copy()
 
     @staticmethod
-    def _row_sums(a: np.ndarray, work: np.ndarray) -> np.ndarray:
-        """Per-row float32 sums from +0.0 in index order (`K.seq_sum(a, 1)`), `work` a scratch of a's shape.
+    def _column_sums(cols: np.ndarray) -> np.ndarray:
+        """float32 sums of each column of a C-contiguous (K, O) array from +0.0 in row order.
 
-        NOTE: ufunc.accumulate along the rows is a strictly sequential loop, the order
-        seq_sum gets from a reduction over a transposed copy: the same bits, no transpose.
+        `K.seq_sum(g2, 1)` of the (O, K) array `cols` transposes, without its copy: a
+        reduction over the outer axis adds the rows in turn (numpy sums pairwise only along
+        the contiguous axis), which needs O >= 2 columns; one column goes to seq_sum's
+        strictly sequential accumulate.
         """
-        if a.shape[1] == 0:
-            return np.zeros(a.shape[0], F32)
-        np.add.accumulate(a, axis=1, out=work)
-        return (work[:, -1] + F32(0)).astype(F32)   # "+ 0": a -0.0 sum becomes +0.0, as in C
+        if cols.shape[1] < 2 or cols.shape[0] == 0:
+            return K.seq_sum(cols, 0)
+        return (np.add.reduce(cols, axis=0) + F32(0)).astype(F32)   # "+ 0": -0.0 becomes +0.0, as in C
 
     def _update_layer(self, n: Node, grads: tuple, lr: F32) -> None:
         name = n.name
