@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mcutrain.engines import int_engine
+from mcutrain.engines import int_engine, ordered_sparse
 from mcutrain.engines import ste_kernels as sk
 
 F0 = np.float32(0.0)
@@ -154,6 +154,7 @@ def block(request, monkeypatch):
     if size is not None:
         monkeypatch.setattr(sk, "BLOCK", size)
         monkeypatch.setattr(sk, "BIG_BLOCK", size)
+        monkeypatch.setattr(ordered_sparse, "ROW_BLOCK_FLOATS", size)
     if sparse:
         monkeypatch.setattr(sk, "SPARSE_DENSITY", 2.0)
         monkeypatch.setattr(sk, "SPARSE_MIN_FAN_IN", 1)

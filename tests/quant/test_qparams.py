@@ -203,3 +203,30 @@ def test_ema_range() -> None:
         EmaRange(0.0)
     with pytest.raises(ValueError, match="exceeds"):
         EmaRange(0.1).update(1.0, 0.0)
+
+
+def test_per_tensor_ranges_give_the_bits_of_the_per_channel_rule():
+    """A per-tensor range runs a scalar form of `qparams_from_range`: the same scale and zero
+    point, bit for bit, as a one-channel range through the array form, tricky bounds included."""
+    rng = np.random.default_rng(5)
+    tricky = [0.0, -0.0, 1e-45, -1e-45, float(MIN_SCALE), 3e-39, 1.0, -1.0, 0.5, 127.5, -128.5, 1e30,
+              -1e30, 3.4e38, -3.4e38]
+    values = tricky + list(rng.standard_normal(40) * 10.0 ** rng.integers(-30, 30, 40))
+    pairs = [(a, b) for a in values for b in values if a <= b]
+    checked = 0
+    for lo, hi in pairs:
+        for dtype in ("int8", "uint8"):
+            for symmetric in (False, True):
+                try:
+                    want = qparams_from_range(np.array([lo]), np.array([hi]), dtype, symmetric)
+                except ValueError:
+                    with pytest.raises(ValueError):
+                        qparams_from_range(lo, hi, dtype, symmetric)
+                    continue
+                got = qparams_from_range(lo, hi, dtype, symmetric)
+                assert got.scale.shape == () and got.zero_point.shape == ()
+                assert got.scale.dtype == np.float32 and got.zero_point.dtype == np.int32
+                assert got.scale.tobytes() == want.scale[0].tobytes(), (lo, hi, dtype, symmetric)
+                assert int(got.zero_point) == int(want.zero_point[0]), (lo, hi, dtype, symmetric)
+                checked += 1
+    assert checked > 1000

@@ -126,6 +126,20 @@ def acc_dtype(mode: str) -> type:
     return np.int64 if mode in INT_MODES else np.float32
 
 
+def tap_dtype(mode: str, terms: int, a_max: int, b_max: int) -> np.dtype:
+    """Accumulator dtype of a depthwise tap loop: float32 for the float modes; for the integer
+    modes the cheapest exact one for `terms` products of |a| <= a_max, |b| <= b_max (every
+    partial sum is at most terms * a_max * b_max: e.g. 3x3 taps, 9 * 255 * 127 < 2^24 is float32)."""
+    if mode not in INT_MODES:
+        return np.dtype(np.float32)
+    return gemm_dtype(terms * a_max * b_max)
+
+
+def _as_mode(acc: np.ndarray, mode: str) -> np.ndarray:
+    """Exact integers in a float dtype as the mode returns them: int64 for "int", as they are else."""
+    return acc.astype(np.int64) if mode == "int" and acc.dtype.kind == "f" else acc
+
+
 # ---------------------------------------------------------------- requantization
 
 
@@ -241,12 +255,14 @@ def conv2d_fwd_acc(xc: np.ndarray, wc: np.ndarray, stride: tuple[int, int],
     if groups > 1 and cig == 1:
         m = o // c
         xp = pad_nhwc(np.repeat(xc, m, axis=3) if m > 1 else xc, padding, 0)
-        dt = acc_dtype(mode)
+        dt = tap_dtype(mode, kh * kw, abs_max(xc) if x_max is None else x_max, abs_max(wc))
         acc = np.zeros((n, ho, wo, o), dt)
+        tmp = np.empty_like(acc)
         wt = wc.astype(dt)
         for i, j, view in tap_views(xp, (kh, kw), stride, (ho, wo)):
-            acc += view.astype(dt) * wt[:, i, j, 0]
-        return acc
+            np.multiply(view, wt[:, i, j, 0], out=tmp, dtype=dt, casting="unsafe")   # exact values
+            acc += tmp
+        return _as_mode(acc, mode)
     cols = im2col(xc, (kh, kw), stride, padding, 0)
     if keep is not None:
         keep["cols"] = cols
@@ -296,16 +312,20 @@ def conv2d_bwd_in_acc(ec: np.ndarray, wc: np.ndarray, in_shape: tuple[int, int, 
         m = o // c
         pt, pb, pl, pr = padding
         ho, wo = ec.shape[1:3]
+        # each input element gets at most kh * kw terms, and m of them summed per channel
+        dt = tap_dtype(mode, kh * kw * m, abs_max(ec) if e_max is None else e_max, abs_max(wc))
         dxp = np.zeros((n, h + pt + pb, w + pl + pr, o), dt)
         wt = wc.astype(dt)
         e = ec.astype(dt)
+        tmp = np.empty_like(e)
         for i, j, view in tap_views(dxp, (kh, kw), stride, (ho, wo)):
-            view += e * wt[:, i, j, 0]
+            np.multiply(e, wt[:, i, j, 0], out=tmp)
+            view += tmp
         dx = dxp[:, pt:pt + h, pl:pl + w, :]
         if m > 1:
             d5 = dx.reshape(n, h, w, c, m)
             dx = d5.sum(-1) if mode in INT_MODES else seq_sum(d5, 4)
-        return np.ascontiguousarray(dx)
+        return _as_mode(np.ascontiguousarray(dx), mode)
     e2 = ec.reshape(-1, o)
     gm = "int-float" if mode in INT_MODES else mode
     if groups == 1 and mode in INT_MODES and (kh, kw) != (1, 1):
@@ -327,6 +347,10 @@ def conv2d_bwd_in_acc(ec: np.ndarray, wc: np.ndarray, in_shape: tuple[int, int, 
         wg = wc.reshape(groups, opg, kh * kw * cig)
         dg = matmul(eg, wg, gm, e_max)
         dcols = dg.reshape(groups, -1, kh * kw, cig).transpose(1, 2, 0, 3).reshape(e2.shape[0], -1)
+    if (kh, kw) == (1, 1) and tuple(stride) == (1, 1) and not any(padding):
+        # NOTE: a pointwise conv's input error is the GEMM itself (no taps to add): exact as the
+        # GEMM left it, so no float64 copy and no col2im copy
+        return _as_mode(dcols.reshape(in_shape), mode)
     if mode in INT_MODES:   # NOTE: exact: |dcols| * kh * kw < 2^53 for every int32-bounded accumulator
         dx = col2im(dcols.astype(np.float64, copy=False), in_shape, (kh, kw), stride, padding)
         return dx.astype(np.int64) if mode == "int" else dx
@@ -350,12 +374,17 @@ def conv2d_bwd_w_acc(xc: np.ndarray, ec: np.ndarray, w_shape: tuple[int, ...],
     if groups > 1 and cig == 1:
         m = o // xc.shape[3]
         xp = pad_nhwc(np.repeat(xc, m, axis=3) if m > 1 else xc, padding, 0)
-        dt = acc_dtype(mode)
+        # one weight's gradient sums p products per sample, n * p over the batch
+        dt = tap_dtype(mode, n * p, abs_max(xc) if x_max is None else x_max,
+                       abs_max(ec) if e_max is None else e_max)
         out = np.zeros((n, o, kh, kw, 1), dt)
         e = ec.astype(dt)
+        prod = np.empty((n, ho, wo, o), dt)
         for i, j, view in tap_views(xp, (kh, kw), stride, (ho, wo)):
-            prod = (view.astype(dt) * e).reshape(n, p, o)
-            out[:, :, i, j, 0] = seq_sum(prod, 1) if mode == "f32seq" else prod.sum(1)
+            np.multiply(view, e, out=prod, dtype=dt, casting="unsafe")     # exact values
+            p3 = prod.reshape(n, p, o)
+            out[:, :, i, j, 0] = seq_sum(p3, 1) if mode == "f32seq" else p3.sum(1)
+        out = _as_mode(out, mode)
         return out if per_sample else _batch_sum(out, mode)
     if cols is None:
         cols = im2col(xc, (kh, kw), stride, padding, 0)      # (N*P, K)

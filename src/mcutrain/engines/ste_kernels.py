@@ -36,7 +36,8 @@ vectorized multiply and one add over everything else: the C order without a
 Python loop over elements. Padded taps of the weight gradient add +-0, which
 changes no sum of finite terms (C skips them); for the same reason the conv
 kernels may skip zero errors (most are zero after relu masks and maxpool
-routing), which changes no bit of the result.
+routing), which changes no bit of the result: dense convs then sum each row's
+nonzero terms only (`ordered_sparse`).
 
 Names mirror the C kernels (`mt_conv2d_bwd_in_s8_f32`: int8 operands,
 float32 errors). Each returns a fresh array (it overwrites, never accumulates).
@@ -48,6 +49,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from mcutrain.engines.im2col import col2im, im2col, out_size, pad_nhwc, tap_views
+from mcutrain.engines.ordered_sparse import ordered_sparse_rows
 
 BLOCK = 1 << 16
 """Floats in one working block of the ordered sums (256 KB, so that a block and its
@@ -125,12 +127,15 @@ def conv2d_bwd_in_s8_f32(e_acc: np.ndarray, w: np.ndarray, x_shape: tuple[int, .
     m = n * ho * wo
     opg = o // groups
     kg = kh * kw * cig
+    sparse = _sparse(e_acc, kg)
+    if sparse and groups == 1:          # each row's nonzero errors only, in channel order
+        cols = ordered_sparse_rows(e_acc.reshape(m, o), wf.reshape(o, kg))
+        return col2im(cols, (n, h, wd, c), (kh, kw), stride, padding)
     e_g = e_acc.reshape(m, groups, opg)                                      # (M, G, Og)
     w_g = wf.reshape(groups, opg, kg)                                        # (G, Og, Kg)
     cols = np.empty((m, groups, kg), np.float32)
     rows = max(1, BLOCK // (groups * kg))
     tmp = np.empty((rows, groups, kg), np.float32)
-    sparse = _sparse(e_acc, kg)
     for r0 in range(0, m, rows):
         r1 = min(m, r0 + rows)
         out, t = cols[r0:r1], tmp[:r1 - r0]
@@ -197,6 +202,8 @@ def conv2d_bwd_w_s8_f32(x: np.ndarray, x_zp: int, e_acc: np.ndarray, w_shape: tu
     # weight's fan-in and the batch: numpy's inner loops are slow when short (measured: a 3x3
     # single-channel conv runs about 2x faster with the samples innermost).
     sparse = _sparse(e_acc, kg)
+    if sparse and groups == 1:
+        return _sparse_bwd_w(xc, e_acc, w_shape, stride, padding)
     samples_inner = n > kg and not sparse
     nb = max(1, min(n, (BIG_BLOCK if samples_inner else BLOCK) // (o * kg)))
     for n0 in range(0, n, nb):
@@ -221,6 +228,26 @@ def conv2d_bwd_w_s8_f32(x: np.ndarray, x_zp: int, e_acc: np.ndarray, w_shape: tu
             np.multiply(a[q], b[q], out=tmp)
             part += tmp
         add_rows_f32(gw, np.moveaxis(part, -1, 0) if samples_inner else part)
+    return gw.reshape(w_shape)
+
+
+def _sparse_bwd_w(xc: np.ndarray, e_acc: np.ndarray, w_shape: tuple[int, ...], stride: tuple[int, int],
+                  padding: tuple[int, int, int, int]) -> np.ndarray:
+    """Dense conv weight gradient from the nonzero errors only: per (sample, filter), the positions
+    with a nonzero error in row-major order; then the samples in order (`add_rows_f32`)."""
+    n = xc.shape[0]
+    o, kh, kw, cig = w_shape
+    ho, wo = e_acc.shape[1:3]
+    p, kg = ho * wo, kh * kw * cig
+    gw = np.zeros((o, kg), np.float32)
+    nb = max(1, min(n, BIG_BLOCK // (p * kg)))
+    for n0 in range(0, n, nb):
+        n1 = min(n, n0 + nb)
+        cols = im2col(xc[n0:n1], (kh, kw), stride, padding, 0)                # ((n1-n0)*P, Kg)
+        e_rows = e_acc[n0:n1].reshape(n1 - n0, p, o).transpose(0, 2, 1).reshape(-1, p)   # (b*O, P)
+        base = np.repeat(np.arange(n1 - n0) * p, o)                           # sample b's rows in cols
+        part = ordered_sparse_rows(e_rows, cols, base).reshape(n1 - n0, o, kg)
+        add_rows_f32(gw, part)
     return gw.reshape(w_shape)
 
 

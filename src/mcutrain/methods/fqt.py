@@ -131,13 +131,14 @@ class FQT(FQTBackward, FQTUpdate, TrainingMethod):
         self.b_acc_scale: dict[str, np.ndarray] = {}
         self.norm: dict[str, dict[str, np.ndarray]] = {}
         self.step_scale: dict[str, np.ndarray] = {}
-        self.loss_max = 0
-        self.steps = 0
+        self.loss_max = self.steps = 0
         self._qp_cache: dict[str, tuple] = {}
         self.pinned: dict[str, tuple[np.ndarray, np.ndarray, QParams]] = {}
         """Starting-file qparams used while a tensor's range is still (lo, hi) (`fqt_model`)."""
         self._bias_lr: dict[str, np.ndarray] = {}
         self._bias_ghat: dict[str, np.ndarray] = {}
+        self._room_cache: dict[str, tuple] = {}
+        """Per layer (weights, their qparams, `_bias_room`): the room changes only with the weights."""
         self.backward_seconds = 0.0
         """Wall time of all backward passes so far (error propagation + weight gradients); not state."""
         if start is not None:

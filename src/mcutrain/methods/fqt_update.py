@@ -55,10 +55,15 @@ class FQTUpdate:
         inputs and the bias does not (a dead channel below).
         """
         o = g.shape[0]
-        g2 = np.concatenate([g.reshape(o, -1), gb.reshape(o, 1)], axis=1).astype(F32)
+        g2 = np.empty((o, g.size // max(o, 1) + 1), F32)     # the filter's weights, then its bias
+        g2[:, :-1] = g.reshape(o, -1)
+        g2[:, -1] = gb.reshape(o)
         kk = F32(g2.shape[1])
-        mu_b = K.seq_sum(g2, 1) / kk
-        var_b = K.seq_sum((g2 - mu_b[:, None]) * (g2 - mu_b[:, None]), 1) / kk
+        cols = np.ascontiguousarray(g2.T)           # (K + 1, O): the sums run down its columns
+        mu_b = self._column_sums(cols) / kk
+        cols -= mu_b
+        cols *= cols                                # (g - mu)^2, elementwise as in C
+        var_b = self._column_sums(cols) / kk
         sd_b = np.sqrt(var_b).astype(F32)
         st = self.norm.setdefault(name, {"mu": np.zeros(o, F32), "sd": np.zeros(o, F32),
                                          "init": np.zeros(o, bool)})
@@ -70,9 +75,24 @@ class FQTUpdate:
         st["sd"] = np.where(upd, sd, st["sd"]).astype(F32)
         st["init"] = st["init"] | upd
         den = st["sd"] + NORM_EPS
-        ghat = ((g2 - st["mu"][:, None]) / den[:, None]).astype(F32)
+        ghat = g2                                 # (g2 - mu) / den, in place: g2 is not read again
+        np.subtract(ghat, st["mu"][:, None], out=ghat)
+        np.divide(ghat, den[:, None], out=ghat)
         ghat[~upd | (st["sd"] == 0)] = 0
-        return ghat[:, :-1].reshape(g.shape), np.ascontiguousarray(ghat[:, -1])
+        return ghat[:, :-1], ghat[:, -1].copy()
+
+    @staticmethod
+    def _column_sums(cols: np.ndarray) -> np.ndarray:
+        """float32 sums of each column of a C-contiguous (K, O) array from +0.0 in row order.
+
+        `K.seq_sum(g2, 1)` of the (O, K) array `cols` transposes, without its copy: a
+        reduction over the outer axis adds the rows in turn (numpy sums pairwise only along
+        the contiguous axis), which needs O >= 2 columns; one column goes to seq_sum's
+        strictly sequential accumulate.
+        """
+        if cols.shape[1] < 2 or cols.shape[0] == 0:
+            return K.seq_sum(cols, 0)
+        return (np.add.reduce(cols, axis=0) + F32(0)).astype(F32)   # "+ 0": -0.0 becomes +0.0, as in C
 
     def _update_layer(self, n: Node, grads: tuple, lr: F32) -> None:
         name = n.name
@@ -81,37 +101,48 @@ class FQTUpdate:
         w = self.w[name]
         o = w.shape[0]
         if self.prec.weights == "f32":
-            self.w[name] = (w - lr * ghat).astype(F32)
+            self.w[name] = (w - lr * ghat.reshape(w.shape)).astype(F32)
             self.b[name] = (self.b[name] - lr * ghat_b).astype(F32)
             return
         self._bias_ghat[name] = ghat_b
         qp = self.wqp[name]
-        self._bias_lr[name] = self._layer_lr(name, lr)
-        real = qp.dequantize(w)                           # float32(w - z) * s
-        step = self._layer_lr(name, lr)[:, None] * ghat.reshape(o, -1)
-        new = (real.reshape(o, -1) - step).reshape(w.shape).astype(F32)
+        lr_o = self._layer_lr(name, lr)
+        self._bias_lr[name] = lr_o
+        if self.prec.weights == "u8":
+            real = qp.dequantize(w).reshape(o, -1)          # float32(w - z) * s
+        else:                                               # symmetric: z = 0, (w - 0) is w exactly
+            real = w.reshape(o, -1).astype(F32)
+            real *= qp.scale[:, None]
+        new = real
+        new -= lr_o[:, None] * ghat                         # real - lr * g_hat, in real's buffer
         ema = self.w_ema[name]
         if self.prec.weights == "u8":
             ema.update(new.min(), new.max())
             qn = ema.qparams("uint8")
-            self.w[name] = qn.quantize(new, self.prec.weight_rounding, self.rng)
+            self.w[name] = qn.quantize(new.reshape(w.shape), self.prec.weight_rounding, self.rng)
             self.wqp[name] = qn
             return
-        amax = np.abs(new.reshape(o, -1)).max(1)
+        amax = np.maximum(new.max(1), -new.min(1))          # = max |new| per row, exactly
         lo_old, hi_old = ema.lo.copy(), ema.hi.copy()
         ema.update(np.where(upd, -amax, lo_old), np.where(upd, amax, hi_old))
         ema.lo, ema.hi = np.where(upd, ema.lo, lo_old).astype(F32), np.where(upd, ema.hi, hi_old).astype(F32)
         qn = ema.qparams("int8", symmetric=True)
         rows = np.flatnonzero(upd)
-        v = new.reshape(o, -1)[rows] / qn.scale[rows][:, None]
+        every = len(rows) == o
+        v = new if every else new[rows]                     # the updated filters only
+        np.divide(v, qn.scale[:, None] if every else qn.scale[rows][:, None], out=v)
         if self.prec.weight_rounding == "stochastic":
             u, self._uniform = self._uniform[:v.size], self._uniform[v.size:]
-            r = np.floor(v + u.reshape(v.shape))          # round_stochastic with the pre-drawn stream
+            v += u.reshape(v.shape)                         # round_stochastic with the pre-drawn stream
+            r = np.floor(v, out=v)
         else:
             r = round_mode(v, self.prec.weight_rounding, self.rng)
-        q = np.clip(r, -127, 127).astype(np.int8)
-        w2 = w.reshape(o, -1).copy()
-        w2[rows] = q
+        q = np.clip(r, -127, 127, out=r).astype(np.int8)
+        if every:
+            w2 = q
+        else:
+            w2 = w.reshape(o, -1).copy()
+            w2[rows] = q
         self.w[name] = w2.reshape(w.shape)
         self.wqp[name] = qn
 
@@ -122,9 +153,21 @@ class FQTUpdate:
         makes every partial sum fit int32 whatever the weights did (a diverging run
         saturates its biases instead of overflowing the C accumulator).
         """
-        wc = self._wc(name)
-        l1 = np.abs(wc.reshape(wc.shape[0], -1).astype(np.float64)).sum(1)
-        return np.maximum(float(2**31 - 1) - X_MAX * l1, 0.0)
+        w, qp = self.w[name], self.wqp[name]
+        hit = self._room_cache.get(name)
+        if hit is not None and hit[0] is w and hit[1] is qp:     # the same weights: the same room
+            return hit[2]
+        if qp is None:
+            l1 = np.abs(w.reshape(w.shape[0], -1).astype(np.float64)).sum(1)
+        else:                             # integers: |w - z| summed exactly in int64
+            wi = w.reshape(w.shape[0], -1).astype(np.int32)
+            zp = qp.zero_point
+            if zp.any():
+                wi -= zp.reshape(-1, 1) if zp.ndim else zp
+            l1 = np.abs(wi).sum(1, dtype=np.int64).astype(np.float64)
+        room = np.maximum(float(2**31 - 1) - X_MAX * l1, 0.0)
+        self._room_cache[name] = (w, qp, room)
+        return room
 
     def _layer_lr(self, name: str, lr: F32) -> np.ndarray:
         """Per-filter step size (O,): lr, or lr * the layer's initial max|w| with relative updates.

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from mcutrain.allocator import keep_freed_memory
 from mcutrain.methods import resume as rs
 from mcutrain.methods.base import (
     StepStats,
@@ -103,6 +104,7 @@ def fit(method: TrainingMethod, x_train: np.ndarray, y_train: np.ndarray,
                          f"{len(y_train)} labels")
     if schedule not in ("cosine", "constant"):
         raise ValueError(f"unknown schedule '{schedule}' (cosine, constant)")
+    keep_freed_memory()       # NOTE: steps re-allocate the same large buffers (see mcutrain.allocator)
     n = len(x_train)
     steps_per_epoch = math.ceil(n / batch)
     total = epochs * steps_per_epoch

@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +52,7 @@ MIN_SCALE = np.float32(2.0**-126)
 (max - min) / 255 would underflow still gets a positive, normal scale."""
 
 _F32 = np.float32
+F32_MAX = float(np.finfo(np.float32).max)
 
 
 def _levels(dtype: str) -> tuple[int, int, type]:
@@ -70,6 +72,9 @@ class QParams:
 
     def __post_init__(self) -> None:
         lo, hi, _ = _levels(self.dtype)
+        if np.ndim(self.scale) == 0 and np.ndim(self.zero_point) == 0:
+            self._init_per_tensor(lo, hi)
+            return
         scale = np.asarray(self.scale, dtype=np.float64)
         zp = np.asarray(self.zero_point)
         if scale.ndim > 1:
@@ -86,6 +91,23 @@ class QParams:
             raise ValueError(f"zero point {zp} outside [{lo}, {hi}] of {self.dtype}")
         object.__setattr__(self, "scale", scale.astype(np.float32))
         object.__setattr__(self, "zero_point", zp.astype(np.int32))
+
+    def _init_per_tensor(self, lo: int, hi: int) -> None:
+        """`__post_init__` of a per-tensor scale and zero point: the same checks and values in
+        Python scalars (FQT builds a dozen of these per step; the array form costs ~15 numpy calls)."""
+        s = float(self.scale)
+        if not (math.isfinite(s) and s > 0):
+            raise ValueError(f"scale must be finite and > 0, got {np.float64(s)}")
+        if s > F32_MAX:
+            raise ValueError(f"scale {np.float64(s)} does not fit in float32")
+        zp = np.asarray(self.zero_point)
+        z = float(zp) if zp.dtype.kind == "f" else int(zp)
+        if isinstance(z, float) and (z != z or (math.isfinite(z) and not z.is_integer())):
+            raise ValueError(f"zero point must be an integer, got {zp}")
+        if z < lo or z > hi:
+            raise ValueError(f"zero point {zp} outside [{lo}, {hi}] of {self.dtype}")
+        object.__setattr__(self, "scale", np.array(s, np.float32))
+        object.__setattr__(self, "zero_point", np.array(int(z), np.int32))
 
     @property
     def qmin(self) -> int:
@@ -174,6 +196,13 @@ class QParams:
 
 
 def _finite_f32(name: str, v: np.ndarray | float) -> np.ndarray:
+    if np.ndim(v) == 0:                    # NOTE: a per-tensor range, checked in Python scalars
+        f = float(v)
+        if not math.isfinite(f):
+            raise ValueError(f"range {name} must be finite, got {np.float64(f)}")
+        if abs(f) > F32_MAX:
+            raise ValueError(f"range {name} {np.float64(f)} does not fit in float32")
+        return np.array(f, np.float32)
     arr = np.asarray(v, dtype=np.float64)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"range {name} must be finite, got {arr}")
@@ -199,6 +228,8 @@ def qparams_from_range(lo: np.ndarray | float, hi: np.ndarray | float, dtype: st
     width overflows float32 is refused.
     """
     _levels(dtype)
+    if np.ndim(lo) == 0 and np.ndim(hi) == 0:
+        return _per_tensor_qparams(_finite_f32("min", lo)[()], _finite_f32("max", hi)[()], dtype, symmetric)
     lo32 = np.minimum(_finite_f32("min", lo), _F32(0))
     hi32 = np.maximum(_finite_f32("max", hi), _F32(0))
     if lo32.shape != hi32.shape:
@@ -222,6 +253,34 @@ def qparams_from_range(lo: np.ndarray | float, hi: np.ndarray | float, dtype: st
     else:
         zp = np.clip(np.floor(-lo32 / scale), 0, 255)
     return QParams(scale, zp.astype(np.int32), dtype)
+
+
+def _per_tensor_qparams(lo: np.float32, hi: np.float32, dtype: str, symmetric: bool) -> QParams:
+    """`qparams_from_range` of a per-tensor range, in numpy float32 scalars: the same operations
+    in the same order (np.minimum(a, b) is `a if a < b else b` for non-NaN floats, so the sign of
+    a zero bound is kept exactly), without the array machinery."""
+    zero = _F32(0)
+    lo32 = lo if lo < zero else zero
+    hi32 = hi if hi > zero else zero
+    if symmetric:
+        amax = -lo32 if -lo32 > hi32 else hi32
+        scale = amax / _F32(127)
+        scale = ZERO_CHANNEL_SCALE if amax == 0 else (scale if scale > MIN_SCALE else MIN_SCALE)
+        return QParams(np.array(scale, np.float32), np.array(0 if dtype == "int8" else 128, np.int32), dtype)
+    with np.errstate(over="ignore"):
+        width = hi32 - lo32
+    if not math.isfinite(float(width)):
+        raise ValueError(f"range [{lo}, {hi}] is wider than float32 can hold; clip the values first")
+    scale = width / _F32(255)
+    scale = DEGENERATE_SCALE if width == 0 else (scale if scale > MIN_SCALE else MIN_SCALE)
+    if dtype == "int8":
+        v = float(_F32(-128) - lo32 / scale)          # an exact float32 value; rounded half away
+        t = math.trunc(v)
+        z = t + (int(math.copysign(1, v)) if abs(v - t) >= 0.5 else 0)
+        z = min(max(z, -128), 127)
+    else:
+        z = min(max(math.floor(float(-lo32 / scale)), 0), 255)
+    return QParams(np.array(scale, np.float32), np.array(z, np.int32), dtype)
 
 
 def per_channel_symmetric(w: np.ndarray, dtype: str = "int8") -> QParams:
