@@ -40,10 +40,12 @@ from mcutrain.qmodel import QuantModel
 
 JSON_ORDER = ("method", "precision", "trainable", "train_samples", "test_samples", "accuracy_before",
               "accuracy_before_method", "accuracy_after", "accuracy_exported", "epochs", "steps",
-              "samples_per_s", "forward_macs", "backward_macs", "queries", "forward_passes", "source_names",
-              "history")
+              "samples_per_s", "forward_macs", "backward_macs", "queries", "forward_passes",
+              "weights_changed_per_step", "source_names", "history")
 """The keys of `train --json`, in this order (zo and bp-qas add queries, zo forward_passes; an
-imported model whose trained layers were renamed adds `source_names`, {IR name: original name}).
+imported model whose trained layers were renamed adds `source_names`, {IR name: original name};
+a method that trains integer weights adds `weights_changed_per_step`, {"overall": f, "layers":
+{layer: f}}: the mean over steps of the fraction of them each step changed, `methods/update_share`).
 `accuracy_before` is the test accuracy of the model training starts from as it is deployed: an
 int8 model (a file with int8 tensors, a QuantModel) under the golden engine -- what `mcutrain eval`
 reports, the same for every method and precision -- and a float model (no int8 data) under the
@@ -195,6 +197,8 @@ def train_args(args: argparse.Namespace,
                         "train_accuracy": h["train_accuracy"]} for h in res.history]}
     if "queries" in out:  # zeroth-order methods also report their forward passes
         out["forward_passes"] = res.forward_passes
+    if res.weights_changed_per_step is not None:
+        out["weights_changed_per_step"] = res.weights_changed_per_step
     if args.source_names:   # an imported model: the trained layers by the names the user gave them
         renamed = user_names(resolve_trainable(graph_of(model), args.trainable), args.source_names)
         if renamed:
