@@ -109,6 +109,25 @@ def test_bp_qas_library_matches_the_simulator_on_the_host(tmp_path, arch, moment
     assert run_and_compare(tmp_path, make, arch, 0.05) > 0
 
 
+@needs_gcc
+@pytest.mark.parametrize(("arch", "perturb", "lr"), [("tiny", "mix", 0.5), ("digits-cnn", "wp", 0.05),
+                                                     ("digits-cnn", "np", 0.05)])
+def test_zo_stochastic_update_rounding_is_bit_exact_on_the_host(tmp_path, arch, perturb, lr):
+    """Each unit's rounding draws, kept aside before its queries, round the same weights in C."""
+    def make(qm):
+        return ZOMethod(qm, ZOConfig(queries=4, perturb=perturb, seed=5, update_rounding="stochastic"))
+    assert run_and_compare(tmp_path, make, arch, lr) > 0
+
+
+@needs_gcc
+@pytest.mark.parametrize(("arch", "momentum"), [("tiny", 0.0), ("digits-cnn", 0.5)])
+def test_bp_qas_stochastic_update_rounding_is_bit_exact_on_the_host(tmp_path, arch, momentum):
+    def make(qm):
+        return BPQASMethod(qm, BPQASConfig(trainable="all", momentum=momentum, update_rounding="stochastic",
+                                           seed=7))
+    assert run_and_compare(tmp_path, make, arch, 0.01) > 0
+
+
 def _zo(arch: str = "digits-cnn", **kw) -> ZOMethod:
     qm, _ = model_and_data(arch, 1, 2)
     return ZOMethod(qm, ZOConfig(**{"queries": 2, "seed": 5, **kw}))

@@ -66,6 +66,8 @@ def test_defaults_agree_between_commands():
     ("train", "bp-qas", ["--no-gns"], "--no-gns is an option of zo, not of bp-qas"),
     ("export", "none", ["--momentum", "0"], "--momentum is an option of bp-qas, not of none"),
     ("run", "fqt", ["--bias-last", "0"], "--bias-last is an option of bp-qas, not of fqt"),
+    ("train", "fqt", ["--update-rounding", "stochastic"],
+     "--update-rounding is an option of zo and bp-qas, not of fqt"),
     ("plan", "float", ["--perturb", "mix"], "--perturb is an option of zo, not of float"),
 ])
 def test_another_methods_option_is_refused_even_at_its_default(command, method, argv, message):
