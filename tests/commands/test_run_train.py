@@ -17,6 +17,9 @@ BASE = ["run", "--arch", "digits-cnn", "--init", "random", "--seed", "0", "--dat
 @pytest.mark.parametrize(("target", "extra"), [
     ("cortex-m4", ["--method", "zo", "--queries", "2", "--steps", "2"]),
     ("cortex-m7", ["--method", "bp-qas", "--momentum", "0.5", "--batch", "2", "--steps", "2"]),
+    ("cortex-m4", ["--method", "zo", "--queries", "2", "--steps", "2", "--update-rounding", "stochastic"]),
+    ("cortex-m4", ["--method", "bp-qas", "--momentum", "0.5", "--batch", "2", "--steps", "2",
+                   "--update-rounding", "stochastic"]),
 ])
 def test_training_run_is_bit_exact(arm_tools, tmp_path, capsys, target, extra):
     dump = tmp_path / "D"
