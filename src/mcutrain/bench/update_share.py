@@ -55,7 +55,7 @@ class Budget:
 
     def of(self, field: str, task: str) -> Any:
         defaults = {"epochs": {"digits": 2, "fashion": 1},
-                    "train_samples": {"digits": None, "fashion": 320},
+                    "train_samples": {"digits": None, "fashion": 160},
                     "test_samples": {"digits": None, "fashion": 1000}}
         table = getattr(self, field) or defaults[field]
         return table[task]
@@ -133,10 +133,10 @@ def run(work: Path, results: Path, quick: bool = False, log=print, docs: Path = 
     for task, name, rounding, seed in plan:
         rows.append(one_run(models[task], task, name, rounding, seed, budget))
         bar.update(1)
+        summary = summarize(rows)        # written after every run, so an interrupted run keeps its rows
+        path = write_results(results, "update-share", rows, quick, summary=summary, budget=asdict(budget),
+                             seconds=time.perf_counter() - t0, complete=len(rows) == len(plan))
     bar.close()
-    summary = summarize(rows)
-    path = write_results(results, "update-share", rows, quick, summary=summary,
-                         budget={k: v for k, v in asdict(budget).items()}, seconds=time.perf_counter() - t0)
     table = markdown_table(summary, ["task", "method", "update_rounding", "seeds", "accuracy_before",
                                      "accuracy_after", "accuracy_after_sd", "weights_changed_per_step"],
                            {"accuracy_before": ".3f", "accuracy_after": ".3f", "accuracy_after_sd": ".3f",
