@@ -162,8 +162,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("--no-gns", False, "zo: no GNS shrink (ablation)", ("zo",), ("train", "export", "run")),
     Option("--no-qas", False, "zo / bp-qas: no QAS scaling (ablation)", INT8_METHODS,
            ("train", "export", "run")),
-    Option("--update-rounding", "nearest", "zo / bp-qas: how an int8 weight update rounds: nearest | "
-           "stochastic (one xorshift32 draw per weight; docs/methods.md; default nearest)", INT8_METHODS,
+    Option("--update-rounding", "stochastic", "zo / bp-qas: how an int8 weight update rounds: stochastic "
+           "(one xorshift32 draw per weight: a step below half a weight step still moves it with that "
+           "probability; measured in docs/methods.md) | nearest (default stochastic)", INT8_METHODS,
            ("train", "export", "run"), choices=UPDATE_ROUNDINGS),
     # ------------------------------------------------------------ bp-qas
     Option("--momentum", 0.0, "bp-qas: SGD momentum in [0, 1) (default 0)", ("bp-qas",),
