@@ -33,6 +33,7 @@ CASES = {
     "fqt-float32": ("fqt", {"precision": "float32", "seed": 2, "batch": 1}),
     "zo": ("zo", {"queries": 3, "seed": 4, "batch": 1}),
     "bp-qas-momentum": ("bp-qas", {"trainable": "last:1", "bias_last": 1, "momentum": 0.9, "batch": 1}),
+    "bp-qas-nearest": ("bp-qas", {"trainable": "last:1", "update_rounding": "nearest", "batch": 1}),
 }
 
 

@@ -20,6 +20,7 @@ from mcutrain.codegen.library import export_training_library
 from mcutrain.engines import int_engine, ptq
 from mcutrain.mcu.hostbuild import build_host_train
 from mcutrain.mcu.hostrun import run_host_train
+from mcutrain.mcu.twin import velocity
 from mcutrain.methods import zo_estimator as est
 from mcutrain.methods.bp_qas import BPQASConfig, BPQASMethod
 from mcutrain.methods.zo import ZOConfig, ZOMethod
@@ -71,7 +72,10 @@ def run_and_compare(tmp_path, make_method, arch: str, lr: float, steps: int = 3,
         sim.step(x, y, lr)
         for e in src.state:
             layer, kind = e.name.rsplit(".", 1)
-            if kind == "velocity":
+            if kind == "velocity":      # float32: bit patterns, the C order is the simulator's
+                want = velocity(sim, layer)
+                np.testing.assert_array_equal(np.asarray(r.state[e.name], np.float32).view(np.uint32),
+                                              want.view(np.uint32), err_msg=f"step {s} {e.name}")
                 continue
             want = sim.qm.weights[layer] if kind == "weight" else sim.qm.biases[layer]
             np.testing.assert_array_equal(r.state[e.name], want, err_msg=f"step {s} {e.name}")
@@ -98,12 +102,30 @@ def test_zo_library_is_bit_exact_on_the_host(tmp_path, arch, perturb, lr):
 @pytest.mark.parametrize(("arch", "momentum", "bias_last", "trainable"),
                          [("tiny", 0.9, 2, "last:1"), ("digits-cnn", 0.5, 0, "all")])
 def test_bp_qas_library_matches_the_simulator_on_the_host(tmp_path, arch, momentum, bias_last, trainable):
-    """Integer weights, biases, losses and logits agree after every step. NOTE: the simulator sums
-    the float gradients with BLAS and C sequentially (docs/c-training-kernels.md), so equality of
-    the integers holds on these cases, not by contract, until the simulator sums in the C order."""
+    """Losses, logits, integer weights and biases and the float32 momentum velocity agree bit for
+    bit after every step: C sums every float in the simulator's order (integer-semantics 12.6)."""
     def make(qm):
         return BPQASMethod(qm, BPQASConfig(trainable=trainable, bias_last=bias_last, momentum=momentum))
     assert run_and_compare(tmp_path, make, arch, 0.05) > 0
+
+
+@needs_gcc
+@pytest.mark.parametrize(("arch", "perturb", "lr"), [("tiny", "mix", 0.5), ("digits-cnn", "wp", 0.05),
+                                                     ("digits-cnn", "np", 0.05)])
+def test_zo_stochastic_update_rounding_is_bit_exact_on_the_host(tmp_path, arch, perturb, lr):
+    """Each unit's rounding draws, kept aside before its queries, round the same weights in C."""
+    def make(qm):
+        return ZOMethod(qm, ZOConfig(queries=4, perturb=perturb, seed=5, update_rounding="stochastic"))
+    assert run_and_compare(tmp_path, make, arch, lr) > 0
+
+
+@needs_gcc
+@pytest.mark.parametrize(("arch", "momentum"), [("tiny", 0.0), ("digits-cnn", 0.5)])
+def test_bp_qas_stochastic_update_rounding_is_bit_exact_on_the_host(tmp_path, arch, momentum):
+    def make(qm):
+        return BPQASMethod(qm, BPQASConfig(trainable="all", momentum=momentum, update_rounding="stochastic",
+                                           seed=7))
+    assert run_and_compare(tmp_path, make, arch, 0.01) > 0
 
 
 def _zo(arch: str = "digits-cnn", **kw) -> ZOMethod:

@@ -12,7 +12,7 @@ from mcutrain.cli import main
 
 KEYS = ["method", "precision", "trainable", "train_samples", "test_samples", "accuracy_before",
         "accuracy_before_method", "accuracy_after", "accuracy_exported", "epochs", "steps", "samples_per_s",
-        "forward_macs", "backward_macs", "history"]
+        "forward_macs", "backward_macs", "weights_changed_per_step", "history"]
 
 
 def _run(capsys, *argv):
@@ -32,6 +32,7 @@ def test_train_json_and_output(capsys, tmp_path):
     assert res["accuracy_after"] > res["accuracy_before"]
     assert res["forward_macs"] == 88064 * 1438
     assert res["backward_macs"] == 2 * 0 + 5120 * 1438      # last:1: the head's weight gradient only
+    assert list(res["weights_changed_per_step"]["layers"]) == ["fc"]    # the trained int8 weights
     mf = io.load(out)
     assert mf.graph.num_classes == 10
     assert mf.meta["provenance"]["trained"]["method"]["precision"] == "int8"

@@ -26,6 +26,7 @@ METHODS = {"fqt-int8": ["--method", "fqt", "--precision", "int8", "--lr", "0.01"
            "bp-qas": ["--method", "bp-qas", "--trainable", "last:1"]}
 EXACT = ("fqt-int8", "zo", "bp-qas")
 CONVERTED = ("fqt-uint8", "fqt-mixed", "fqt-float32")
+INTEGER_WEIGHTS = ("fqt-int8", "fqt-uint8", "fqt-mixed", "zo", "bp-qas")
 
 
 def _json(capsys, *argv) -> dict:
@@ -63,6 +64,12 @@ def test_train_output_is_the_trained_int8_model(capsys, tmp_path, int8_file, met
         assert res["accuracy_exported"] == res["accuracy_after"]
     else:       # uint8 converted to the int8 format (fqt_model): measured, within a few points
         assert abs(res["accuracy_exported"] - res["accuracy_after"]) <= 0.05, res
+    share = res.get("weights_changed_per_step")     # integer weights: the share each step changed
+    if method in INTEGER_WEIGHTS:
+        trained = ["fc"] if method == "bp-qas" else ["conv1", "conv2", "fc"]
+        assert list(share["layers"]) == trained and 0 <= share["overall"] <= 1, share
+    else:
+        assert share is None
 
 
 C_ARRAY = re.compile(r"static const (?:int8_t|int32_t) (\w+)\[\d+\] = \{([^}]*)\}")

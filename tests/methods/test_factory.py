@@ -66,6 +66,8 @@ def test_defaults_agree_between_commands():
     ("train", "bp-qas", ["--no-gns"], "--no-gns is an option of zo, not of bp-qas"),
     ("export", "none", ["--momentum", "0"], "--momentum is an option of bp-qas, not of none"),
     ("run", "fqt", ["--bias-last", "0"], "--bias-last is an option of bp-qas, not of fqt"),
+    ("train", "fqt", ["--update-rounding", "stochastic"],
+     "--update-rounding is an option of zo and bp-qas, not of fqt"),
     ("plan", "float", ["--perturb", "mix"], "--perturb is an option of zo, not of float"),
 ])
 def test_another_methods_option_is_refused_even_at_its_default(command, method, argv, message):
@@ -92,10 +94,13 @@ OLD_CONFIGS = [
     ("export", "fqt", FQTConfig(precision="int8", trainable="all", alpha_a=0.1, alpha_e=0.1, alpha_w=0.001,
                                 alpha_norm=0.1, lambda_min=1.0, seed=0)),
     ("train", "zo", ZOConfig(trainable="all", queries=50, perturb="mix", gns=True, qas=True, mask="none",
-                             seed=1)),
-    ("export", "zo", ZOConfig(trainable="all", queries=50, perturb="mix", gns=True, qas=True, seed=1)),
-    ("train", "bp-qas", BPQASConfig(trainable="all", bias_last=0, channel_ratio=1.0, momentum=0.0, qas=True)),
-    ("run", "bp-qas", BPQASConfig(trainable="all", bias_last=0, momentum=0.0, qas=True)),
+                             seed=1, update_rounding="stochastic")),
+    ("export", "zo", ZOConfig(trainable="all", queries=50, perturb="mix", gns=True, qas=True, seed=1,
+                              update_rounding="stochastic")),
+    ("train", "bp-qas", BPQASConfig(trainable="all", bias_last=0, channel_ratio=1.0, momentum=0.0, qas=True,
+                                    update_rounding="stochastic", seed=1)),
+    ("run", "bp-qas", BPQASConfig(trainable="all", bias_last=0, momentum=0.0, qas=True,
+                                  update_rounding="stochastic", seed=1)),
 ]
 BUILDERS = {"fqt": factory.fqt_config, "zo": factory.zo_config, "bp-qas": factory.bp_qas_config}
 

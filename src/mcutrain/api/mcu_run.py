@@ -34,7 +34,7 @@ from mcutrain.api.device import (
 from mcutrain.api.library_manifest import write_library_record
 from mcutrain.api.training import calibration_samples
 from mcutrain.errors import UserError
-from mcutrain.mcu.twin import first_mismatch, float_state_diff, simulate_fqt_steps, simulate_steps
+from mcutrain.mcu.twin import first_mismatch, simulate_fqt_steps, simulate_steps
 from mcutrain.methods import factory
 from mcutrain.progress import Progress
 
@@ -222,19 +222,17 @@ def run_training(args: argparse.Namespace, work: Path, target, kernels: str) -> 
         stages.stage("simulating the same steps and comparing")
         if fqt:
             sim = simulate_fqt_steps(sim_method, batches_f, args.lr, src)
-            float_diff = (0, 0.0)
         else:
             sim = simulate_steps(sim_method, batches_f, args.lr, [e.name for e in src.state])
-            float_diff = float_state_diff(sim, mcu)
         stages.update(1)
     mismatch = first_mismatch(sim, mcu)
     result = step_result(prof, target, src, b, args.steps, mismatch)
-    last_sim = {k: v for k, v in sim[-1][2].items() if not k.endswith(".velocity")}
+    last_sim = sim[-1][2]
     dump_sim = {**last_sim, "losses": np.stack([s[0] for s in sim])}
     dump_mcu = {**{k: mcu[-1].state[k] for k in last_sim}, "losses": np.stack([r.losses for r in mcu])}
     return {**result, **memory, "trainable": list(src.plan.schedule.trainable), "kernels": kernels,
             "provenance": prov, "mismatch": mismatch, "stack_used": stack,
-            "float_state_diff": float_diff, "sizes": b.sizes, "src": src, "dump_sim": dump_sim,
+            "sizes": b.sizes, "src": src, "dump_sim": dump_sim,
             "dump_mcu": dump_mcu, "method": args.method, "state_blob": mcu[-1].blob}
 
 

@@ -49,10 +49,12 @@ from mcutrain.qmodel import QuantModel
 
 JSON_ORDER = ("method", "precision", "trainable", "train_samples", "test_samples", "accuracy_before",
               "accuracy_before_method", "accuracy_after", "accuracy_exported", "epochs", "steps",
-              "samples_per_s", "forward_macs", "backward_macs", "queries", "forward_passes", "source_names",
-              "preprocessing", "history")
+              "samples_per_s", "forward_macs", "backward_macs", "queries", "forward_passes",
+              "weights_changed_per_step", "source_names", "preprocessing", "history")
 """The keys of `train --json`, in this order (zo and bp-qas add queries, zo forward_passes; an
 imported model whose trained layers were renamed adds `source_names`, {IR name: original name};
+a method that trains integer weights adds `weights_changed_per_step`, {"overall": f, "layers":
+{layer: f}}: the mean over steps of the fraction of them each step changed, `methods/update_share`;
 data preprocessed in a way the device must repeat adds `preprocessing`, `Dataset.preprocessing`:
 a time series' per-channel normalization, a speech front end's parameters).
 `accuracy_before` is the test accuracy of the model training starts from as it is deployed: an
@@ -211,6 +213,8 @@ def train_args(args: argparse.Namespace,
         out["preprocessing"] = ds.preprocessing
     if "queries" in out:  # zeroth-order methods also report their forward passes
         out["forward_passes"] = res.forward_passes
+    if res.weights_changed_per_step is not None:
+        out["weights_changed_per_step"] = res.weights_changed_per_step
     if args.source_names:   # an imported model: the trained layers by the names the user gave them
         renamed = user_names(resolve_trainable(graph_of(model), args.trainable), args.source_names)
         if renamed:

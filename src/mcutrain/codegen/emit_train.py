@@ -198,6 +198,8 @@ def emit_zo_bp_training(method, batch: int = 1, kernels: str = "dsp", provenance
     else:
         opts.update({"qas": method.cfg.qas, "weights": list(method.weight_layers),
                      "biases": list(method.bias_layers)})
+    if method.cfg.update_rounding != "nearest":     # the default leaves the text as it was
+        opts["update_rounding"] = method.cfg.update_rounding
     ishape = g.input_shape if len(g.input_shape) == 3 else (1, 1, *g.input_shape)
     in_size = int(np.prod(g.input_shape))
     state_bytes = 4 * STATE_HEADER_WORDS + sum(e.nbytes for e in entries)

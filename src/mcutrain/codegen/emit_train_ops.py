@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 
 from mcutrain.codegen.cfloat import c_float, c_float_array
-from mcutrain.codegen.cformat import unique_idents
+from mcutrain.codegen.cformat import c_comment, unique_idents
 from mcutrain.codegen.emit import ExportError, dims_init, wrapped_call
 from mcutrain.codegen.emit_base import checked
 from mcutrain.codegen.rounding_c import tflite_add, tflite_mean
@@ -51,6 +51,17 @@ class StepEmitter:
 
     def weight(self, n: Node) -> str:
         return f"{self.ids[n.name]}_weight"
+
+    def round_state(self, n: Node) -> str:
+        """The `round_state` argument of layer `n`'s int8 update: NULL (round to nearest) or the
+        xorshift32 state its stochastic rounding draws from (bp-qas: the method's stream, in update
+        order; zo: the state its unit saved before that unit's query draws, `_zero`)."""
+        if self.m.cfg.update_rounding != "stochastic":
+            return "NULL"
+        if self.m.name == "bp-qas":
+            return "&model_state.rng"
+        unit = next(u for u in self.m.units if n.name in u.layers)
+        return f"&{self.ids[unit.layers[0]]}_round_rng"
 
     def bias(self, n: Node) -> str:
         return f"{self.ids[n.name]}_bias"
@@ -195,7 +206,21 @@ def _loss(e: StepEmitter, k: Kernel) -> list[str]:
 
 
 def _zero(e: StepEmitter, k: Kernel) -> list[str]:
-    return [f"memset({e.t(k.writes[0])}, 0, {e.s.tensors[k.writes[0]].nbytes});"]
+    lines = [f"memset({e.t(k.writes[0])}, 0, {e.s.tensors[k.writes[0]].nbytes});"]
+    if e.m.name != "zo" or e.m.cfg.update_rounding != "stochastic":
+        return lines
+    unit = next((u for u in e.m.units if k.name == f"{u.kind}:{u.layers[0]}.zero"), None)
+    if unit is None:
+        return lines
+    # the unit's rounding draws are the stream's next D draws, before its mask and query draws
+    # (ZOConfig.update_rounding): keep the state there, step the stream past them
+    d = sum(e.qm.weights[m].size for m in unit.layers)
+    var = f"{e.ids[unit.layers[0]]}_round_rng"
+    e.extra_consts[var] = (f"/* {c_comment(unit.layers[0])}: state of its unit's stochastic update rounding "
+                           f"({d} draws per step) */\nstatic uint32_t {var};")
+    return [*lines, f"{var} = model_state.rng;", "{", "    int32_t i;",
+            f"    for (i = 0; i < {d}; ++i) {{", "        (void)mt_xorshift32_next(&model_state.rng);",
+            "    }", "}"]
 
 
 def _zo_cfg(e: StepEmitter):
@@ -269,7 +294,8 @@ def _qas_update_wp(e: StepEmitter, k: Kernel) -> list[str]:
     sw, sb = e.s_w(n), e.s_b(n)
     body = [*_qas_k(e, n, "cw", sw, "kw"), *_qas_k(e, n, "cb", sb, "kb"),
             *_kernel("mt_qas_upd_s8_s64",
-                        ["1", str(per), f"{acc} + c * {per}", "&kw", f"{e.weight(n)} + c * {per}"],
+                        ["1", str(per), f"{acc} + c * {per}", "&kw", e.round_state(n),
+                         f"{e.weight(n)} + c * {per}"],
                         indent=12),
             *_kernel("mt_qas_upd_s32_s64",
                         ["1", f"{acc} + {w.size} + c", "&kb", f"{e.bias(n)} + c"], indent=12)]
@@ -297,11 +323,12 @@ def _bwd_w_update_np(e: StepEmitter, k: Kernel) -> list[str]:
     if n.op == Op.LINEAR:
         call = wrapped_call("mt_linear_bwd_w_qas_upd_s8_s32",
                      [str(e.qm.zero_point(n.inputs[0])), str(e.B), x, str(w.shape[1]), gy, str(o), "c",
-                      "kw", "kb", e.weight(n), e.bias(n)], indent=12)
+                      "kw", "kb", e.round_state(n), e.weight(n), e.bias(n)], indent=12)
         head = []
     else:
         call = wrapped_call("mt_conv2d_bwd_w_qas_upd_s8_s32",
-                     ["&p", "&in_d", x, "&out_d", gy, "&f_d", "c", "kw", "kb", e.weight(n), e.bias(n)],
+                     ["&p", "&in_d", x, "&out_d", gy, "&f_d", "c", "kw", "kb", e.round_state(n), e.weight(n),
+                      e.bias(n)],
                      indent=12)
         head = [e.conv_params(n), f"static const mt_dims in_d = {e.dims(e.g.shape(n.inputs[0]))};",
                 e.filter_dims(n), f"static const mt_dims out_d = {e.dims(e.g.shape(n.name))};"]
@@ -394,8 +421,8 @@ def _bwd_w_update_bp(e: StepEmitter, k: Kernel) -> list[str]:
                                 indent=12)
             g = f"{vel} + c * {per}"
         inner += _qas_k(e, n, "one", e.s_w(n), "kw")
-        inner += _kernel("mt_qas_upd_s8_f32", ["1", str(per), g, "&kw", f"{e.weight(n)} + c * {per}"],
-                            indent=12)
+        inner += _kernel("mt_qas_upd_s8_f32", ["1", str(per), g, "&kw", e.round_state(n),
+                                               f"{e.weight(n)} + c * {per}"], indent=12)
         body += [f"for (c = 0; c < {o}; ++c) {{ /* one row of weight gradient, applied at once */",
                  "    float kw;", *("    " + s for s in inner), "}"]
     lines += ["    " + s for s in body]

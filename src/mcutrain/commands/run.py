@@ -136,17 +136,11 @@ def report_training(r: dict[str, Any], args: argparse.Namespace) -> int:
         top = ", ".join(f"{k} {v:,.0f}" for k, v in list(r["per_function"].items())[:6])
         print(f"{r['target']} ({r['core']}, {r['kernels']} kernels), {r['method']}: {r['steps']} training "
               f"steps {'bit-exact' if r['bit_exact'] else 'NOT bit-exact'} with the simulator (losses, "
-              f"logits, weights, biases, RNG after every step)\n"
+              f"logits, weights, biases, momentum, RNG after every step)\n"
               f"per step: {r['instructions_per_step']:,.0f} instructions, {r['macs_per_step']:,} MACs "
               f"({r['instructions_per_mac']} instructions/MAC), est. {r['est_cycles_per_step']:,.0f} "
               f"cycles = {r['est_ms_per_step']:.3f} ms (estimate)\n"
               f"{memory_lines(r)}\ntop functions: {top}\nmodel: {r['provenance']}")
-    n_diff, rel = r["float_state_diff"]
-    if n_diff:
-        print(f"mcutrain run: note: the float32 momentum velocity differs in {n_diff} entries (largest "
-              f"relative difference {rel:.2g}): the simulator sums gradients with BLAS, C sequentially "
-              "(docs/c-training-kernels.md); the integer weights, biases and losses are compared exactly",
-              file=sys.stderr)
     if not r["bit_exact"]:
         print(f"mcutrain run: the MCU differs from the simulator: {r['mismatch']}", file=sys.stderr)
         return 1

@@ -3,7 +3,7 @@
 `mcutrain run`, the MCU benchmarks and the API's `run` all compare a C library's training
 steps in QEMU with the simulated method: after every step its losses, logits, every trainable
 tensor and the RNG state. The simulation (`simulate_steps` for ZO and BP-QAS,
-`simulate_fqt_steps` for FQT) and the comparison (`first_mismatch`, `float_state_diff`) live
+`simulate_fqt_steps` for FQT) and the comparison (`first_mismatch`, bit for bit, float state too) live
 here, below every caller, so none of them reaches into a command for them.
 
 Example:
@@ -75,40 +75,27 @@ def simulate_fqt_steps(method, batches_f: Batches, lr: float, src):
 
 
 def first_mismatch(sim, mcu) -> str:
-    """The first difference of a training run (per step: losses, logits, integer state, RNG), or ""."""
+    """The first difference of a training run (per step: losses, logits, state, RNG), or "".
+
+    Every state entry is compared bit for bit, BP-QAS's float32 momentum velocity too (as its
+    uint32 bit patterns): the C kernels and the simulator sum every float in one documented order
+    (docs/integer-semantics.md 12.6).
+    """
     for s, ((l_s, lg_s, t_s, r_s), r) in enumerate(zip(sim, mcu)):
         if not np.array_equal(l_s, r.losses):
             return f"step {s}: losses differ (C {r.losses.tolist()} vs simulator {l_s.tolist()})"
         if not np.array_equal(lg_s, r.logits):
             return f"step {s}: logits differ"
         for name, v in t_s.items():
-            got = r.state[name]
-            if name.endswith(".velocity"):
-                continue    # float state: compared by `float_state_diff`
-            if not np.array_equal(np.asarray(got).reshape(-1), np.asarray(v).reshape(-1)):
-                bad = int(np.sum(np.asarray(got).reshape(-1) != np.asarray(v).reshape(-1)))
-                return f"step {s}: {name} differs in {bad} entries"
+            got, want = _bits(r.state[name]), _bits(v)
+            if not np.array_equal(got, want):
+                return f"step {s}: {name} differs in {int(np.sum(got != want))} entries"
         if r_s != r.state["rng"]:
             return f"step {s}: RNG state C {r.state['rng']} != simulator {r_s}"
     return ""
 
 
-def float_state_diff(sim, mcu) -> tuple[int, float]:
-    """(entries, largest relative difference) where the float32 momentum velocities differ.
-
-    BP-QAS's simulator sums the conv/linear gradients with BLAS while C sums sequentially
-    (docs/c-training-kernels.md): the floats may differ in the last bits even when every integer
-    weight agrees. Reported, not part of `bit_exact`, until the simulator sums in the C order.
-    """
-    count, rel = 0, 0.0
-    for (_, _, t_s, _), r in zip(sim, mcu):
-        for name, v in t_s.items():
-            if name.endswith(".velocity"):
-                got = np.asarray(r.state[name], np.float64)
-                want = np.asarray(v, np.float64)
-                bad = got != want
-                count += int(bad.sum())
-                if bad.any():
-                    d = np.abs(got - want)[bad] / np.maximum(np.abs(want[bad]), 1e-30)
-                    rel = max(rel, float(np.max(d)))
-    return count, rel
+def _bits(a) -> np.ndarray:
+    """A state entry flattened, a float32 one as its bit patterns (so -0.0 != +0.0, NaN == NaN)."""
+    a = np.asarray(a).reshape(-1)
+    return a.view(np.uint32) if a.dtype == np.float32 else a

@@ -46,6 +46,7 @@ from mcutrain.methods.trainable import resolve_trainable
 from mcutrain.methods.zo import copy_quant_model, dequantized_graph, trained_copy
 from mcutrain.qmodel import QuantModel
 from mcutrain.quant.loss import LOSS_FRAC_BITS, PROB_FRAC_BITS, int_softmax_cross_entropy
+from mcutrain.quant.rng import XorShift32
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,12 @@ class BPQASConfig:
     """Fraction of input channels (the first ones) whose weights train, in (0, 1]."""
     momentum: float = 0.0
     qas: bool = True
+    update_rounding: str = "nearest"
+    """How int8 weight updates round (`qas.UPDATE_ROUNDINGS`); `stochastic` draws one uniform per
+    weight from the method's xorshift32 stream (seeded by `seed`), in the order the updates run:
+    layers last to first (the backward pass), each weight tensor in C order."""
+    seed: int = 1
+    """The stochastic rounding's stream (unused with `nearest`)."""
 
 
 class BPQASMethod(TrainingMethod):
@@ -72,6 +79,9 @@ class BPQASMethod(TrainingMethod):
             raise ValueError(f"channel_ratio must be in (0, 1], got {self.cfg.channel_ratio}")
         if not 0 <= self.cfg.momentum < 1:
             raise ValueError(f"momentum must be in [0, 1), got {self.cfg.momentum}")
+        if self.cfg.update_rounding not in qas.UPDATE_ROUNDINGS:
+            raise ValueError(f"update_rounding must be one of {', '.join(qas.UPDATE_ROUNDINGS)}, "
+                             f"got {self.cfg.update_rounding!r}")
         self.qm = copy_quant_model(qm)
         g = self.qm.graph
         self.weight_layers = resolve_trainable(g, self.cfg.trainable)
@@ -83,6 +93,8 @@ class BPQASMethod(TrainingMethod):
         self.decisions = bp_qas_decisions(g, self.cfg.trainable, self.cfg.bias_last, self.cfg.momentum)
         """What the planner and the code generator read (`methods.decisions`)."""
         self.velocity: dict[str, np.ndarray] = {}
+        if self.cfg.update_rounding == "stochastic":    # only then a stream (state "rng", the C word)
+            self.rng = XorShift32(self.cfg.seed)
 
     def _channel_mask(self, name: str) -> np.ndarray | None:
         if self.cfg.channel_ratio >= 1:
@@ -189,7 +201,8 @@ class BPQASMethod(TrainingMethod):
                 self.velocity[key] = gr
             # QAS update as in `qas`: steps = round(lr * g / s^2); the gradient is already float
             k = qas.update_factor(lr, np.ones(o, np.float32), scale if self.cfg.qas else None)
-            steps = qas.integer_steps_float(gr, k)
+            r = self.rng.uniform01(gr.size) if kind == "weight" and hasattr(self, "rng") else None
+            steps = qas.integer_steps_float(gr, k, r)
             if kind == "weight":
                 qm.weights[name] = np.clip(qm.weights[name].astype(np.int64) - steps, qas.W_MIN,
                                            qas.W_MAX).astype(np.int8)
@@ -216,7 +229,7 @@ class BPQASMethod(TrainingMethod):
         arrays = {f"w/{n}": self.qm.weights[n].copy() for n in self.weight_layers}
         arrays.update({f"b/{n}": self.qm.biases[n].copy() for n in self.bias_layers})
         arrays.update({f"v/{k}": v.copy() for k, v in self.velocity.items()})
-        return {}, arrays
+        return ({"rng": self.rng.state} if hasattr(self, "rng") else {}), arrays
 
     def check_state(self, meta: Any, arrays: dict[str, np.ndarray], max_steps: int) -> list[str]:
         from mcutrain.methods import state_checks
@@ -229,6 +242,8 @@ class BPQASMethod(TrainingMethod):
             self.qm.biases[n] = arrays[f"b/{n}"].astype(np.int32).copy()
         self.velocity = {k[2:]: v.astype(np.float32).copy() for k, v in arrays.items()
                          if k.startswith("v/")}
+        if hasattr(self, "rng"):
+            self.rng.state = int(meta["rng"])
 
     def config(self) -> dict[str, Any]:
         return {"method": self.name, **asdict(self.cfg)}

@@ -35,6 +35,7 @@ from mcutrain.graph import Graph
 from mcutrain.methods.base import TrainingMethod
 from mcutrain.methods.bp_qas import BPQASConfig
 from mcutrain.methods.fqt_state import PRECISIONS, FQTConfig, precision
+from mcutrain.methods.qas import UPDATE_ROUNDINGS
 from mcutrain.methods.trainable import internal_spec
 from mcutrain.methods.zo import ZOConfig
 from mcutrain.options import (
@@ -165,6 +166,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("--no-gns", False, "zo: no GNS shrink (ablation)", ("zo",), ("train", "export", "run")),
     Option("--no-qas", False, "zo / bp-qas: no QAS scaling (ablation)", INT8_METHODS,
            ("train", "export", "run")),
+    Option("--update-rounding", "stochastic", "zo / bp-qas: how an int8 weight update rounds: stochastic "
+           "(one xorshift32 draw per weight: a step below half a weight step still moves it with that "
+           "probability; measured in docs/methods.md) | nearest (default stochastic)", INT8_METHODS,
+           ("train", "export", "run"), choices=UPDATE_ROUNDINGS),
     # ------------------------------------------------------------ bp-qas
     Option("--momentum", 0.0, "bp-qas: SGD momentum in [0, 1) (default 0)", ("bp-qas",),
            ("train", "export", "run"), momentum),
@@ -272,13 +277,15 @@ def fqt_config(v: argparse.Namespace, c_twin: bool = False) -> FQTConfig:
 def zo_config(v: argparse.Namespace, trainable: str | None = None, mask: str = "none") -> ZOConfig:
     """ZO's config; `trainable`/`mask` as `--sparse` resolved them (`zo_sparse`). Its RNG: seed + 1."""
     return ZOConfig(trainable=v.trainable if trainable is None else trainable, queries=v.queries,
-                    perturb=v.perturb, gns=not v.no_gns, qas=not v.no_qas, mask=mask, seed=v.seed + 1)
+                    perturb=v.perturb, gns=not v.no_gns, qas=not v.no_qas, mask=mask, seed=v.seed + 1,
+                    update_rounding=v.update_rounding)
 
 
 def bp_qas_config(v: argparse.Namespace) -> BPQASConfig:
-    """BP-QAS's config."""
+    """BP-QAS's config. Its RNG (stochastic update rounding only): seed + 1, as zo's."""
     return BPQASConfig(trainable=v.trainable, bias_last=v.bias_last,
-                       channel_ratio=getattr(v, "channel_ratio", 1.0), momentum=v.momentum, qas=not v.no_qas)
+                       channel_ratio=getattr(v, "channel_ratio", 1.0), momentum=v.momentum, qas=not v.no_qas,
+                       update_rounding=v.update_rounding, seed=v.seed + 1)
 
 
 def float_options(v: argparse.Namespace) -> dict[str, Any]:

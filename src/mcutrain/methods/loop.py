@@ -31,6 +31,7 @@ from mcutrain.methods.base import (
     verify_state,
 )
 from mcutrain.methods.state_file import StateFileError, data_sha256
+from mcutrain.methods.update_share import UpdateShare
 from mcutrain.progress import Progress
 
 
@@ -66,6 +67,9 @@ class FitResult:
     best_val_epoch: int | None = None
     notes: list[str] = field(default_factory=list)
     """What an allowed configuration change on resume did (for the user to read)."""
+    weights_changed_per_step: dict[str, Any] | None = None
+    """`update_share.UpdateShare.result()` over the steps this call ran (a resumed run: since the
+    resume); None for a method without integer weights."""
 
     @property
     def forward_macs(self) -> int:
@@ -124,14 +128,17 @@ def fit(method: TrainingMethod, x_train: np.ndarray, y_train: np.ndarray,
         loop["accuracy_before"] = evaluate(method, x_test, y_test)
     bar = Progress(total, method.name, show=progress, initial=loop["step"])
     epoch_stats: list[StepStats] = []
+    share = UpdateShare()
     while loop["step"] < total:
         epoch, i = divmod(loop["step"], steps_per_epoch)
         order = np.random.default_rng([seed, epoch]).permutation(n)
         idx = order[i * batch:(i + 1) * batch]
         rate = cosine_lr(lr, loop["step"], total) if schedule == "cosine" else lr
+        share.before(method)
         t0 = time.perf_counter()
         stats = method.step(x_train[idx], y_train[idx], rate)
         loop["seconds"] += time.perf_counter() - t0
+        share.after(method)
         loop["samples"] += len(idx)
         loop["forward_passes"] += stats.forward_passes
         for k, v in stats.macs.items():
@@ -165,7 +172,8 @@ def fit(method: TrainingMethod, x_train: np.ndarray, y_train: np.ndarray,
         accuracy_before=loop["accuracy_before"], accuracy_after=after, epochs=epochs,
         steps=loop["step"], samples_per_s=loop["samples"] / max(loop["seconds"], 1e-9),
         macs=dict(loop["macs"]), forward_passes=loop["forward_passes"], history=loop["history"],
-        best_val_epoch=loop["best"][0] if loop["best"] else None, notes=list(notes))
+        best_val_epoch=loop["best"][0] if loop["best"] else None, notes=list(notes),
+        weights_changed_per_step=share.result())
 
 
 def _resume(path: str | Path, method: TrainingMethod, run: dict[str, Any], allowed: tuple[str, ...]):

@@ -17,6 +17,13 @@ fixed (``docs/integer-semantics.md``, "ZO training operations"), all float32:
 
 where ``coef`` turns the integer gradient sum ``S`` into the gradient of the
 integer tensor (``g_int = coef * S``). Without QAS, ``k[c] = float32(lr) * coef[c]``.
+
+Update rounding (`UPDATE_ROUNDINGS`): ``nearest`` is the rounding above; ``stochastic``
+rounds an int8 weight's step as ``floor(float32(clamp(delta) + r))`` with ``r`` one
+`XorShift32.uniform01` draw per weight element (every element of the tensor, in C order,
+a zero or NaN delta too; a NaN delta gives step 0 as in nearest), so an update smaller
+than one weight step still moves the weight with probability ``|delta|``, in expectation
+the unrounded update. Biases always round to nearest (their int32 steps are fine).
 Weights stay symmetric in [-127, 127] (the int8 weight format); a C port
 compiles this without FMA contraction.
 """
@@ -31,6 +38,8 @@ W_MIN, W_MAX = -127, 127
 B_MIN, B_MAX = -(2**31), 2**31 - 1
 STEP_LIMIT = np.float32(2.0**30)
 """Largest single update in integer steps; beyond it the weight saturates anyway."""
+UPDATE_ROUNDINGS = ("nearest", "stochastic")
+"""How the int8 weight update rounds (`--update-rounding`, zo and bp-qas)."""
 
 
 def _per_channel(v: np.ndarray, ndim: int) -> np.ndarray:
@@ -46,24 +55,35 @@ def update_factor(lr: float, coef: np.ndarray, scale: np.ndarray | None) -> np.n
     return (k / (s * s)).astype(np.float32)
 
 
-def integer_steps(grad_sum: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """``round_half_away(clamp(float32(S) * k[c], +-2^30))`` as int64; channels on axis 0."""
+def _round_steps(delta: np.ndarray, r: np.ndarray | None) -> np.ndarray:
+    """int64 steps of a clamped float32 delta: nearest, or ``floor(delta + r)`` given the draws r."""
+    if r is None:
+        return round_half_away(delta).astype(np.int64)
+    up = np.floor(delta + np.asarray(r, np.float32).reshape(delta.shape))
+    return np.where(np.isnan(delta), np.float32(0), up).astype(np.int64)
+
+
+def integer_steps(grad_sum: np.ndarray, k: np.ndarray, r: np.ndarray | None = None) -> np.ndarray:
+    """``round_half_away(clamp(float32(S) * k[c], +-2^30))`` as int64; channels on axis 0.
+
+    With `r` (uniform01 draws, one per element in C order) the stochastic rounding instead."""
     s = np.asarray(grad_sum)
     delta = s.astype(np.float32) * _per_channel(np.asarray(k, np.float32), s.ndim)
     delta = np.clip(delta, -STEP_LIMIT, STEP_LIMIT)
-    return round_half_away(delta).astype(np.int64)
+    return _round_steps(delta, r)
 
 
-def integer_steps_float(grad: np.ndarray, k: np.ndarray) -> np.ndarray:
+def integer_steps_float(grad: np.ndarray, k: np.ndarray, r: np.ndarray | None = None) -> np.ndarray:
     """The same rounding for a float32 gradient (bp-qas): ``round_half_away(clamp(g * k[c]))``."""
     g = np.asarray(grad, np.float32)
     delta = np.clip(g * _per_channel(np.asarray(k, np.float32), g.ndim), -STEP_LIMIT, STEP_LIMIT)
-    return round_half_away(delta).astype(np.int64)
+    return _round_steps(delta, r)
 
 
-def apply_weight_update(w: np.ndarray, grad_sum: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """New int8 weights ``clamp(w - steps, -127, 127)``."""
-    return np.clip(w.astype(np.int64) - integer_steps(grad_sum, k), W_MIN, W_MAX).astype(np.int8)
+def apply_weight_update(w: np.ndarray, grad_sum: np.ndarray, k: np.ndarray,
+                        r: np.ndarray | None = None) -> np.ndarray:
+    """New int8 weights ``clamp(w - steps, -127, 127)`` (`r`: stochastic rounding's draws)."""
+    return np.clip(w.astype(np.int64) - integer_steps(grad_sum, k, r), W_MIN, W_MAX).astype(np.int8)
 
 
 def apply_bias_update(b: np.ndarray, grad_sum: np.ndarray, k: np.ndarray) -> np.ndarray:

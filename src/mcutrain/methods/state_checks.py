@@ -90,7 +90,8 @@ def zo(m: Any, meta: Any, arrays: dict[str, np.ndarray], max_steps: int) -> list
 
 
 def bp_qas(m: Any, meta: Any, arrays: dict[str, np.ndarray], max_steps: int) -> list[str]:
-    """BP-QAS: int8 weights in the QAS range, int32 biases; momentum buffers after the first step."""
+    """BP-QAS: int8 weights in the QAS range, int32 biases; momentum buffers after the first step;
+    with stochastic update rounding, the RNG."""
     from mcutrain.methods import qas
     live_meta, live = m.state()
     specs = _specs_int8(live, qas.W_MIN, qas.W_MAX)
@@ -100,7 +101,10 @@ def bp_qas(m: Any, meta: Any, arrays: dict[str, np.ndarray], max_steps: int) -> 
         for key, p in params.items():
             specs.setdefault(f"v/{key}", ArraySpec(np.dtype(np.float32), p.shape, required=False,
                                                    group="velocity"))
-    return check_arrays(arrays, specs) + conform(meta, live_meta, "state")
+    problems = check_arrays(arrays, specs) + conform(meta, live_meta, "state")
+    if problems or "rng" not in live_meta:
+        return problems
+    return int_in(meta["rng"], 1, RNG_MAX, "state.rng")
 
 
 def float_method(m: Any, meta: Any, arrays: dict[str, np.ndarray], max_steps: int) -> list[str]:

@@ -76,6 +76,9 @@ class ZOConfig:
     """`none`, `topk:R` (NP: the fraction R of output channels with the largest mean |y - z_y|)
     or `randk:R` (a random fraction R of the perturbed entries / channels, redrawn every step)."""
     seed: int = 1
+    update_rounding: str = "nearest"
+    """How int8 weight updates round (`qas.UPDATE_ROUNDINGS`); `stochastic` draws one uniform per
+    weight of a unit's layers from the method's stream, just before that unit's query draws."""
     budget: int = QUERY_CHUNK_ELEMENTS
     """Elements per query chunk (memory and speed only: results do not depend on it)."""
 
@@ -168,6 +171,9 @@ class ZOMethod(TrainingMethod):
             raise ValueError(f"queries must be at least 1, got {self.cfg.queries}")
         if min(self.cfg.sigma_w, self.cfg.sigma_b, self.cfg.sigma_node) < 1:
             raise ValueError("perturbation sizes sigma_w, sigma_b, sigma_node must be at least 1 step")
+        if self.cfg.update_rounding not in qas.UPDATE_ROUNDINGS:
+            raise ValueError(f"update_rounding must be one of {', '.join(qas.UPDATE_ROUNDINGS)}, "
+                             f"got {self.cfg.update_rounding!r}")
         self.mask_kind, self.mask_ratio = _parse_mask(self.cfg.mask)
         self.qm = copy_quant_model(qm)
         self.layers = resolve_trainable(self.qm.graph, self.cfg.trainable)
@@ -178,6 +184,8 @@ class ZOMethod(TrainingMethod):
         self.rng = XorShift32(self.cfg.seed)
         self.steps = 0
         self.last_timing: dict[str, float] = {}
+        self.rounding_draws: dict[str, np.ndarray] = {}
+        """Stochastic rounding: this step's uniform draws per layer, taken by `estimate`."""
 
     # -- the step
     def schedule(self, batch: int) -> list[dict[str, Any]]:
@@ -245,6 +253,10 @@ class ZOMethod(TrainingMethod):
         base = zf.run_base(qm, x_q)
         l0 = est.per_sample_loss(qm, base[qm.graph.output].reshape(len(x_q), -1), y)
         for u in self.units:
+            if cfg.update_rounding == "stochastic":     # NOTE: before the unit's mask and query draws
+                for m in u.layers:
+                    w = qm.weights[m]
+                    self.rounding_draws[m] = self.rng.uniform01(w.size).reshape(w.shape)
             if u.kind == "wp":
                 masks = self._wp_masks(u) if self.mask_kind == "randk" else None
                 yield est.wp_losses(qm, base, y, l0, u, self.rng, cfg.queries, cfg.sigma_w, cfg.sigma_b,
@@ -284,7 +296,8 @@ class ZOMethod(TrainingMethod):
             s_b = qas.bias_scale(qm.scale(node.inputs[0]), s_w)
             kw = qas.update_factor(lr, gr.w_coef, s_w if self.cfg.qas else None)
             kb = qas.update_factor(lr, gr.b_coef, s_b if self.cfg.qas else None)
-            qm.weights[name] = qas.apply_weight_update(qm.weights[name], gr.w_sum, kw)
+            r = self.rounding_draws.pop(name, None) if self.cfg.update_rounding == "stochastic" else None
+            qm.weights[name] = qas.apply_weight_update(qm.weights[name], gr.w_sum, kw, r)
             qm.biases[name] = qas.apply_bias_update(qm.biases[name], gr.b_sum, kb)
 
     # -- sparse perturbation masks

@@ -282,7 +282,7 @@ static int zo_step(uint32_t *rng, const int32_t *labels, float logit_scale, int3
             continue;
         }
         mt_qas_factor_f32(lr, n->o, n->coef_w, qas ? n->s_w : NULL, k);
-        mt_qas_upd_s8_s64(n->o, n->k, n->sum_w, k, n->w);
+        mt_qas_upd_s8_s64(n->o, n->k, n->sum_w, k, NULL, n->w);
         mt_qas_bias_scale_f32(n->s_x, n->s_w, n->o, sb);
         mt_qas_factor_f32(lr, n->o, n->coef_b, qas ? sb : NULL, k);
         mt_qas_upd_s32_s64(n->o, n->sum_b, k, n->b);
@@ -392,7 +392,7 @@ static int bp_step(const int32_t *labels, float logit_scale, int32_t qas, float 
             ones[c] = 1.0f;
         }
         mt_qas_factor_f32(lr, n->o, ones, qas ? n->s_w : NULL, k);
-        mt_qas_upd_s8_f32(n->o, n->k, gw, k, n->w);
+        mt_qas_upd_s8_f32(n->o, n->k, gw, k, NULL, n->w);
         mt_qas_bias_scale_f32(n->s_x, n->s_w, n->o, sb);
         mt_qas_factor_f32(lr, n->o, ones, qas ? sb : NULL, k);
         mt_qas_upd_s32_f32(n->o, gb, k, n->b);

@@ -103,6 +103,24 @@ MT_INLINE int32_t mt_qas_step_f32(float delta)
     return (int32_t)mt_round_half_away_inline_f32(delta);
 }
 
+/*
+ * The integer step of a QAS update by stochastic rounding (--update-rounding stochastic):
+ * floor(clamp(delta, -2^30, 2^30) + r) in float32, r in [0, 1) one mt_xorshift32_uniform01 draw
+ * (docs/integer-semantics.md 12.5). NaN maps to 0, as in mt_qas_step_f32.
+ */
+MT_INLINE int32_t mt_qas_step_sr_f32(float delta, float r)
+{
+    const float limit = 1073741824.0f; /* 2^30 */
+    if (delta > limit) {
+        delta = limit;
+    } else if (delta < -limit) {
+        delta = -limit;
+    } else if (!(delta == delta)) {
+        return 0;
+    }
+    return (int32_t)mt_floor_f32(delta + r); /* |delta + r| <= 2^30 + 1: fits int32 */
+}
+
 /* clamp(w - step, -127, 127): the int8 weight range of a trained tensor. */
 MT_INLINE int8_t mt_qas_apply_s8(int8_t w, int32_t step)
 {

@@ -376,7 +376,7 @@ mt_status model_train_step(const int8_t *inputs, const int32_t *labels, float lr
                 if (st != MT_OK) {
                     return st;
                 }
-                st = mt_qas_upd_s8_f32(1, 16, fc_velocity + c * 16, &kw, fc_weight + c * 16);
+                st = mt_qas_upd_s8_f32(1, 16, fc_velocity + c * 16, &kw, NULL, fc_weight + c * 16);
                 if (st != MT_OK) {
                     return st;
                 }
@@ -434,7 +434,7 @@ mt_status model_train_step(const int8_t *inputs, const int32_t *labels, float lr
                 if (st != MT_OK) {
                     return st;
                 }
-                st = mt_qas_upd_s8_f32(1, 27, conv2_velocity + c * 27, &kw, conv2_weight + c * 27);
+                st = mt_qas_upd_s8_f32(1, 27, conv2_velocity + c * 27, &kw, NULL, conv2_weight + c * 27);
                 if (st != MT_OK) {
                     return st;
                 }

@@ -18,6 +18,7 @@ mt_status mt_conv2d_bwd_w_qas_upd_s8_s32(const mt_conv_params *params,
                                          int32_t channel,
                                          float k_w,
                                          float k_b,
+                                         uint32_t *round_state,
                                          int8_t *weight,
                                          int32_t *bias)
 {
@@ -66,7 +67,11 @@ mt_status mt_conv2d_bwd_w_qas_upd_s8_s32(const mt_conv_params *params,
                 }
                 {
                     int8_t *w = row + ((int64_t)ky * filter_dims->w + kx) * cg + i;
-                    *w = mt_qas_apply_s8(*w, mt_qas_step_f32(mt_s64_to_f32(s) * k_w));
+                    const float delta = mt_s64_to_f32(s) * k_w;
+                    /* stochastic rounding: one draw per weight, in the row's index order */
+                    const int32_t step = round_state == NULL ? mt_qas_step_f32(delta) :
+                                         mt_qas_step_sr_f32(delta, mt_xorshift32_uniform01(round_state));
+                    *w = mt_qas_apply_s8(*w, step);
                 }
             }
         }

@@ -1,7 +1,9 @@
 /*
  * One output channel of the BP-QAS conv2d weight gradient, float32: the row `channel` of
- * mt_conv2d_bwd_w_s8_f32, in the same order (positions (n, oy, ox) in C order, product rounded then
- * added to a running sum from 0, padding skipped), so a row equals that kernel's row bit for bit.
+ * mt_conv2d_bwd_w_s8_f32, in the same order (per sample n, the products over positions (oy, ox) in
+ * row-major order, each rounded then added to a running sum t from 0, padding skipped; then
+ * acc = acc + t over the samples in order from 0), so a row equals that kernel's row and the
+ * simulator's (ste_kernels.conv2d_bwd_w_s8_f32) bit for bit, and so does the momentum velocity.
  * A generated train_step applies each row's update as soon as it is complete, so only one row of
  * gradient is ever stored (the planner's `grad:<layer>.row`).
  */
@@ -36,6 +38,7 @@ mt_status mt_conv2d_bwd_w_row_s8_f32(const mt_conv_params *params,
                 float acc = 0.0f;
                 int32_t n;
                 for (n = 0; n < output_dims->n; ++n) {
+                    float t = 0.0f;
                     int32_t oy;
                     for (oy = 0; oy < output_dims->h; ++oy) {
                         const int32_t y = oy * params->stride_h - params->pad_top + ky;
@@ -54,9 +57,10 @@ mt_status mt_conv2d_bwd_w_row_s8_f32(const mt_conv_params *params,
                                        cin + i] - params->input_zero_point;
                             p = (float)xv * e_acc[(((int64_t)n * output_dims->h + oy) * output_dims->w + ox) *
                                                       output_dims->c + channel];
-                            acc = acc + p;
+                            t = t + p;
                         }
                     }
+                    acc = acc + t;
                 }
                 grad_row[((int64_t)ky * filter_dims->w + kx) * cg + i] = acc;
             }

@@ -14,6 +14,7 @@ mt_status mt_linear_bwd_w_qas_upd_s8_s32(int32_t input_zero_point,
                                          int32_t channel,
                                          float k_w,
                                          float k_b,
+                                         uint32_t *round_state,
                                          int8_t *weight,
                                          int32_t *bias)
 {
@@ -33,7 +34,13 @@ mt_status mt_linear_bwd_w_qas_upd_s8_s32(int32_t input_zero_point,
             s += (int64_t)(input[(int64_t)n * in_features + i] - input_zero_point) *
                  g[(int64_t)n * out_features + channel];
         }
-        row[i] = mt_qas_apply_s8(row[i], mt_qas_step_f32(mt_s64_to_f32(s) * k_w));
+        {
+            const float delta = mt_s64_to_f32(s) * k_w;
+            /* stochastic rounding: one draw per weight, in index order */
+            const int32_t step = round_state == NULL ? mt_qas_step_f32(delta) :
+                                 mt_qas_step_sr_f32(delta, mt_xorshift32_uniform01(round_state));
+            row[i] = mt_qas_apply_s8(row[i], step);
+        }
     }
     for (n = 0; n < batch; ++n) {
         sb += g[(int64_t)n * out_features + channel];
