@@ -67,3 +67,11 @@ def test_messages_carry_arrays_without_pickle():
     assert all(np.array_equal(a, b) for a, b in zip(arrays, back))
 
 
+
+
+@pytest.mark.parametrize("name, workers", [("small-cnn mix q10 b32", 2), ("small-cnn np q10 b1", 3)])
+def test_stochastic_update_rounding_is_the_same_on_any_worker_count(always_split, name, workers):
+    """The update's draws come from the stream the workers jump over: one process and N agree."""
+    one = run_digest(CASES[name], workers=1, update_rounding="stochastic")
+    assert one != DIGESTS[name]                                  # the rounding really changed the run
+    assert run_digest(CASES[name], workers=workers, update_rounding="stochastic") == one

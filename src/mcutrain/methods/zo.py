@@ -211,6 +211,10 @@ class ZOMethod(TrainingMethod):
             t_base = time.perf_counter() - t0
             grads: dict[str, est.IntGrad] = {}
             for u in self.units:
+                if cfg.update_rounding == "stochastic":     # NOTE: before the unit's mask and query draws
+                    for m in u.layers:
+                        w = qm.weights[m]
+                        self.rounding_draws[m] = self.rng.uniform01(w.size).reshape(w.shape)
                 if u.kind == "wp":
                     masks = self._wp_masks(u) if self.mask_kind == "randk" else None
                     grads.update(est.estimate_wp(qm, base, y, l0, u, self.rng, cfg.queries, cfg.sigma_w,
@@ -253,10 +257,8 @@ class ZOMethod(TrainingMethod):
         base = zf.run_base(qm, x_q)
         l0 = est.per_sample_loss(qm, base[qm.graph.output].reshape(len(x_q), -1), y)
         for u in self.units:
-            if cfg.update_rounding == "stochastic":     # NOTE: before the unit's mask and query draws
-                for m in u.layers:
-                    w = qm.weights[m]
-                    self.rounding_draws[m] = self.rng.uniform01(w.size).reshape(w.shape)
+            if cfg.update_rounding == "stochastic":     # the trainer's update draws: skipped here
+                self.rng.advance(sum(qm.weights[m].size for m in u.layers))
             if u.kind == "wp":
                 masks = self._wp_masks(u) if self.mask_kind == "randk" else None
                 yield est.wp_losses(qm, base, y, l0, u, self.rng, cfg.queries, cfg.sigma_w, cfg.sigma_b,
