@@ -55,8 +55,12 @@ CORE_FLAGS: dict[str, tuple[str, ...]] = {
     "cortex-m0plus": ("-mcpu=cortex-m0plus", "-mthumb", "-mfloat-abi=soft"),
     "cortex-m4": ("-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"),
     "cortex-m7": ("-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-d16"),
+    "rv32imc": ("-march=rv32imc", "-mabi=ilp32"),
+    "rv32imac": ("-march=rv32imac", "-mabi=ilp32"),
+    "rv32imafc": ("-march=rv32imafc", "-mabi=ilp32f"),
 }
-"""Code-generation flags per core when the target has an FPU (soft float otherwise)."""
+"""Code-generation flags per core when the target has an FPU (soft float otherwise). A RISC-V
+core's ISA string already says whether it has floats, so its flags never change."""
 
 SECTION_FLAGS = ["-ffunction-sections", "-fdata-sections"]
 """One section per function and object, so the linker drops what is unused (and sizes are per symbol)."""
@@ -64,11 +68,26 @@ SECTION_FLAGS = ["-ffunction-sections", "-fdata-sections"]
 CROSS_LINK_FLAGS = ["--specs=rdimon.specs", "-nostartfiles", "-Wl,--gc-sections", *SECTION_FLAGS]
 """Semihosting newlib, our own startup code, unused sections dropped."""
 
+RISCV_LINK_FLAGS = ["--specs=picolibc.specs", "--oslib=semihost", "-nostartfiles", "-Wl,--gc-sections",
+                    *SECTION_FLAGS]
+"""RISC-V: picolibc with its semihosting system calls (stdio, files, exit status), our own startup."""
+
+
+def libc_flags(target: Target) -> list[str]:
+    """What a compile-only command for `target` needs to find the C library's headers: the RISC-V
+    compiler has none of its own (picolibc's specs add them); arm-none-eabi-gcc finds newlib's."""
+    return ["--specs=picolibc.specs"] if target.arch == "riscv" else []
+
+
+def link_flags(target: Target) -> list[str]:
+    """The C library, startup and section flags a cross build of `target` links with."""
+    return list(RISCV_LINK_FLAGS if target.arch == "riscv" else CROSS_LINK_FLAGS)
+
 
 def core_flags(target: Target) -> list[str]:
     """Compiler flags selecting the core and float ABI of `target`."""
     flags = list(CORE_FLAGS[target.core])
-    if not target.fpu:
+    if not target.fpu and target.arch == "arm":
         flags = [f for f in flags if not f.startswith(("-mfpu=", "-mfloat-abi="))] + ["-mfloat-abi=soft"]
     return flags
 

@@ -1,4 +1,4 @@
-"""The whole-step ZO test on emulated Cortex-M0+, M4 and M7: `drivers/train_step.c` cross-built
+"""The whole-step ZO test on emulated Cortex-M0+, M4, M7 and RV32IMC: `drivers/train_step.c` cross-built
 with the runtime, run under QEMU, bit-exact with `ZOMethod` after every step; the instructions of
 one training step (between the step markers) are printed."""
 
@@ -12,17 +12,17 @@ from train_driver import DRIVERS, RUNTIME_INCLUDES, read_step_results, runtime_s
 from mcutrain.engines import int_engine
 from mcutrain.mcu import build, count_instructions
 
-CORES = ("cortex-m0plus", "cortex-m4", "cortex-m7")
+CORES = ("cortex-m0plus", "cortex-m4", "cortex-m7", "rv32imc")
 
 
 
 @pytest.mark.parametrize("core", CORES)
-def test_zo_steps_on_cortex_m(arm_tools, tmp_path, core):
+def test_zo_steps_on_cortex_m(target_tools, tmp_path, core):
     steps, lr = 3, 0.05
     qm, batches, m, cfg, kinds = zo_case("digits-cnn", "mix", 4, lr, steps=steps)
     data = [(int_engine.quantize_input(qm, x), y) for x, y in batches]
     write_step_file(tmp_path / "steps.bin", qm, cfg, data)
-    kernels = "ref" if core == "cortex-m0plus" else "dsp"   # the DSP twins where the core has DSP
+    kernels = "ref" if core in ("cortex-m0plus", "rv32imc") else "dsp"   # DSP twins where the core has DSP
     elf = build([DRIVERS / "train_step.c", *runtime_sources(kernels)], core, tmp_path / "train_step.elf",
                 include_dirs=RUNTIME_INCLUDES, defines=["MT_BOARD", "TS_ARENA_BYTES=(256*1024)"]).elf
     prof = count_instructions(elf, core, ["steps.bin", "out.bin"], cwd=tmp_path, timeout=300)
