@@ -12,14 +12,18 @@ from mcutrain import bench
 from mcutrain.bench.mcu_inference import layer_table, table
 
 
-def test_quick_mcu_inference(arm_tools, tmp_path):
+def test_quick_mcu_inference(arm_tools, riscv_tools, tmp_path):
     bench.run("mcu-inference", quick=True, work=tmp_path / "w", results=tmp_path / "r", docs=tmp_path / "d",
               log=lambda s: None)
     doc = json.loads((tmp_path / "r" / "mcu-inference.quick.json").read_text())
     assert list(doc) == ["benchmark", "rows", "layers", "meta"] and doc["layers"] == []
-    (row,) = doc["rows"]
+    row, m4_ref, rv = doc["rows"]
     assert (row["arch"], row["core"], row["kernels"], row["bit_exact"]) == ("digits-cnn", "cortex-m4", "dsp",
                                                                            True)
+    assert (rv["core"], rv["kernels"], rv["bit_exact"], m4_ref["kernels"]) == ("rv32imc", "ref", True, "ref")
+    # the RISC-V row against the M4's portable C of the same run: within the issue's 1.3x
+    assert rv["vs_m4_ref"] == pytest.approx(rv["instructions"] / m4_ref["instructions"], abs=1e-3)
+    assert rv["vs_m4_ref"] <= 1.3 and "vs_m4_ref" not in m4_ref
     assert row["instructions_per_mac"] == pytest.approx(row["instructions"] / row["macs"], abs=1e-3)
     assert row["est_cycles"] > 0 and row["flash_bytes"] > row["const_bytes"] > 0
     assert not (tmp_path / "d").exists()                 # quick runs never touch the docs

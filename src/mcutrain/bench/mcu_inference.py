@@ -1,8 +1,9 @@
 """Int8 inference on emulated Cortex-M cores: exact instructions per MAC, reference vs DSP kernels.
 
 For each architecture (default: `small-cnn`, He init, PTQ on seeded random inputs), the
-generated C library is cross-compiled for Cortex-M0+, M4 and M7 with the portable reference
-kernels and, where the core has the DSP extension, the DSP kernels; QEMU runs a few samples and
+generated C library is cross-compiled for Cortex-M0+, M4, M7 and RV32IMC with the portable reference
+kernels and, where the core has the DSP extension, the DSP kernels (a RISC-V row also says how its
+count compares with the M4's portable C, `vs_m4_ref`); QEMU runs a few samples and
 the instruction-count plugin counts every executed instruction inside `model_predict` (file I/O
 excluded). Instruction counts are exact and deterministic (not timings, so a loaded machine
 does not disturb them); cycles and milliseconds come from the instruction-mix model of
@@ -16,9 +17,9 @@ its kernels' set-up but no other layer's work.
 Run: ``mcutrain bench mcu-inference`` (small-cnn, digits-cnn and mnist1d-cnn, 2 samples, seed 0,
 per layer for small-cnn: the settings of the committed result) writes
 `benchmarks/results/mcu-inference.json` and the page `docs/benchmarks-mcu-inference.md` (a page
-of its own, not a block of benchmarks.md). ``--quick`` (digits-cnn, one sample, M4 DSP kernels
-only, no per-layer rows) writes `mcu-inference.quick.json` and leaves the docs alone. Needs the ARM
-cross toolchain and QEMU.
+of its own, not a block of benchmarks.md). ``--quick`` (digits-cnn, one sample, M4 DSP and
+reference kernels and RV32IMC, no per-layer rows) writes `mcu-inference.quick.json` and leaves the
+docs alone. Needs the ARM and RISC-V cross toolchains and QEMU.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from mcutrain.targets import get_target
 PAGE = "benchmarks-mcu-inference.md"
 RUNS = (("cortex-m0plus", "ref"), ("cortex-m4", "ref"), ("cortex-m4", "dsp"), ("cortex-m7", "ref"),
         ("cortex-m7", "dsp"))
+RUNS += (("rv32imc", "ref"),)   # RISC-V: the portable kernels, compared with the M4's (`vs_m4_ref`)
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,8 @@ class Settings:
 
 
 FULL = Settings()
-QUICK = Settings(archs=("digits-cnn",), samples=1, per_layer=False, runs=(("cortex-m4", "dsp"),))
+QUICK = Settings(archs=("digits-cnn",), samples=1, per_layer=False,
+                 runs=(("cortex-m4", "dsp"), ("cortex-m4", "ref"), ("rv32imc", "ref")))
 
 
 def measure(arch: str, samples: int, seed: int, runs: tuple[tuple[str, str], ...] = RUNS,
@@ -93,6 +96,15 @@ def measure(arch: str, samples: int, seed: int, runs: tuple[tuple[str, str], ...
         })
         log(f"{arch:12s} {target.name:14s} {kernels:4s} {per / macs:7.3f} insn/MAC  "
             f"bit_exact={rows[-1]['bit_exact']}")
+    return with_m4_ratio(rows)
+
+
+def with_m4_ratio(rows: list[dict]) -> list[dict]:
+    """RISC-V rows get `vs_m4_ref`: their instructions over the M4's portable C of the same run."""
+    m4 = {r["arch"]: r["instructions"] for r in rows if r["core"] == "cortex-m4" and r["kernels"] == "ref"}
+    for r in rows:
+        if get_target(r["target"]).arch == "riscv" and r["arch"] in m4:
+            r["vs_m4_ref"] = round(r["instructions"] / m4[r["arch"]], 3)
     return rows
 
 
