@@ -163,6 +163,7 @@ TARGETS: dict[str, Target] = {
         Target("cortex-m4", "cortex-m4", 64_000_000, 4 * MB, 4 * MB, True, True, "mps2-an386"),
         Target("cortex-m7", "cortex-m7", 600_000_000, 4 * MB, 4 * MB, True, True, "mps2-an500"),
         Target("rv32imc", "rv32imc", 160_000_000, 4 * MB, 4 * MB, False, False, "virt"),
+        Target("rv32imafc", "rv32imafc", 160_000_000, 4 * MB, 4 * MB, True, False, "virt"),
     )
 }
 """Generic targets, one per core: memories as large as the QEMU board, so anything runnable links."""

@@ -122,3 +122,16 @@ def test_counts_are_exact_and_the_cycle_model_charges_each_class(dot_elf, tmp_pa
 ])
 def test_classify_riscv(mnemonic, cls):
     assert classify_riscv(mnemonic) == cls
+
+
+def test_rv32imafc_runs_hardware_floats(riscv_tools, tmp_path):
+    src = tmp_path / "f.c"
+    src.write_text("#include <stdio.h>\nstatic volatile float a = 1.5f;\n"
+                   "int main(void)\n{\n    float b = a * a * 4.0f;\n    printf(\"%d\\n\", (int)b);\n"
+                   "    return (int)b;\n}\n")
+    t = get_target("rv32imafc")
+    assert t.fpu and core_flags(t) == ["-march=rv32imafc", "-mabi=ilp32f"]
+    elf = build([src], t, tmp_path / "f.elf").elf
+    r = run_elf(elf, t, timeout=10)
+    assert r.exit_code == 9 and r.stdout == "9\n"   # no trap: the startup turned the FPU on
+    assert "fmul.s" in load_disassembly(elf).mnemonic

@@ -11,14 +11,15 @@ from dataclasses import dataclass, field
 
 BOARDS = {"cortex-m0plus": "rp2040", "cortex-m4": "nrf52840", "cortex-m7": "imxrt1062"}
 """The board whose clock (and RAM, for the planner's fit) each core's rows are quoted at."""
-BOARDS["rv32imc"] = "esp32c3"
+BOARDS.update({"rv32imc": "esp32c3", "rv32imafc": "rv32imafc"})   # no F board yet: the generic target
 
 ALL_RUNS = (("cortex-m0plus", "ref"), ("cortex-m4", "ref"), ("cortex-m4", "dsp"), ("cortex-m7", "ref"),
             ("cortex-m7", "dsp"))
-ALL_RUNS += (("rv32imc", "ref"),)   # RISC-V: the portable kernels (no DSP twins)
+ALL_RUNS += (("rv32imc", "ref"), ("rv32imafc", "ref"))   # RISC-V: the portable kernels, without/with F
 M7_RUNS = (("cortex-m7", "ref"), ("cortex-m7", "dsp"))
 RISCV_VS_M4 = 1.3
 """Issue #23's RISC-V target: rv32imc's instructions within 1.3x of the M4's portable C."""
+RISCV_CORES = ("rv32imc", "rv32imafc")
 
 SEED_SMALL_MS = {"cortex-m0plus": 817.1, "cortex-m4": 897.6, "cortex-m7": 35.4}
 """Seed A, small CNN, uint8 FQT, ms per training sample (RP2040, nRF52840, i.MX RT1062)."""

@@ -45,7 +45,7 @@ from mcutrain.targets import get_target
 PAGE = "benchmarks-mcu-inference.md"
 RUNS = (("cortex-m0plus", "ref"), ("cortex-m4", "ref"), ("cortex-m4", "dsp"), ("cortex-m7", "ref"),
         ("cortex-m7", "dsp"))
-RUNS += (("rv32imc", "ref"),)   # RISC-V: the portable kernels, compared with the M4's (`vs_m4_ref`)
+RUNS += (("rv32imc", "ref"), ("rv32imafc", "ref"))   # RISC-V: portable kernels, vs the M4's (`vs_m4_ref`)
 
 
 @dataclass(frozen=True)

@@ -118,6 +118,11 @@ __attribute__((naked, section(".text.init.enter"), used)) void _start(void)
                      ".option push\n\t"
                      ".option arch, +zicsr\n\t" /* binutils 2.38+ split the CSR instructions out of I */
                      "csrw mtvec, t0\n\t"
+#if defined(__riscv_flen)
+                     /* mstatus.FS = initial: without it every float instruction traps */
+                     "li t0, 0x2000\n\t"
+                     "csrs mstatus, t0\n\t"
+#endif /* __riscv_flen */
                      ".option pop\n\t"
                      "j mt_start_c");
 }
