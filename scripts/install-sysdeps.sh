@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system packages the demo and the test suite need when running as root and they
-# are missing: the ARM cross toolchain with newlib, QEMU for Cortex-M, CMake (the exported CMake
-# builds), and Debian's Fashion-MNIST. Without root (or apt-get) it prints the one command that
+# are missing: the ARM cross toolchain with newlib, QEMU for Cortex-M, the RISC-V cross toolchain
+# with picolibc and QEMU for riscv32 (qemu-system-misc), CMake (the exported CMake builds), and
+# Debian's Fashion-MNIST. Without root (or apt-get) it prints the one command that
 # installs them.
 # Usage: install-sysdeps.sh [demo|tests]   (who needs them: only the note's wording differs)
 set -euo pipefail
@@ -9,6 +10,13 @@ for_what=${1:-tests}
 need=()
 command -v arm-none-eabi-gcc >/dev/null || need+=(gcc-arm-none-eabi libnewlib-arm-none-eabi)
 command -v qemu-system-arm >/dev/null || need+=(qemu-system-arm)
+# the RISC-V compiler comes without a C library: picolibc is a package of its own
+if ! command -v riscv64-unknown-elf-gcc >/dev/null; then
+    need+=(gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf)
+elif [ ! -f /usr/lib/picolibc/riscv64-unknown-elf/picolibc.specs ]; then
+    need+=(picolibc-riscv64-unknown-elf)
+fi
+command -v qemu-system-riscv32 >/dev/null || need+=(qemu-system-misc)
 command -v cmake >/dev/null || need+=(cmake)
 [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || need+=(dataset-fashion-mnist)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi

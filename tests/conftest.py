@@ -1,7 +1,8 @@
 """Fixtures shared by every test folder.
 
-`arm_tools`: tests that build or run Cortex-M code take it. Without the ARM cross toolchain
-or QEMU they skip with the command that installs them — except in CI as root, where
+`arm_tools`: tests that build or run Cortex-M code take it (`riscv_tools` for RISC-V code;
+`target_tools` picks one of the two from a test's `target` or `core` parameter). Without the
+cross toolchain or QEMU they skip with the command that installs them — except in CI as root, where
 `make test` installs both: there a missing tool is a broken set-up and fails loudly, so a
 green CI can never hide skipped MCU tests.
 """
@@ -14,16 +15,38 @@ import pytest
 
 from mcutrain.mcu.qemu import find_qemu
 from mcutrain.mcu.toolchain import ToolchainMissingError, find_toolchain
+from mcutrain.targets import get_target
+
+QEMU_OF = {"arm": "qemu-system-arm", "riscv": "qemu-system-riscv32"}
 
 
-@pytest.fixture(scope="session")
-def arm_tools():
-    """The cross toolchain (QEMU checked too); skips, or fails in CI as root, when missing."""
+def _cross_tools(arch: str):
+    """The cross toolchain of `arch` (QEMU checked too); skips, or fails in CI as root, when missing."""
     try:
-        tools = find_toolchain()
-        find_qemu()
+        tools = find_toolchain(arch)
+        find_qemu(QEMU_OF[arch])
     except ToolchainMissingError as e:
         if os.environ.get("CI") and hasattr(os, "geteuid") and os.geteuid() == 0:
             pytest.fail(f"CI runs as root, so 'make test' should have installed the tools: {e}")
         pytest.skip(str(e))
     return tools
+
+
+@pytest.fixture(scope="session")
+def arm_tools():
+    """The ARM cross toolchain and qemu-system-arm."""
+    return _cross_tools("arm")
+
+
+@pytest.fixture(scope="session")
+def riscv_tools():
+    """The RISC-V cross toolchain with picolibc and qemu-system-riscv32."""
+    return _cross_tools("riscv")
+
+
+@pytest.fixture
+def target_tools(request):
+    """The tools of the test's parametrized `target` (or `core`): `arm_tools` or `riscv_tools`."""
+    params = request.node.callspec.params
+    arch = get_target(params.get("target", params.get("core"))).arch
+    return request.getfixturevalue(f"{arch}_tools")

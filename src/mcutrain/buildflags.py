@@ -60,8 +60,12 @@ CORE_FLAGS: dict[str, tuple[str, ...]] = {
     "cortex-m33": ("-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16"),
     # -mcpu=cortex-m55 is armv8.1-m.main+mve.fp+fp.dp (GCC 12): __ARM_FEATURE_MVE=3, DSP, FPv5-D16.
     "cortex-m55": ("-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard"),
+    "rv32imc": ("-march=rv32imc", "-mabi=ilp32"),
+    "rv32imac": ("-march=rv32imac", "-mabi=ilp32"),
+    "rv32imafc": ("-march=rv32imafc", "-mabi=ilp32f"),
 }
-"""Code-generation flags per core when the target has an FPU (soft float otherwise)."""
+"""Code-generation flags per core when the target has an FPU (soft float otherwise). A RISC-V
+core's ISA string already says whether it has floats, so its flags never change."""
 
 SECTION_FLAGS = ["-ffunction-sections", "-fdata-sections"]
 """One section per function and object, so the linker drops what is unused (and sizes are per symbol)."""
@@ -69,13 +73,28 @@ SECTION_FLAGS = ["-ffunction-sections", "-fdata-sections"]
 CROSS_LINK_FLAGS = ["--specs=rdimon.specs", "-nostartfiles", "-Wl,--gc-sections", *SECTION_FLAGS]
 """Semihosting newlib, our own startup code, unused sections dropped."""
 
+RISCV_LINK_FLAGS = ["--specs=picolibc.specs", "--oslib=semihost", "-nostartfiles", "-Wl,--gc-sections",
+                    *SECTION_FLAGS]
+"""RISC-V: picolibc with its semihosting system calls (stdio, files, exit status), our own startup."""
+
+
+def libc_flags(target: Target) -> list[str]:
+    """What a compile-only command for `target` needs to find the C library's headers: the RISC-V
+    compiler has none of its own (picolibc's specs add them); arm-none-eabi-gcc finds newlib's."""
+    return ["--specs=picolibc.specs"] if target.arch == "riscv" else []
+
+
+def link_flags(target: Target) -> list[str]:
+    """The C library, startup and section flags a cross build of `target` links with."""
+    return list(RISCV_LINK_FLAGS if target.arch == "riscv" else CROSS_LINK_FLAGS)
+
 
 def core_flags(target: Target) -> list[str]:
     """Compiler flags selecting the core and float ABI of `target`."""
     flags = list(CORE_FLAGS[target.core])
     if target.core == "cortex-m33" and not target.dsp:  # the M33's DSP extension is optional
         flags = [f"{f}+nodsp" if f.startswith("-mcpu=") else f for f in flags]
-    if not target.fpu:
+    if not target.fpu and target.arch == "arm":
         flags = [f for f in flags if not f.startswith(("-mfpu=", "-mfloat-abi="))] + ["-mfloat-abi=soft"]
     return flags
 

@@ -1,7 +1,8 @@
-"""Cortex-M targets: the chip a build is sized for and the QEMU board that runs it.
+"""MCU targets: the chip a build is sized for and the QEMU board that runs it.
 
 A `Target` names what "it fits" means (the chip's RAM and Flash, checked by the linker) and
-where it runs (the MPS2/MPS3 board QEMU emulates for that core). The generic targets here are
+where it runs (the MPS2/MPS3 board QEMU emulates for a Cortex-M core, QEMU's `virt` board for a
+RISC-V core). The generic targets here are
 deliberately large so anything the board can hold links; real boards (rp2040, nrf52840,
 stm32f746, imxrt1062, stm32h743, nrf5340, stm32u585, rp2350) come from `targets.toml` beside
 this module (`BOARD_TARGETS`) and use the same dataclass (`Target.from_dict`); `get_target`
@@ -45,6 +46,8 @@ class Board:
     flash_bytes: int
     ram_origin: int
     ram_bytes: int
+    qemu_system: str = "qemu-system-arm"
+    """The QEMU binary that emulates this machine."""
 
 
 BOARDS: dict[str, Board] = {
@@ -56,6 +59,9 @@ BOARDS: dict[str, Board] = {
     # the CPU boots from init-svtor 0x0, the 512 KB ITCM ("flash"); data goes to the 4 MB SRAM 2
     # at 0x21000000 ("ram"; the 512 KB DTCM at 0x20000000 and the 2 MB SRAM at 0x01000000 unused).
     "mps3-an547": Board("mps3-an547", "cortex-m55", 0x0, 512 * KB, 0x21000000, 4 * MB),
+    # QEMU's riscv32 `virt` (hw/riscv/virt.c): DRAM from 0x80000000 (128 MB by default), where
+    # `-bios none -kernel` loads the ELF as linked; the first 4 MB play flash, the next 4 MB RAM.
+    "virt": Board("virt", "rv32", 0x80000000, 4 * MB, 0x80400000, 4 * MB, "qemu-system-riscv32"),
 }
 
 CORES = ("cortex-m0plus", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")
@@ -63,6 +69,17 @@ CORES = ("cortex-m0plus", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")
 
 DEFAULT_MACHINE = {"cortex-m0plus": "mps2-an385", "cortex-m4": "mps2-an386", "cortex-m7": "mps2-an500",
                    "cortex-m33": "mps2-an505", "cortex-m55": "mps3-an547"}
+
+RISCV_CORES = {"rv32imc": False, "rv32imac": False, "rv32imafc": True}
+"""RISC-V cores (the ISA string is the core's name) and whether each has single-precision floats.
+RISC-V has no DSP extension we use (no P extension on these boards): the portable kernels run."""
+CORES += tuple(RISCV_CORES)
+DEFAULT_MACHINE.update({core: "virt" for core in RISCV_CORES})
+
+
+def core_arch(core: str) -> str:
+    """'riscv' for a RISC-V core, 'arm' for a Cortex-M: which toolchain, startup and QEMU build for it."""
+    return "riscv" if core in RISCV_CORES else "arm"
 
 
 class TargetError(ValueError):
@@ -97,9 +114,21 @@ class Target:
                               f"known: {', '.join(BOARDS)}")
         if self.core == "cortex-m0plus" and (self.fpu or self.dsp):
             raise TargetError(f"target {self.name!r}: a Cortex-M0+ has neither FPU nor DSP extension")
+        if self.core in RISCV_CORES and (self.dsp or self.fpu != RISCV_CORES[self.core]):
+            raise TargetError(f"target {self.name!r}: {self.core} has "
+                              f"{'an' if RISCV_CORES[self.core] else 'no'} FPU and no DSP extension; "
+                              "the ISA string says which (F: single-precision floats)")
+        if (self.board.qemu_system == "qemu-system-riscv32") != (self.core in RISCV_CORES):
+            raise TargetError(f"target {self.name!r}: QEMU machine {self.qemu_machine!r} cannot run "
+                              f"{self.core} code")
         for field_name in ("clock_hz", "ram_bytes", "flash_bytes"):
             if int(getattr(self, field_name)) <= 0:
                 raise TargetError(f"target {self.name!r}: {field_name} must be positive")
+
+    @property
+    def arch(self) -> str:
+        """'arm' or 'riscv' (`core_arch`)."""
+        return core_arch(self.core)
 
     @property
     def board(self) -> Board:
@@ -123,7 +152,7 @@ class Target:
         """Build a target from a table such as one `[targets.NAME]` entry of a TOML file.
 
         `qemu_machine` defaults to the board for the core; `fpu`/`dsp` default to what the core
-        usually has (M4/M7/M33 with both, M0+ with neither).
+        usually has (M4/M7/M33 with both, M0+ with neither, a RISC-V core an FPU only with F).
         """
         known = {"core", "clock_hz", "ram_bytes", "flash_bytes", "fpu", "dsp", "qemu_machine"}
         unknown = set(d) - known
@@ -135,9 +164,9 @@ class Target:
         core = d["core"]
         if core not in CORES:
             raise TargetError(f"target {name!r}: unknown core {core!r}; known cores: {', '.join(CORES)}")
-        big = core != "cortex-m0plus"
+        big = core not in ("cortex-m0plus", *RISCV_CORES)
         return cls(name=name, core=core, clock_hz=int(d["clock_hz"]), ram_bytes=int(d["ram_bytes"]),
-                   flash_bytes=int(d["flash_bytes"]), fpu=bool(d.get("fpu", big)),
+                   flash_bytes=int(d["flash_bytes"]), fpu=bool(d.get("fpu", RISCV_CORES.get(core, big))),
                    dsp=bool(d.get("dsp", big)),
                    qemu_machine=d.get("qemu_machine", DEFAULT_MACHINE[core]))
 
@@ -149,6 +178,8 @@ TARGETS: dict[str, Target] = {
         Target("cortex-m7", "cortex-m7", 600_000_000, 4 * MB, 4 * MB, True, True, "mps2-an500"),
         Target("cortex-m33", "cortex-m33", 160_000_000, 4 * MB, 4 * MB, True, True, "mps2-an505"),
         Target("cortex-m55", "cortex-m55", 400_000_000, 4 * MB, 512 * KB, True, True, "mps3-an547"),
+        Target("rv32imc", "rv32imc", 160_000_000, 4 * MB, 4 * MB, False, False, "virt"),
+        Target("rv32imafc", "rv32imafc", 160_000_000, 4 * MB, 4 * MB, True, False, "virt"),
     )
 }
 """Generic targets, one per core: memories as large as the QEMU board, so anything runnable links

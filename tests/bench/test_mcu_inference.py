@@ -12,18 +12,22 @@ from mcutrain import bench
 from mcutrain.bench.mcu_inference import layer_table, table
 
 
-def test_quick_mcu_inference(arm_tools, tmp_path):
+def test_quick_mcu_inference(arm_tools, riscv_tools, tmp_path):
     bench.run("mcu-inference", quick=True, work=tmp_path / "w", results=tmp_path / "r", docs=tmp_path / "d",
               log=lambda s: None)
     doc = json.loads((tmp_path / "r" / "mcu-inference.quick.json").read_text())
     assert list(doc) == ["benchmark", "rows", "layers", "meta"] and doc["layers"] == []
-    m4, m33, m55 = doc["rows"]
+    m4, m33, m55, m4_ref, rv = doc["rows"]
     assert (m4["arch"], m4["core"], m4["kernels"], m4["bit_exact"]) == ("digits-cnn", "cortex-m4", "dsp",
                                                                        True)
     assert (m33["arch"], m33["core"], m33["kernels"], m33["bit_exact"]) == ("digits-cnn", "cortex-m33", "dsp",
                                                                            True)
     assert (m55["core"], m55["kernels"], m55["bit_exact"]) == ("cortex-m55", "dsp", True)
     assert m55["instructions"] < m4["instructions"]         # the Helium twins, measured side by side
+    assert (rv["core"], rv["kernels"], rv["bit_exact"], m4_ref["kernels"]) == ("rv32imc", "ref", True, "ref")
+    # the RISC-V row against the M4's portable C of the same run: within the issue's 1.3x
+    assert rv["vs_m4_ref"] == pytest.approx(rv["instructions"] / m4_ref["instructions"], abs=1e-3)
+    assert rv["vs_m4_ref"] <= 1.3 and "vs_m4_ref" not in m4_ref
     for row in (m4, m33, m55):
         assert row["instructions_per_mac"] == pytest.approx(row["instructions"] / row["macs"], abs=1e-3)
         assert row["est_cycles"] > 0 and row["flash_bytes"] > row["const_bytes"] > 0

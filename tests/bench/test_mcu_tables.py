@@ -3,6 +3,8 @@ written by hand (pure Python)."""
 
 from __future__ import annotations
 
+import pytest
+
 from mcutrain.bench.mcu import pending_row
 from mcutrain.bench.mcu_cases import SMALL_FQT
 from mcutrain.bench.mcu_tables import checks, markdown
@@ -42,3 +44,14 @@ def test_instruction_target_is_checked_per_batch_and_met_at_the_largest():
     assert c["m4_dsp_fqt_int8_target_met"] is True and c["m4_dsp_fqt_int8_target_met_at_batch"] == [8, 32]
     assert c["m4_dsp_fqt_int8_update_per_mac"] == 1.5
     assert checks(rows[:1])["m4_dsp_fqt_int8_target_met"] is False
+
+
+def test_riscv_is_compared_with_the_m4_portable_c_of_the_same_setting():
+    m4 = {**_fqt_row(1, 20.0), "kernels": "ref", "instructions_per_step": 1000.0}
+    rv = {**m4, "core": "rv32imc", "instructions_per_step": 1100.0}
+    slow = {**rv, "setting": "zo", "instructions_per_step": 2000.0}
+    c = checks([m4, rv, slow, {**m4, "kernels": "dsp", "instructions_per_step": 500.0}])
+    assert c["rv32imc_vs_m4_ref"] == {"small-cnn: fqt int8, all 4 layers": pytest.approx(1.1)}  # no M4 zo row
+    assert c["rv32imc_target_met"] is True
+    assert checks([m4, {**rv, "instructions_per_step": 1400.0}])["rv32imc_target_met"] is False
+    assert checks([m4])["rv32imc_target_met"] is None

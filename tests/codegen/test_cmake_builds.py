@@ -14,7 +14,7 @@ import pytest
 
 from mcutrain import zoo
 from mcutrain.buildflags import CROSS_OPT, core_flags
-from mcutrain.codegen.build_files import TOOLCHAIN_FILE
+from mcutrain.codegen.build_files import TOOLCHAIN_FILE, toolchain_path
 from mcutrain.codegen.library import export_library
 from mcutrain.engines import ptq
 from mcutrain.targets import get_target
@@ -69,3 +69,20 @@ def test_no_target_no_toolchain_file(tmp_path):
     qm = ptq.quantize_model(g, np.random.default_rng(0).random((8, *g.input_shape), dtype=np.float32))
     res = export_library(qm, tmp_path / "lib", kernels="ref")
     assert TOOLCHAIN_FILE not in res.files
+
+
+@needs_cmake
+@pytest.mark.skipif(shutil.which("riscv64-unknown-elf-gcc") is None,
+                    reason="riscv64-unknown-elf-gcc is not installed: 'make test' installs it as root, else "
+                           "apt-get install gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf")
+def test_the_riscv_toolchain_file_cross_compiles_for_rv32imc(tmp_path):
+    lib = _export(tmp_path, "esp32c3")
+    toolchain = lib / toolchain_path("esp32c3")
+    assert toolchain.name == "riscv64-unknown-elf.cmake" and not (lib / TOOLCHAIN_FILE).exists()
+    commands = _configure_and_build(lib, tmp_path / "b", f"-DCMAKE_TOOLCHAIN_FILE={toolchain}")
+    flags = core_flags(get_target("esp32c3"))
+    assert all(c.startswith(shutil.which("riscv64-unknown-elf-gcc")) and all(f in c.split() for f in flags)
+               for c in commands)
+    archive = subprocess.run(["riscv64-unknown-elf-objdump", "-f", str(tmp_path / "b" / "libmodel.a")],
+                             capture_output=True, text=True, check=True).stdout
+    assert "elf32-littleriscv" in archive and "x86" not in archive

@@ -1,4 +1,4 @@
-"""The whole-step ZO test on emulated Cortex-M0+, M4, M7, M33 and M55 (Helium twins):
+"""The whole-step ZO test on emulated Cortex-M0+, M4, M7, M33, M55 (Helium twins) and RV32IMC:
 `drivers/train_step.c` cross-built with the runtime, run under QEMU, bit-exact with `ZOMethod` after
 every step; the instructions of
 one training step (between the step markers) are printed."""
@@ -20,17 +20,17 @@ from train_driver import (
 from mcutrain.engines import int_engine
 from mcutrain.mcu import build, count_instructions
 
-CORES = ("cortex-m0plus", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")
+CORES = ("cortex-m0plus", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55", "rv32imc")
 
 
 
 @pytest.mark.parametrize("core", CORES)
-def test_zo_steps_on_cortex_m(arm_tools, tmp_path, core):
+def test_zo_steps_on_cortex_m(target_tools, tmp_path, core):
     steps, lr = 3, 0.05
     qm, batches, m, cfg, kinds = zo_case("digits-cnn", "mix", 4, lr, steps=steps)
     data = [(int_engine.quantize_input(qm, x), y) for x, y in batches]
     write_step_file(tmp_path / "steps.bin", qm, cfg, data)
-    kernels = "ref" if core == "cortex-m0plus" else "dsp"   # the DSP twins where the core has DSP
+    kernels = "ref" if core in ("cortex-m0plus", "rv32imc") else "dsp"   # DSP twins where the core has DSP
     helium = core == "cortex-m55"                            # and the MVE twins first on the M55
     elf = build([DRIVERS / "train_step.c", *runtime_sources(kernels, helium)], core,
                 tmp_path / "train_step.elf", include_dirs=HELIUM_INCLUDES if helium else RUNTIME_INCLUDES,

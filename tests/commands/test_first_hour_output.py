@@ -48,6 +48,7 @@ def test_sysdeps_as_root_installs_the_toolchain(tmp_path):
     assert calls[0] == "update -qq"
     assert calls[1].startswith("install -y -qq --no-install-recommends gcc-arm-none-eabi "
                                "libnewlib-arm-none-eabi qemu-system-arm")
+    assert " gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc " in calls[1]
 
 
 def test_sysdeps_without_root_says_the_one_command(tmp_path):

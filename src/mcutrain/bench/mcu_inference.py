@@ -1,9 +1,10 @@
 """Int8 inference on emulated Cortex-M cores: exact instructions per MAC, reference vs DSP kernels.
 
 For each architecture (default: `small-cnn`, He init, PTQ on seeded random inputs), the
-generated C library is cross-compiled for Cortex-M0+, M4, M7, M33 and M55 with the portable
-reference kernels and, where the core has the DSP extension, the DSP kernels (on the M55 the Helium
-twins first); QEMU runs a few samples and
+generated C library is cross-compiled for Cortex-M0+, M4, M7, M33, M55 and RV32IMC with the
+portable reference kernels and, where the core has the DSP extension, the DSP kernels (on the M55
+the Helium twins first; a RISC-V row also says how its count compares with the M4's portable C,
+`vs_m4_ref`); QEMU runs a few samples and
 the instruction-count plugin counts every executed instruction inside `model_predict` (file I/O
 excluded). Instruction counts are exact and deterministic (not timings, so a loaded machine
 does not disturb them); cycles and milliseconds come from the instruction-mix model of
@@ -17,9 +18,9 @@ its kernels' set-up but no other layer's work.
 Run: ``mcutrain bench mcu-inference`` (small-cnn, digits-cnn and mnist1d-cnn, 2 samples, seed 0,
 per layer for small-cnn: the settings of the committed result) writes
 `benchmarks/results/mcu-inference.json` and the page `docs/benchmarks-mcu-inference.md` (a page
-of its own, not a block of benchmarks.md). ``--quick`` (digits-cnn, one sample, M4 and M33 DSP
-and M55 Helium kernels only, no per-layer rows) writes `mcu-inference.quick.json` and leaves the
-docs alone. Needs the ARM cross toolchain and QEMU.
+of its own, not a block of benchmarks.md). ``--quick`` (digits-cnn, one sample: M4, M33 DSP, M55
+Helium, M4 reference and RV32IMC kernels, no per-layer rows) writes `mcu-inference.quick.json` and
+leaves the docs alone. Needs the ARM and RISC-V cross toolchains and QEMU.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ RUNS = (("cortex-m0plus", "ref"), ("cortex-m4", "ref"), ("cortex-m4", "dsp"), ("
         ("cortex-m7", "dsp"), ("cortex-m33", "ref"), ("cortex-m33", "dsp"), ("cortex-m55", "ref"),
         ("cortex-m55", "dsp"))
 """The M55's 'dsp' run is its Helium build: the MVE twins first, the DSP twins elsewhere."""
+RUNS += (("rv32imc", "ref"), ("rv32imafc", "ref"))   # RISC-V: portable kernels, vs the M4's (`vs_m4_ref`)
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,8 @@ class Settings:
 
 FULL = Settings()
 QUICK = Settings(archs=("digits-cnn",), samples=1, per_layer=False,
-                 runs=(("cortex-m4", "dsp"), ("cortex-m33", "dsp"), ("cortex-m55", "dsp")))
+                 runs=(("cortex-m4", "dsp"), ("cortex-m33", "dsp"), ("cortex-m55", "dsp"),
+                       ("cortex-m4", "ref"), ("rv32imc", "ref")))
 
 
 def measure(arch: str, samples: int, seed: int, runs: tuple[tuple[str, str], ...] = RUNS,
@@ -97,6 +100,15 @@ def measure(arch: str, samples: int, seed: int, runs: tuple[tuple[str, str], ...
         })
         log(f"{arch:12s} {target.name:14s} {kernels:4s} {per / macs:7.3f} insn/MAC  "
             f"bit_exact={rows[-1]['bit_exact']}")
+    return with_m4_ratio(rows)
+
+
+def with_m4_ratio(rows: list[dict]) -> list[dict]:
+    """RISC-V rows get `vs_m4_ref`: their instructions over the M4's portable C of the same run."""
+    m4 = {r["arch"]: r["instructions"] for r in rows if r["core"] == "cortex-m4" and r["kernels"] == "ref"}
+    for r in rows:
+        if get_target(r["target"]).arch == "riscv" and r["arch"] in m4:
+            r["vs_m4_ref"] = round(r["instructions"] / m4[r["arch"]], 3)
     return rows
 
 

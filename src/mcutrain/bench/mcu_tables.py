@@ -10,7 +10,29 @@ from __future__ import annotations
 from typing import Any
 
 from mcutrain.bench import files
-from mcutrain.bench.mcu_cases import SEED_MCUNET, TARGET_INSTR_PER_MAC, TARGET_RAM_PCT, TRAINED, WARMUP
+from mcutrain.bench.mcu_cases import (
+    RISCV_CORES,
+    RISCV_VS_M4,
+    SEED_MCUNET,
+    TARGET_INSTR_PER_MAC,
+    TARGET_RAM_PCT,
+    TRAINED,
+    WARMUP,
+)
+
+
+def riscv_checks(done: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each RISC-V core's instructions per step over the M4's portable C, per (model, setting) measured
+    on both (`<core>_vs_m4_ref`); its target is met when every ratio is within `RISCV_VS_M4`."""
+    m4 = {(r["model"], r["setting"]): r["instructions_per_step"] for r in done
+          if r["core"] == "cortex-m4" and r["kernels"] == "ref"}
+    out: dict[str, Any] = {}
+    for core in RISCV_CORES:
+        ratios = {f"{r['model']}: {r['setting']}": r["instructions_per_step"] / m4[(r["model"], r["setting"])]
+                  for r in done if r["core"] == core and (r["model"], r["setting"]) in m4}
+        out[f"{core}_vs_m4_ref"] = ratios
+        out[f"{core}_target_met"] = all(v <= RISCV_VS_M4 for v in ratios.values()) if ratios else None
+    return out
 
 
 def checks(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -38,7 +60,8 @@ def checks(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "m4_dsp_fqt_int8_target_met_at_batch": [b for b, v in sorted(m4.items())
                                                     if v <= TARGET_INSTR_PER_MAC],
             "worst_ram_diff_pct": worst,
-            "ram_target_met": (worst <= TARGET_RAM_PCT) if worst is not None else None}
+            "ram_target_met": (worst <= TARGET_RAM_PCT) if worst is not None else None,
+            **riscv_checks(done)}
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
@@ -76,9 +99,9 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         "samples. "
         "Instructions: exact counts inside "
         "`model_train_step`; ms are **estimates** from the instruction-mix model at the board's clock "
-        "(M0+ rp2040 133 MHz, M4 nrf52840 64 MHz, M7 imxrt1062 600 MHz, M33 nrf5340 128 MHz; the generic "
-        "targets of M0+, M4 and M7 carry the same clocks). MACs per step are the planner's, ZO queries "
-        "included. ref/dsp: instructions of the "
+        "(M0+ rp2040 133 MHz, M4 nrf52840 64 MHz, M7 imxrt1062 600 MHz, M33 nrf5340 128 MHz, M55 alif-e3 "
+        "400 MHz, RV32IMC esp32c3 and RV32IMAFC 160 MHz; the generic targets of M0+, M4 and M7 carry the "
+        "same clocks). MACs per step are the planner's, ZO queries included. ref/dsp: instructions of the "
         "reference kernels over the DSP kernels. Seed ms: Deutel et al. (seed A) measured per sample for "
         "uint8 FQT (small CNN) — like for like only in FQT rows; MCUNet-5FPS: 192.6 ms (seed A, its "
         "MBedNet) to 377.6 ms (Lin et al.'s int8 SGD+M+QAS). RAM: planned (arena + trainable tensors + "

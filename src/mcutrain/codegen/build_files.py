@@ -52,13 +52,22 @@ def harness_programs(training: bool, prefix: str = "") -> tuple[str, ...]:
 
 
 TOOLCHAIN_FILE = "cmake/arm-none-eabi.cmake"
-"""The CMake toolchain file of a library exported for a target."""
+"""The CMake toolchain file of a library exported for a Cortex-M target."""
+
+TOOLCHAIN_FILES = {"arm": TOOLCHAIN_FILE, "riscv": "cmake/riscv64-unknown-elf.cmake"}
+"""The toolchain file per architecture: each is named after the GNU compiler it sets."""
+
+
+def toolchain_path(target: str = "") -> str:
+    """Where a library exported for `target` keeps its toolchain file (the Arm one without a target)."""
+    return TOOLCHAIN_FILES[get_target(target).arch] if target else TOOLCHAIN_FILE
 
 
 def toolchain_file(target: str) -> str:
-    """The CMake toolchain file for arm-none-eabi-gcc with `target`'s core flags (`-mcpu`, FPU, ABI)."""
+    """The CMake toolchain file for `target`'s GNU cross compiler with its core flags (`-mcpu`/`-march`,
+    FPU, ABI)."""
     t = get_target(target)
-    return render("arm-none-eabi.cmake", target=t.name, core=t.core,
+    return render(toolchain_path(target).removeprefix("cmake/"), target=t.name, core=t.core,
                   core_flags=" ".join(core_flags(t) + SECTION_FLAGS))
 
 
@@ -69,7 +78,8 @@ def build_files(kernels: str, training: bool, prefix: str = "", target: str = ""
     planned for; CMake sets the C standard itself, so it gets the warnings without `-std=`.
     `prefix` (already checked) names the library `lib<prefix>model.a`, target `<prefix>model`.
     Both build with `CROSS_OPT` unless told otherwise (Make's `OPT`, CMake's `<lib>_OPT`); with a
-    `target`, `cmake/arm-none-eabi.cmake` cross-compiles for its core.
+    `target`, `cmake/arm-none-eabi.cmake` (RISC-V: `cmake/riscv64-unknown-elf.cmake`) cross-compiles
+    for its core.
     """
     harnesses = TRAINING_HARNESSES if training else INFERENCE_HARNESSES
     programs = harness_programs(training, prefix)
@@ -90,5 +100,5 @@ def build_files(kernels: str, training: bool, prefix: str = "", target: str = ""
                           for h, p in zip(harnesses, programs, strict=True)))
     files = {"Makefile": makefile, "CMakeLists.txt": cmake}
     if target:
-        files[TOOLCHAIN_FILE] = toolchain_file(target)
+        files[toolchain_path(target)] = toolchain_file(target)
     return files

@@ -26,17 +26,18 @@ from mcutrain.targets import Target, get_target
 
 
 def build_mcu(lib_dir: str | Path, target: str | Target, elf: str | Path, kernels: str = "dsp",
-              opt: str = CROSS_OPT) -> BuildResult:
+              opt: str = CROSS_OPT, defines: tuple[str, ...] = ()) -> BuildResult:
     """Cross-compile model + runtime + harness for `target`, linked with the target's RAM/Flash.
 
     kernels: 'dsp' uses the DSP loops where the core has them (the architecture header decides
-    from `__ARM_FEATURE_DSP`); 'ref' forces the portable loops (`MT_KERNELS_REF`).
+    from `__ARM_FEATURE_DSP`); 'ref' forces the portable loops (`MT_KERNELS_REF`). `defines` are
+    more build options (e.g. `MT_NO_UNROLL`, to measure what RISC-V's unrolled loops buy).
     """
     lib = Path(lib_dir)
     srcs = [lib / "model.c", *(lib / "runtime" / n for n in runtime_sources()),
             lib / "harness" / "main.c"]
-    defines = ["MT_BOARD"] + ([REF_KERNELS] if kernels == "ref" else [])
-    return build(srcs, get_target(target), elf, include_dirs=[lib, lib / "runtime"], defines=defines, opt=opt)
+    flags = ["MT_BOARD", *([REF_KERNELS] if kernels == "ref" else []), *defines]
+    return build(srcs, get_target(target), elf, include_dirs=[lib, lib / "runtime"], defines=flags, opt=opt)
 
 
 def run_mcu(elf: str | Path, target: str | Target, x_q: np.ndarray, num_classes: int,

@@ -6,7 +6,8 @@ Layout of the output directory:
                                picks from the package's folders, in one flat folder
     harness/main.c             a file-in, file-out driver (host or semihosting), optional to use
     Makefile, CMakeLists.txt   build `libmodel.a` (C99, -Wall -Wextra -Werror, -O2)
-    cmake/arm-none-eabi.cmake  CMake toolchain file for the target's core (when a target is given)
+    cmake/arm-none-eabi.cmake  CMake toolchain file for the target's core (when a target is given;
+                               cmake/riscv64-unknown-elf.cmake for a RISC-V target)
     README.md                  the API, the model's facts and how to build
 Files are written atomically; a failed export leaves an earlier one intact file by file.
 With `prefix='kws_'` every name and file of the library starts with it (`kws_model.h`,
@@ -26,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mcutrain.codegen.build_files import build_files, harness_programs, harness_sources
+from mcutrain.codegen.build_files import build_files, harness_programs, harness_sources, toolchain_path
 from mcutrain.codegen.compiled_in import compiled_in, readme_rows
 from mcutrain.codegen.dispatch import emit_training
 from mcutrain.codegen.emit import ModelSource, emit_model
@@ -80,7 +81,8 @@ def export_library(qm: QuantModel, out_dir: str | Path, kernels: str = "dsp", pl
     g = qm.graph
     files["README.md"] = render(
         "README_inference.md", name=g.name, provenance=provenance or "(not recorded)",
-        target=target or "(any)", kernels=kernels, planner=planner, arena=src.plan.arena_bytes,
+        target=target or "(any)", toolchain=toolchain_path(target), kernels=kernels, planner=planner,
+        arena=src.plan.arena_bytes,
         consts=src.const_bytes, macs=g.total_macs(), summary=g.summary(), in_shape=str(list(g.input_shape)),
         k=g.num_classes, lib=prefix + LIBRARY_NAME,
         compiled_in=readme_rows(compiled_in(None, batch=1, rounding=qm.rounding, kernels=kernels)))
@@ -112,7 +114,8 @@ def export_training_library(method, out_dir: str | Path, batch: int = 1, kernels
     s = src.plan.schedule
     files["README.md"] = render(
         "README_training.md", name=g.name, method=method.name, provenance=provenance or "(not recorded)",
-        target=target or "(any)", kernels=kernels, batch=batch, arena=src.arena_bytes,
+        target=target or "(any)", toolchain=toolchain_path(target), kernels=kernels, batch=batch,
+        arena=src.arena_bytes,
         train_arena=src.plan.arena_bytes,
         infer_arena=src.inference_arena_bytes, ram_w=src.ram_weight_bytes, consts=src.const_bytes,
         state=src.state_bytes, macs=sum(s.macs_by_phase().values()),

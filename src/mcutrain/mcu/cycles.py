@@ -2,9 +2,9 @@
 
 Each executed instruction is put in a class (ALU, load, MAC, taken branch, ...) and charged that
 class's cycles on the target's core, from the processors' technical reference manuals (sources
-and caveats in docs/mcu.md). It ignores wait states, bus contention, cache misses and pipeline
-interlocks beyond what the TRM tables state, so every result is an *estimate* and is named so
-(`est_cycles`, `est_ms`).
+and caveats in docs/mcu.md; for RISC-V, Hazard3's documented timings). It ignores wait states,
+bus contention, cache misses and pipeline interlocks beyond what the TRM tables state, so every
+result is an *estimate* and is named so (`est_cycles`, `est_ms`).
 
 Conditional branches: the counts say how often a branch ran, not how often it was taken. We
 estimate the not-taken count as the count of the fall-through instruction (capped at the
@@ -23,7 +23,7 @@ import numpy as np
 
 from mcutrain.mcu.disasm import Disassembly, load_disassembly
 from mcutrain.mcu.profile import Counts, Profile
-from mcutrain.targets import Target, get_target
+from mcutrain.targets import Target, core_arch, get_target
 
 CLASSES = ("alu", "mul", "mac", "mul_long", "div", "dsp", "load", "store", "load_multiple",
            "branch_taken", "branch_not_taken", "call", "indirect_branch", "fp", "fp_mac", "fp_div",
@@ -87,6 +87,42 @@ TIMINGS: dict[str, CoreTiming] = {
                "takes two beats; a vector load or store overlaps the beats of a neighbouring "
                "operation, charged one); a low-overhead loop's LE counted as a branch"),
 }
+
+# RISC-V (RV32IMC/IMAC/IMAFC): Hazard3's documented timings (the RP2350's RISC-V core; its
+# instruction_timings chapter): 1-cycle ALU and `mul`, loads 1 cycle or 2 when the next instruction
+# uses the result (we take 1.5: GEMM loops use most loads at once), taken branch and jal/jalr 2,
+# the 2-bit-per-cycle divider 18. Espressif publishes no per-instruction table for the ESP32-C3,
+# whose core is also a single-issue in-order pipeline; the same model stands in for it.
+_RV = CoreTiming(
+    "rv32",
+    dict(alu=1, mul=1, mac=1, mul_long=1, div=18, dsp=1, load=1.5, store=1, load_multiple=1,
+         branch_taken=2, branch_not_taken=1, call=2, indirect_branch=2, fp=1, fp_mac=1, fp_div=14,
+         fp_load_store=1.5, barrier=1, other=1),
+    per_register=1, pop_pc_extra=0,
+    source="Hazard3 instruction timings (RP2350 RISC-V core; MUL_FAST, MULDIV_UNROLL=2), used for "
+           "every RV32 core: an estimate for the ESP32-C3 and GD32VF103, whose vendors publish none")
+TIMINGS.update({core: _RV for core in ("rv32imc", "rv32imac", "rv32imafc")})
+
+_RV_CLASS: dict[str, str] = {}
+for _names, _cls in (
+    ("mul", "mul"), ("mulh mulhu mulhsu", "mul_long"), ("div divu rem remu", "div"),
+    ("lb lbu lh lhu lw", "load"), ("sb sh sw", "store"),
+    ("flw fsw flwsp fswsp", "fp_load_store"), ("fmadd.s fmsub.s fnmadd.s fnmsub.s", "fp_mac"),
+    ("fdiv.s fsqrt.s", "fp_div"), ("fence fence.i", "barrier"),
+    ("jal call", "call"), ("jalr jr ret", "indirect_branch"), ("j", "branch"),
+    ("beq bne blt bge bltu bgeu beqz bnez blez bgez bltz bgtz bgt ble bgtu bleu", "branch"),
+):
+    for _n in _names.split():
+        _RV_CLASS[_n] = _cls
+
+
+def classify_riscv(mnemonic: str) -> str:
+    """Class of one RISC-V objdump mnemonic (compressed forms print as their base instruction)."""
+    m = mnemonic.removeprefix("c.")
+    if m in _RV_CLASS:
+        return _RV_CLASS[m]
+    return "fp" if m.startswith("f") and m not in ("fence", "fence.i") else "alu"
+
 
 _COND = "eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le|al"
 _BRANCH_RE = re.compile(rf"^b({_COND})?$")
@@ -180,18 +216,19 @@ def _static_tables(dis: Disassembly, core: str) -> _Static:
     fixed = np.zeros(n, dtype=np.float64)
     cond = np.zeros(n, dtype=bool)
     uncond = np.zeros(n, dtype=bool)
+    riscv = core_arch(core) == "riscv"
     for i, (mn, ops) in enumerate(zip(dis.mnemonic, dis.operands)):  # static code, once per binary
-        c = classify(mn)
+        c = classify_riscv(mn) if riscv else classify(mn)
         base = mn.split(".")[0]
         if c.startswith("fp") or base in _MVE_LOAD_STORE:
             c = mve_class(base, ops, c)
         if c == "branch":
-            is_cond = base not in ("b", "bal")
+            is_cond = base != "j" if riscv else base not in ("b", "bal")
             cond[i], uncond[i], cls[i] = is_cond, not is_cond, -1
             continue
         cls[i] = CLASSES.index(c)
         cyc = t.cycles.get(c, t.cycles["fp"])
-        if c == "load_multiple" or (c == "fp_load_store" and "{" in ops):
+        if not riscv and (c == "load_multiple" or (c == "fp_load_store" and "{" in ops)):
             cyc = cyc + t.per_register * _register_count(ops)
             if "pc" in ops and base.startswith(("pop", "ldm")):
                 cyc += t.pop_pc_extra

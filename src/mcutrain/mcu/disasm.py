@@ -1,6 +1,6 @@
 """What an ELF contains, instruction by instruction: addresses, sizes, mnemonics and functions.
 
-Built from `arm-none-eabi-objdump -d` and `arm-none-eabi-nm`, cached per file (path, size and
+Built from `objdump -d` and `nm` of the ELF's architecture (Arm or RISC-V), cached per file (path, size and
 modification time), and used to turn the per-address counts of the insncount plugin into
 per-function and per-mnemonic counts (`profile.py`) and into cycle estimates (`cycles.py`).
 """
@@ -15,9 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
-from mcutrain.mcu.toolchain import find_toolchain
+from mcutrain.mcu.toolchain import elf_arch, find_toolchain
 
-_INSN_RE = re.compile(r"^\s*([0-9a-f]+):\t([0-9a-f]{4}(?: [0-9a-f]{4})?)\s*\t(\S+)(?:\t([^@;]*))?")
+_INSN_RE = re.compile(
+    r"^\s*([0-9a-f]+):\t([0-9a-f]{8}|[0-9a-f]{4}(?: [0-9a-f]{4})?)\s*\t(\S+)(?:\t([^@;]*))?")
+"""One instruction line: Thumb prints 16-bit halves ("f7ff fffe"), RISC-V one word ("00000297") or
+one compressed halfword; `@` and `;` start Arm comments (a RISC-V `# ...` comment stays in the operands)."""
 _NM_RE = re.compile(r"^([0-9a-f]+)(?: ([0-9a-f]+))? ([TtWw]) (\S+)$")
 _WIDTH_SUFFIX_RE = re.compile(r"\.(w|n)$")
 
@@ -71,10 +74,12 @@ def load_disassembly(elf: str | Path) -> Disassembly:
 
 @functools.lru_cache(maxsize=16)
 def _load(path: str, size: int, mtime_ns: int) -> Disassembly:
-    tools = find_toolchain()
+    arch = elf_arch(path)
+    tools = find_toolchain(arch)
     # NOTE: `-m armv8.1-m.main` decodes Helium (MVE) instructions, which objdump otherwise shows as
     # coprocessor ones (cdp, ldc) in a linked image; every older Cortex-M's Thumb code decodes the same.
-    dump = subprocess.run([tools.objdump, "-d", "-m", "armv8.1-m.main", path],
+    machine = ["-m", "armv8.1-m.main"] if arch == "arm" else []
+    dump = subprocess.run([tools.objdump, "-d", *machine, path],
                           capture_output=True, text=True, check=True).stdout
     addr, sz, mn, ops = [], [], [], []
     for line in dump.splitlines():
@@ -82,7 +87,7 @@ def _load(path: str, size: int, mtime_ns: int) -> Disassembly:
         if m is None or m.group(3).startswith("."):
             continue  # headers, labels, literal pools (.word)
         addr.append(int(m.group(1), 16))
-        sz.append(2 * len(m.group(2).split()))
+        sz.append(len(m.group(2).replace(" ", "")) // 2)
         mn.append(_WIDTH_SUFFIX_RE.sub("", m.group(3).lower()))
         ops.append((m.group(4) or "").strip())
     order = np.argsort(np.asarray(addr, dtype=np.uint64), kind="stable")

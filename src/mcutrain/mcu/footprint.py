@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from mcutrain.buildflags import C_STANDARD, CROSS_OPT, REF_KERNELS, SECTION_FLAGS, core_flags
+from mcutrain.buildflags import C_STANDARD, CROSS_OPT, REF_KERNELS, SECTION_FLAGS, core_flags, libc_flags
 from mcutrain.mcu.toolchain import find_toolchain
 
 _RUNTIME_NAMES: dict[tuple[str, bool, str, str], dict[str, str]] = {}
@@ -44,8 +44,8 @@ def runtime_symbols(lib: Path, target, kernels: str) -> dict[str, str]:
     key = (target.core, target.fpu, kernels, runtime_kind(lib))
     if key in _RUNTIME_NAMES:
         return _RUNTIME_NAMES[key]
-    tools = find_toolchain()
-    flags = [*core_flags(target), CROSS_OPT, *C_STANDARD, *SECTION_FLAGS,
+    tools = find_toolchain(target.arch)
+    flags = [*core_flags(target), *libc_flags(target), CROSS_OPT, *C_STANDARD, *SECTION_FLAGS,
              f"-I{lib}", f"-I{lib / 'runtime'}"] + ([f"-D{REF_KERNELS}"] if kernels == "ref" else [])
     with tempfile.TemporaryDirectory(prefix="mt-names-") as tmp:
         srcs = [str(s) for s in sorted((lib / "runtime").glob("*.c"))]
@@ -65,10 +65,11 @@ def runtime_symbols(lib: Path, target, kernels: str) -> dict[str, str]:
 
 def model_names(lib: Path, target) -> set[str]:
     lib = Path(lib).resolve()
-    tools = find_toolchain()
+    tools = find_toolchain(target.arch)
     with tempfile.TemporaryDirectory(prefix="mt-names-") as tmp:
         obj = Path(tmp) / "model.o"
-        subprocess.run([tools.gcc, *core_flags(target), CROSS_OPT, *C_STANDARD, *SECTION_FLAGS,
+        subprocess.run([tools.gcc, *core_flags(target), *libc_flags(target), CROSS_OPT, *C_STANDARD,
+                        *SECTION_FLAGS,
                         f"-I{lib}", f"-I{lib / 'runtime'}", "-c", str(lib / "model.c"),
                         "-o", str(obj)], check=True, capture_output=True)
         out = subprocess.run([tools.nm, "--defined-only", str(obj)], check=True, capture_output=True,
@@ -83,7 +84,7 @@ def library_footprint(elf: Path, lib: Path, target, kernels: str) -> dict[str, i
     (string literals, jump tables outside functions) are not attributed; the library has few.
     """
     names = model_names(lib, target) | runtime_names(lib, target, kernels)
-    out = subprocess.run([find_toolchain().nm, "-S", "--defined-only", str(elf)], check=True,
+    out = subprocess.run([find_toolchain(target.arch).nm, "-S", "--defined-only", str(elf)], check=True,
                          capture_output=True, text=True).stdout
     ram_origin = target.board.ram_origin
     ram = flash = arena = 0

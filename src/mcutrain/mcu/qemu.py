@@ -1,9 +1,12 @@
-"""Run a Cortex-M ELF under qemu-system-arm with semihosting: argv in, exit code and stdout out.
+"""Run an MCU ELF under QEMU with semihosting: argv in, exit code and stdout out.
 
-The guest talks to the host through Arm semihosting (`bkpt 0xab`): its stdout is QEMU's stdout,
+Cortex-M images run on qemu-system-arm's MPS2 boards, RISC-V images on qemu-system-riscv32's
+`virt` board (`-bios none`: no firmware, the ELF is the whole program).
+The guest talks to the host through semihosting (Arm: `bkpt 0xab`; RISC-V: the
+`slli x0,x0,0x1f; ebreak; srai x0,x0,7` sequence): its stdout is QEMU's stdout,
 and it opens host files by path (relative paths resolve against `cwd`), which is how training
 data goes in and weight dumps come out. The guest's `exit(status)` becomes QEMU's exit status
-(newlib uses the SYS_EXIT_EXTENDED semihosting call, which QEMU 7.2 supports).
+(newlib and picolibc use the SYS_EXIT_EXTENDED semihosting call, which QEMU 7.2 supports).
 
 Semihosting also offers SYS_SYSTEM (run a host shell command) and opens any host path, so a run
 is contained (docs/security.md): QEMU's seccomp sandbox (`SANDBOX`) kills QEMU on any attempt to
@@ -34,7 +37,7 @@ from mcutrain.contain import (
     scrubbed_env,
     warn_once,
 )
-from mcutrain.mcu.toolchain import APT_INSTALL, ToolchainMissingError
+from mcutrain.mcu.toolchain import INSTALL, ToolchainMissingError
 from mcutrain.targets import Target, get_target
 
 MAX_CMDLINE_BYTES = 1023
@@ -44,7 +47,7 @@ SANDBOX = "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=de
 """QEMU's seccomp filter: no fork/exec (semihosting SYS_SYSTEM then kills QEMU with SIGSYS before
 any command runs), no set*id, no obsolete or scheduler/affinity system calls."""
 
-_NO_PEER = re.compile(r"^qemu-system-arm: warning: nic \S+ has no peer\n?", re.M)
+_NO_PEER = re.compile(r"^qemu-system-\w+: warning: nic \S+ has no peer\n?", re.M)
 """What QEMU prints for `-nic none` on boards with on-board Ethernet: expected, not a failure."""
 
 
@@ -76,12 +79,16 @@ class RunResult:
     """The layers this run had: some of "seccomp", "chroot", "netns", "userns" (docs/security.md)."""
 
 
-def find_qemu() -> str:
-    """Path of qemu-system-arm, or a `ToolchainMissingError` saying how to install it."""
-    path = shutil.which("qemu-system-arm")
+QEMU_ARCH = {"qemu-system-arm": "arm", "qemu-system-riscv32": "riscv"}
+
+
+def find_qemu(binary: str = "qemu-system-arm") -> str:
+    """Path of `binary` (qemu-system-arm or -riscv32), or a `ToolchainMissingError` saying how to
+    install it."""
+    path = shutil.which(binary)
     if path is None:
         raise ToolchainMissingError(
-            f"qemu-system-arm not found on PATH; install it (Debian/Ubuntu, as root): {APT_INSTALL}")
+            f"{binary} not found on PATH; install it (Debian/Ubuntu, as root): {INSTALL[QEMU_ARCH[binary]]}")
     return path
 
 
@@ -103,7 +110,7 @@ def sandbox_supported(qemu: str) -> bool:
 
 def qemu_command(elf: str | Path, target: str | Target, args: Sequence[str] = (),
                  plugin: str | None = None, *, chroot: str | Path | None = None) -> list[str]:
-    """The qemu-system-arm command line that runs `elf` on the board of `target`.
+    """The QEMU command line that runs `elf` on the board of `target`.
 
     `args` become the guest's argv[1:] (argv[0] is the ELF's file name); they may not contain
     spaces, because the semihosting command line is one space-separated string. `plugin` is a
@@ -122,13 +129,15 @@ def qemu_command(elf: str | Path, target: str | Target, args: Sequence[str] = ()
         raise ValueError(f"guest command line is longer than {MAX_CMDLINE_BYTES} bytes; pass long "
                          "data in a file instead")
     semi = ",".join(["enable=on", "target=native", *(f"arg={_escape(a)}" for a in argv)])
-    cmd = [find_qemu(), "-machine", target.qemu_machine, "-nographic", "-monitor", "none",
-           "-serial", "none", "-semihosting-config", semi, "-kernel", str(elf)]
+    cmd = [find_qemu(target.board.qemu_system), "-machine", target.qemu_machine, "-nographic",
+           "-monitor", "none", "-serial", "none", "-semihosting-config", semi, "-kernel", str(elf)]
+    if target.arch == "riscv":
+        cmd += ["-bios", "none"]
     cmd += ["-nic", "none"]
     if sandbox_supported(cmd[0]):
         cmd += ["-sandbox", SANDBOX]
     else:
-        warn_once("mcutrain: this qemu-system-arm has no seccomp support (-sandbox); a guest's "
+        warn_once(f"mcutrain: this {target.board.qemu_system} has no seccomp support (-sandbox); a guest's "
                    "semihosting SYS_SYSTEM is stopped only by the chroot (no shell inside it)")
     if plugin is not None:
         cmd += ["-plugin", plugin]
@@ -203,7 +212,7 @@ def run_elf(elf: str | Path, target: str | Target, args: Sequence[str] = (), *,
                                "a forbidden operation (such as semihosting SYS_SYSTEM, which would run "
                                "a host command); the program or the model it was generated from is "
                                f"broken or hostile. Output so far: {stdout.strip()[-500:]}")
-    if proc.returncode != 0 and "qemu-system-arm:" in stderr:
+    if proc.returncode != 0 and f"{get_target(target).board.qemu_system}:" in stderr:
         raise QemuError(f"QEMU failed to run {elf.name}: {stderr.strip()}")
     return RunResult(exit_code=proc.returncode, stdout=stdout, stderr=stderr, seconds=seconds,
                      containment=_layers(cmd))

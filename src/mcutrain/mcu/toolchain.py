@@ -1,11 +1,13 @@
-"""Cross-build C for a Cortex-M target with arm-none-eabi-gcc, so that "it links" means "it fits".
+"""Cross-build C for an MCU target, so that "it links" means "it fits".
 
-The linker script (`cortexm.ld`, filled in per target) places code at the board's flash address
+Cortex-M targets build with arm-none-eabi-gcc and newlib, RISC-V targets with
+riscv64-unknown-elf-gcc (multilib: `-march=rv32imc -mabi=ilp32`) and picolibc. The linker script
+(`cortexm.ld` or `riscv.ld`, filled in per target) places code at the board's flash address
 and data at its RAM address, with the *target chip's* sizes as region lengths; heap and stack are
 fixed-size sections inside RAM. An image too large for the chip fails with `LinkOverflowError`
-naming the region and the number of bytes over. Every program is linked with `startup/startup.c`
-(vector table, FPU enable, semihosting stdio, argc/argv, markers), so a test or a generated
-library only supplies `main`.
+naming the region and the number of bytes over. Every program is linked with the architecture's
+startup file (`startup/startup.c` or `startup/startup_riscv.c`: reset, FPU enable, semihosting
+stdio, argc/argv, markers), so a test or a generated library only supplies `main`.
 
 Example:
     >>> from mcutrain.mcu import build
@@ -28,18 +30,34 @@ from string import Template
 
 from mcutrain.buildflags import (
     C_STD_FLAGS,
-    CROSS_LINK_FLAGS,
     CROSS_OPT,
     OPT_LEVEL,
     TRAIN_FLAGS,
     core_flags,
+    link_flags,
 )
 from mcutrain.io import atomic_write_bytes
 from mcutrain.targets import Target, get_target
 
 APT_INSTALL = ("apt-get install -y --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi "
                "qemu-system-arm")
-"""The Debian/Ubuntu command that installs everything this package drives."""
+"""The Debian/Ubuntu command that installs everything this package drives for Cortex-M."""
+
+APT_INSTALL_RISCV = ("apt-get install -y --no-install-recommends gcc-riscv64-unknown-elf "
+                     "picolibc-riscv64-unknown-elf qemu-system-misc")
+"""The same for RISC-V targets: the cross compiler, picolibc and qemu-system-riscv32."""
+
+TOOL_PREFIX = {"arm": "arm-none-eabi-", "riscv": "riscv64-unknown-elf-"}
+"""GNU tool name prefix per architecture (`targets.core_arch`)."""
+
+INSTALL = {"arm": APT_INSTALL, "riscv": APT_INSTALL_RISCV}
+"""What to install when an architecture's tools are missing."""
+
+STARTUP_SOURCE = {"arm": "startup.c", "riscv": "startup_riscv.c"}
+LINKER_TEMPLATE = {"arm": "cortexm.ld", "riscv": "riscv.ld"}
+
+ELF_MACHINE = {0x28: "arm", 0xF3: "riscv"}
+"""ELF e_machine values (EM_ARM, EM_RISCV) -> architecture, so a tool reading an image needs no target."""
 
 DEFAULT_STACK_BYTES = 8 * 1024
 """Stack reserved in RAM. Newlib's printf with semihosting peaks near 0.7 KB (docs/mcu.md)."""
@@ -48,7 +66,7 @@ DEFAULT_HEAP_BYTES = 8 * 1024
 """Heap reserved in RAM for newlib's stdio: ~1.4 KB for stdout, +1.4 KB per open file (docs/mcu.md)."""
 
 class ToolchainMissingError(RuntimeError):
-    """The ARM cross toolchain (or QEMU) is not installed; the message says how to install it."""
+    """A cross toolchain (or QEMU) is not installed; the message says how to install it."""
 
 
 class BuildError(RuntimeError):
@@ -79,7 +97,7 @@ class LinkOverflowError(BuildError):
 
 @dataclass(frozen=True)
 class Toolchain:
-    """Paths of the GNU Arm Embedded tools."""
+    """Paths of one architecture's GNU cross tools."""
 
     gcc: str
     size: str
@@ -87,16 +105,46 @@ class Toolchain:
     objdump: str
 
 
-def find_toolchain() -> Toolchain:
-    """Locate arm-none-eabi-{gcc,size,nm,objdump} on PATH, or say how to install them."""
-    names = {k: f"arm-none-eabi-{k}" for k in ("gcc", "size", "nm", "objdump")}
+def find_toolchain(arch: str = "arm") -> Toolchain:
+    """Locate the {gcc,size,nm,objdump} of `arch` ('arm' or 'riscv') on PATH, or say how to install them."""
+    names = {k: f"{TOOL_PREFIX[arch]}{k}" for k in ("gcc", "size", "nm", "objdump")}
     found = {k: shutil.which(v) for k, v in names.items()}
     missing = [names[k] for k, v in found.items() if v is None]
+    if arch == "riscv" and not missing and not picolibc_installed(str(found["gcc"])):
+        missing = ["picolibc (picolibc.specs)"]
     if missing:
-        raise ToolchainMissingError(
-            f"{', '.join(missing)} not found on PATH; install the ARM cross toolchain with newlib "
-            f"(Debian/Ubuntu, as root): {APT_INSTALL}")
+        what = ("the ARM cross toolchain with newlib" if arch == "arm"
+                else "the RISC-V cross toolchain with picolibc")
+        raise ToolchainMissingError(f"{', '.join(missing)} not found on PATH; install {what} "
+                                    f"(Debian/Ubuntu, as root): {INSTALL[arch]}")
     return Toolchain(**found)  # type: ignore[arg-type]
+
+
+def picolibc_installed(gcc: str) -> bool:
+    """Whether `gcc` finds picolibc's specs file (the RISC-V C library is a separate package)."""
+    try:
+        r = subprocess.run([gcc, "-print-file-name=picolibc.specs"], capture_output=True, text=True,
+                           timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return os.path.isabs(r.stdout.strip())
+
+
+def elf_arch(elf: str | Path) -> str:
+    """'arm' or 'riscv' from an ELF header, so disassembly and sizes pick the right tools."""
+    with open(elf, "rb") as f:
+        head = f.read(20)
+    if head[:4] != b"\x7fELF" or len(head) < 20:
+        raise BuildError(f"{elf} is not an ELF file")
+    machine = int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
+    if machine not in ELF_MACHINE:
+        raise BuildError(f"{elf}: ELF machine {machine:#x} is neither Arm nor RISC-V")
+    return ELF_MACHINE[machine]
+
+
+def toolchain_for_elf(elf: str | Path) -> Toolchain:
+    """The tools that read `elf` (objdump, nm, size of its architecture)."""
+    return find_toolchain(elf_arch(elf))
 
 
 def startup_dir() -> Path:
@@ -111,7 +159,7 @@ def linker_script(target: Target, stack_bytes: int = DEFAULT_STACK_BYTES,
         raise ValueError(f"stack_bytes={stack_bytes}: must be a multiple of 8 and at least 256")
     if heap_bytes < 0 or heap_bytes % 8:
         raise ValueError(f"heap_bytes={heap_bytes}: must be a non-negative multiple of 8")
-    template = Template((resources.files("mcutrain.mcu") / "cortexm.ld").read_text())
+    template = Template((resources.files("mcutrain.mcu") / LINKER_TEMPLATE[target.arch]).read_text())
     board = target.board
     return template.substitute(
         flash_origin=f"0x{board.flash_origin:08x}", flash_bytes=target.link_flash_bytes,
@@ -181,7 +229,7 @@ def build(sources: Sequence[str | Path], target: str | Target, out: str | Path, 
     MCUTRAIN_BUILD_TIMEOUT, else 900 s) bounds one compiler run; a busy machine can need most of it.
     """
     target = get_target(target)
-    tools = find_toolchain()
+    tools = find_toolchain(target.arch)
     out = Path(out)
     srcs = [Path(s) for s in sources]
     for s in srcs:
@@ -194,12 +242,12 @@ def build(sources: Sequence[str | Path], target: str | Target, out: str | Path, 
     script = linker_script(target, stack_bytes, heap_bytes)
     atomic_write_bytes(ld, lambda f: f.write(script.encode()))
     if startup:
-        srcs.append(startup_dir() / "startup.c")
+        srcs.append(startup_dir() / STARTUP_SOURCE[target.arch])
         include_dirs = [*include_dirs, startup_dir()]
     tmp = out.with_name(f".{out.name}.tmp")
     cmd = [tools.gcc, *core_flags(target), opt, *C_STD_FLAGS, *TRAIN_FLAGS, *extra_cflags,
            *(f"-I{d}" for d in include_dirs), *(f"-D{d}" for d in defines),
-           *map(str, srcs), f"-T{ld}", *CROSS_LINK_FLAGS, "-o", str(tmp)]
+           *map(str, srcs), f"-T{ld}", *link_flags(target), "-o", str(tmp)]
     limit = build_timeout() if timeout is None else timeout
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
@@ -221,8 +269,8 @@ def build(sources: Sequence[str | Path], target: str | Target, out: str | Path, 
 
 
 def section_sizes(elf: str | Path, tools: Toolchain | None = None) -> SectionSizes:
-    """Sizes of an image from `arm-none-eabi-size` (Berkeley totals, heap/stack from -A)."""
-    tools = tools or find_toolchain()
+    """Sizes of an image from `size` (Berkeley totals, heap/stack from -A)."""
+    tools = tools or toolchain_for_elf(elf)
     berkeley = subprocess.run([tools.size, "-B", str(elf)], capture_output=True, text=True, check=True)
     text, data, bss = (int(v) for v in berkeley.stdout.splitlines()[1].split()[:3])
     sysv = subprocess.run([tools.size, "-A", str(elf)], capture_output=True, text=True, check=True)

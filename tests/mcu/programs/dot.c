@@ -23,6 +23,20 @@ static int8_t buf[2 * MAX_LEN];
 
 /* Three instructions per iteration, one before the loop and two after: 3n + 3 in total. */
 uint32_t mt_count_loop(uint32_t n);
+#if defined(__riscv)
+__asm__("  .text\n"
+        "  .global mt_count_loop\n"
+        "  .type mt_count_loop, %function\n"
+        "mt_count_loop:\n"
+        "  li a1, 0\n"
+        "1:\n"
+        "  addi a1, a1, 1\n"
+        "  addi a0, a0, -1\n"
+        "  bnez a0, 1b\n"
+        "  mv a0, a1\n"
+        "  ret\n"
+        "  .size mt_count_loop, .-mt_count_loop\n");
+#else  /* !defined(__riscv) */
 __asm__("  .text\n"
         "  .syntax unified\n"
         "  .thumb\n"
@@ -38,6 +52,7 @@ __asm__("  .text\n"
         "  mov r0, r1\n"
         "  bx lr\n"
         "  .size mt_count_loop, .-mt_count_loop\n");
+#endif /* defined(__riscv) */
 
 __attribute__((noinline)) int32_t mt_dot_s8(const int8_t *a, const int8_t *b, int32_t n)
 {

@@ -39,6 +39,19 @@
 #define MT_NOINLINE
 #endif /* __GNUC__ */
 
+/*
+ * MT_UNROLL_DOT: put before the int8 dot-product loop of a reference kernel. On RV32 (RISC-V has
+ * no post-increment addressing, so a byte loop spends three of its eight instructions on two
+ * pointer increments and the branch) it asks GCC to unroll the loop by four, which folds the
+ * increments into load offsets; elsewhere it is empty. The C stays the portable loop and every
+ * sum is the same exact integer sum, so no result changes (MT_NO_UNROLL turns it off, to measure).
+ */
+#if defined(__riscv) && defined(__GNUC__) && !defined(__clang__) && !defined(MT_NO_UNROLL)
+#define MT_UNROLL_DOT _Pragma("GCC unroll 4")
+#else  /* not RISC-V with GCC, or MT_NO_UNROLL */
+#define MT_UNROLL_DOT
+#endif /* __riscv && __GNUC__ && !MT_NO_UNROLL */
+
 #if MT_DSP
 
 /* Unaligned little-endian loads and stores; memcpy compiles to one LDR/STR on Armv7E-M. */

@@ -114,6 +114,7 @@ static MT_NOINLINE void mt_conv_ref(const mt_conv_params *p,
                                 }
                             } else {
                                 const int8_t *w = (const int8_t *)filter + ((o * f_d->h + ky) * f_d->w + kx) * cg;
+                                MT_UNROLL_DOT
                                 for (i = 0; i < cg; i++) {
                                     acc += ((int32_t)x[i] - zx) * (int32_t)w[i];
                                 }

@@ -7,6 +7,7 @@
 #ifndef MT_LINEAR_FWD_S8_REF_H
 #define MT_LINEAR_FWD_S8_REF_H
 
+#include "mt_arch.h"
 #include "mt_fixedpoint.h"
 #include "mt_nn.h"
 
@@ -47,6 +48,7 @@ MT_INLINE void mt_linear_fwd_s8_ref(const mt_linear_params *params,
             const int8_t *w = weight + o * in_features;
             int32_t acc = bias[o];
             /* NOTE: |acc| <= |bias| + 255 * sum|w| < 2^31 (checked at export) */
+            MT_UNROLL_DOT
             for (i = 0; i < in_features; i++) {
                 acc += ((int32_t)x[i] - zx) * (int32_t)w[i];
             }
