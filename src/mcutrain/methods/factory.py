@@ -158,6 +158,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--perturb", "mix", "zo: wp | np | mix | mix:LAYER | model-wp (default mix)", ("zo",)),
     Option("--sparse", "none", "zo: none | score:K | test:K (pick K of the trainable layers; plan: the K "
            "largest) | topk:R | randk:R (perturbation masks)", ("zo",), ("train", "plan"), metavar="SPEC"),
+    Option("--max-step", ZOConfig.max_step, "zo: largest change of one int8 weight per update, in int8 "
+           "steps, 0 to 254 (0: no limit)", ("zo",), ("train", "export", "run"), non_negative_int),
     Option("--no-gns", False, "zo: no GNS shrink (ablation)", ("zo",), ("train", "export", "run")),
     Option("--no-qas", False, "zo / bp-qas: no QAS scaling (ablation)", INT8_METHODS,
            ("train", "export", "run")),
@@ -268,7 +270,8 @@ def fqt_config(v: argparse.Namespace, c_twin: bool = False) -> FQTConfig:
 def zo_config(v: argparse.Namespace, trainable: str | None = None, mask: str = "none") -> ZOConfig:
     """ZO's config; `trainable`/`mask` as `--sparse` resolved them (`zo_sparse`). Its RNG: seed + 1."""
     return ZOConfig(trainable=v.trainable if trainable is None else trainable, queries=v.queries,
-                    perturb=v.perturb, gns=not v.no_gns, qas=not v.no_qas, mask=mask, seed=v.seed + 1)
+                    perturb=v.perturb, gns=not v.no_gns, qas=not v.no_qas, mask=mask, seed=v.seed + 1,
+                    max_step=v.max_step)
 
 
 def bp_qas_config(v: argparse.Namespace) -> BPQASConfig:

@@ -18,6 +18,7 @@ mt_status mt_conv2d_bwd_w_qas_upd_s8_s32(const mt_conv_params *params,
                                          int32_t channel,
                                          float k_w,
                                          float k_b,
+                                         int32_t max_step,
                                          int8_t *weight,
                                          int32_t *bias)
 {
@@ -35,7 +36,7 @@ mt_status mt_conv2d_bwd_w_qas_upd_s8_s32(const mt_conv_params *params,
         filter_dims == NULL || weight == NULL || bias == NULL || params->groups < 1 || params->stride_h < 1 ||
         params->stride_w < 1 || input_dims->c % params->groups != 0 || filter_dims->n % params->groups != 0 ||
         filter_dims->c != input_dims->c / params->groups || output_dims->c != filter_dims->n ||
-        output_dims->n != input_dims->n || channel < 0 || channel >= filter_dims->n) {
+        output_dims->n != input_dims->n || channel < 0 || channel >= filter_dims->n || max_step < 1) {
         return MT_ERR_ARG;
     }
     cg = filter_dims->c;
@@ -66,7 +67,7 @@ mt_status mt_conv2d_bwd_w_qas_upd_s8_s32(const mt_conv_params *params,
                 }
                 {
                     int8_t *w = row + ((int64_t)ky * filter_dims->w + kx) * cg + i;
-                    *w = mt_qas_apply_s8(*w, mt_qas_step_f32(mt_s64_to_f32(s) * k_w));
+                    *w = mt_qas_apply_s8(*w, mt_qas_step_limit_s32(mt_qas_step_f32(mt_s64_to_f32(s) * k_w), max_step));
                 }
             }
         }

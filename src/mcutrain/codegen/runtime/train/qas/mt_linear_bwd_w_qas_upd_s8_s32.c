@@ -14,6 +14,7 @@ mt_status mt_linear_bwd_w_qas_upd_s8_s32(int32_t input_zero_point,
                                          int32_t channel,
                                          float k_w,
                                          float k_b,
+                                         int32_t max_step,
                                          int8_t *weight,
                                          int32_t *bias)
 {
@@ -22,7 +23,7 @@ mt_status mt_linear_bwd_w_qas_upd_s8_s32(int32_t input_zero_point,
     int64_t sb = 0;
     int8_t *row;
     if (input == NULL || g == NULL || weight == NULL || bias == NULL || batch < 1 || in_features < 1 ||
-        out_features < 1 || channel < 0 || channel >= out_features) {
+        out_features < 1 || channel < 0 || channel >= out_features || max_step < 1) {
         return MT_ERR_ARG;
     }
     row = weight + (int64_t)channel * in_features;
@@ -33,7 +34,7 @@ mt_status mt_linear_bwd_w_qas_upd_s8_s32(int32_t input_zero_point,
             s += (int64_t)(input[(int64_t)n * in_features + i] - input_zero_point) *
                  g[(int64_t)n * out_features + channel];
         }
-        row[i] = mt_qas_apply_s8(row[i], mt_qas_step_f32(mt_s64_to_f32(s) * k_w));
+        row[i] = mt_qas_apply_s8(row[i], mt_qas_step_limit_s32(mt_qas_step_f32(mt_s64_to_f32(s) * k_w), max_step));
     }
     for (n = 0; n < batch; ++n) {
         sb += g[(int64_t)n * out_features + channel];

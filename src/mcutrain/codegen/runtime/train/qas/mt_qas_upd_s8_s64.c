@@ -1,22 +1,24 @@
 /*
  * QAS update of int8 weights from int64 gradient sums (ZO), in place (docs/integer-semantics.md 12.5-12.6;
- * Python twin methods/qas.py): w = clamp(w - round_half_away(clamp(g * k[c], +-2^30)), -127, 127).
+ * Python twin methods/qas.py): w = clamp(w - round_half_away(clamp(g * k[c], +-2^30)) limited to
+ * +-max_step, -127, 127).
  */
 #include "mt_train.h"
 #include "mt_train_math.h"
 
-mt_status mt_qas_upd_s8_s64(int32_t channels, int32_t per_channel, const int64_t *grad, const float *k, int8_t *w)
+mt_status mt_qas_upd_s8_s64(int32_t channels, int32_t per_channel, const int64_t *grad, const float *k, int32_t max_step,
+                            int8_t *w)
 {
     int32_t c;
     int32_t e;
-    if (grad == NULL || k == NULL || w == NULL || channels < 1 || per_channel < 1) {
+    if (grad == NULL || k == NULL || w == NULL || channels < 1 || per_channel < 1 || max_step < 1) {
         return MT_ERR_ARG;
     }
     for (c = 0; c < channels; ++c) {
         const float kc = k[c];
         for (e = 0; e < per_channel; ++e) {
             const int64_t i = (int64_t)c * per_channel + e;
-            w[i] = mt_qas_apply_s8(w[i], mt_qas_step_f32(mt_s64_to_f32(grad[i]) * kc));
+            w[i] = mt_qas_apply_s8(w[i], mt_qas_step_limit_s32(mt_qas_step_f32(mt_s64_to_f32(grad[i]) * kc), max_step));
         }
     }
     return MT_OK;
