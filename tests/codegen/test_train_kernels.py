@@ -30,6 +30,7 @@ from mcutrain.engines.im2col import col2im, im2col
 from mcutrain.methods import qas
 from mcutrain.methods import zo_estimator as est
 from mcutrain.methods.bp_qas import BPQASConfig, BPQASMethod
+from mcutrain.methods.step_limit import c_max_step
 from mcutrain.methods.zo import ZOConfig, ZOMethod
 from mcutrain.quant.loss import int_softmax_cross_entropy
 from mcutrain.quant.rng import XorShift32
@@ -426,13 +427,13 @@ def run_step_driver(exe: Path, tmp: Path, qm, cfg: StepConfig, batches, trained:
     return read_step_results(tmp / "out.bin", qm, trained, len(batches[0][1]), len(batches))
 
 
-def zo_case(arch: str, perturb: str, queries: int, lr: float, steps: int = 3, bsz: int = 4):
+def zo_case(arch: str, perturb: str, queries: int, lr: float, steps: int = 3, bsz: int = 4, **config):
     qm, batches = model_and_data(arch, steps, bsz)
-    m = ZOMethod(qm, ZOConfig(queries=queries, perturb=perturb, seed=5))
+    m = ZOMethod(qm, ZOConfig(queries=queries, perturb=perturb, seed=5, **config))
     kinds = {u.layers[0]: u.kind for u in m.units}
     c = m.cfg
     cfg = StepConfig("zo", lr, kinds, c.queries, c.sigma_w, c.sigma_b, c.sigma_node, c.gns, c.qas,
-                     m.rng.state)
+                     m.rng.state, max_step=c_max_step(c.max_step))
     return qm, batches, m, cfg, kinds
 
 

@@ -72,12 +72,14 @@ class StepConfig:
     qas: bool = True
     rng_state: int = 1
     momentum: float = 0.0
+    max_step: int = 254
+    """The C value of the ZO weight-step limit (`step_limit.c_max_step`; 254: none)."""
 
 
 def write_step_file(path: Path, qm: QuantModel, cfg: StepConfig, batches: list[tuple[np.ndarray, np.ndarray]]
                     ) -> None:
     """Layout: header (magic, method, B, steps, K, input size, nodes, logit scale, lr, momentum,
-    queries, sigma_w, sigma_b, sigma_node, gns, qas, rng state); per node 20 words (op, source
+    queries, sigma_w, sigma_b, sigma_node, gns, qas, rng state, ZO max step); per node 20 words (op, source
     node or -1, in h/w/c, out h/w/c, kh, kw, sh, sw, pad top, pad left, groups, z_x, z_y,
     act_min, act_max, train kind) and, for conv2d/linear, O, K, s_x, s_y, w[O*K], b[O],
     multiplier[O], shift[O], s_w[O]; then per step the int8 batch (B * input size) and labels (B)."""
@@ -90,7 +92,7 @@ def write_step_file(path: Path, qm: QuantModel, cfg: StepConfig, batches: list[t
         len(names)],
         np.int32), _f32_bits([out_qp.scale, cfg.lr, cfg.momentum]),
         np.array([cfg.queries, cfg.sigma_w, cfg.sigma_b, cfg.sigma_node, int(cfg.gns), int(cfg.qas),
-                  np.uint32(cfg.rng_state).view(np.int32)], np.int32)]
+                  np.uint32(cfg.rng_state).view(np.int32), cfg.max_step], np.int32)]
     for n in g.nodes:
         if n.op not in OPS:
             raise ValueError(f"train_step.c has no op {n.op.value} (node '{n.name}')")

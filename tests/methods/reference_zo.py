@@ -143,7 +143,10 @@ def reference_step(qm: QuantModel, x: np.ndarray, y: np.ndarray, lr: float, cfg:
             if cfg.qas:
                 k = k / (s_w[c] * s_w[c])
             delta = min(max(_f32(sw_sum[i]) * k, _f32(-2.0**30)), _f32(2.0**30))
-            wf[i] = max(-127, min(127, int(wf[i]) - _round_half_away(delta)))
+            step = _round_half_away(delta)
+            if cfg.max_step:                      # the weight-step limit (integer-semantics 12.5)
+                step = max(-cfg.max_step, min(cfg.max_step, step))
+            wf[i] = max(-127, min(127, int(wf[i]) - step))
         qm.weights[m] = wf.reshape(w.shape).astype(np.int8)
         bb = qm.biases[m].copy()
         for c in range(o):

@@ -52,9 +52,10 @@ class Budget:
 
     NOTE: with GNS the WP estimate of conv2 is shrunk by n / (n + d - 1) (about
     1/230 at 20 queries), so zo-mix leaves conv2 unchanged below a rate of
-    about 0.1, while its NP estimate of fc1 (almost unshrunk) diverges above
-    0.1 on the noise corruptions; the best rate differs by corruption, hence
-    a choice per corruption. fqt-int8 diverges above about 0.005.
+    about 0.1, while its NP estimate of fc1 (almost unshrunk) diverged even at
+    0.1 on impulse noise and zigzag before the weight-step limit (`ZOConfig.max_step`,
+    `bench.zo_diagnose`); the best rate differs by corruption, hence a choice
+    per corruption. fqt-int8 diverges above about 0.005.
     """
     tuned: tuple[str, ...] = ("zo-wp", "zo-np", "zo-mix", "zo-sparse", "bp-qas", "fqt-int8", "float32")
     lr_factors: tuple[float, ...] = (0.5, 1.0, 2.0)

@@ -18,6 +18,7 @@ from mcutrain.codegen.emit_base import checked
 from mcutrain.codegen.rounding_c import tflite_add, tflite_mean
 from mcutrain.graph import Node, Op
 from mcutrain.methods import qas
+from mcutrain.methods.step_limit import c_max_step
 from mcutrain.plan.schedule import Kernel, Role, Schedule
 from mcutrain.plan.training import TrainingPlan
 
@@ -295,7 +296,7 @@ def _qas_update_wp(e: StepEmitter, k: Kernel) -> list[str]:
     body = [*_qas_k(e, n, "cw", sw, "kw"), *_qas_k(e, n, "cb", sb, "kb"),
             *_kernel("mt_qas_upd_s8_s64",
                         ["1", str(per), f"{acc} + c * {per}", "&kw", e.round_state(n),
-                         f"{e.weight(n)} + c * {per}"],
+                         str(c_max_step(c.max_step)), f"{e.weight(n)} + c * {per}"],
                         indent=12),
             *_kernel("mt_qas_upd_s32_s64",
                         ["1", f"{acc} + {w.size} + c", "&kb", f"{e.bias(n)} + c"], indent=12)]
@@ -323,12 +324,13 @@ def _bwd_w_update_np(e: StepEmitter, k: Kernel) -> list[str]:
     if n.op == Op.LINEAR:
         call = wrapped_call("mt_linear_bwd_w_qas_upd_s8_s32",
                      [str(e.qm.zero_point(n.inputs[0])), str(e.B), x, str(w.shape[1]), gy, str(o), "c",
-                      "kw", "kb", e.round_state(n), e.weight(n), e.bias(n)], indent=12)
+                      "kw", "kb", e.round_state(n), str(c_max_step(c.max_step)),
+                      e.weight(n), e.bias(n)], indent=12)
         head = []
     else:
         call = wrapped_call("mt_conv2d_bwd_w_qas_upd_s8_s32",
-                     ["&p", "&in_d", x, "&out_d", gy, "&f_d", "c", "kw", "kb", e.round_state(n), e.weight(n),
-                      e.bias(n)],
+                     ["&p", "&in_d", x, "&out_d", gy, "&f_d", "c", "kw", "kb", e.round_state(n),
+                      str(c_max_step(c.max_step)), e.weight(n), e.bias(n)],
                      indent=12)
         head = [e.conv_params(n), f"static const mt_dims in_d = {e.dims(e.g.shape(n.inputs[0]))};",
                 e.filter_dims(n), f"static const mt_dims out_d = {e.dims(e.g.shape(n.name))};"]

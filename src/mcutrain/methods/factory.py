@@ -163,6 +163,8 @@ OPTIONS: tuple[Option, ...] = (
            "count (default: the cores available to the process, os.sched_getaffinity; a step splits "
            "only when its queries hold at least 50M multiply-accumulates)", ("zo",), ("train",),
            positive_int, metavar="N"),
+    Option("--max-step", ZOConfig.max_step, "zo: largest change of one int8 weight per update, in int8 "
+           "steps, 0 to 254 (0: no limit)", ("zo",), ("train", "export", "run"), non_negative_int),
     Option("--no-gns", False, "zo: no GNS shrink (ablation)", ("zo",), ("train", "export", "run")),
     Option("--no-qas", False, "zo / bp-qas: no QAS scaling (ablation)", INT8_METHODS,
            ("train", "export", "run")),
@@ -278,7 +280,7 @@ def zo_config(v: argparse.Namespace, trainable: str | None = None, mask: str = "
     """ZO's config; `trainable`/`mask` as `--sparse` resolved them (`zo_sparse`). Its RNG: seed + 1."""
     return ZOConfig(trainable=v.trainable if trainable is None else trainable, queries=v.queries,
                     perturb=v.perturb, gns=not v.no_gns, qas=not v.no_qas, mask=mask, seed=v.seed + 1,
-                    update_rounding=v.update_rounding)
+                    update_rounding=v.update_rounding, max_step=v.max_step)
 
 
 def bp_qas_config(v: argparse.Namespace) -> BPQASConfig:

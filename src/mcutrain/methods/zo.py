@@ -48,6 +48,7 @@ from mcutrain.methods import zo_forward as zf
 from mcutrain.methods import zo_workers as zw
 from mcutrain.methods.base import StepStats, TrainingMethod
 from mcutrain.methods.decisions import zo_decisions
+from mcutrain.methods.step_limit import NO_LIMIT, apply_limited_weight_update
 from mcutrain.methods.trainable import resolve_trainable
 from mcutrain.qmodel import QuantModel
 from mcutrain.quant.rng import XorShift32
@@ -75,6 +76,10 @@ class ZOConfig:
     mask: str = "none"
     """`none`, `topk:R` (NP: the fraction R of output channels with the largest mean |y - z_y|)
     or `randk:R` (a random fraction R of the perturbed entries / channels, redrawn every step)."""
+    max_step: int = 2
+    """Largest change of one int8 weight per update, in int8 steps (0: no limit; `step_limit`).
+    Not the seed's: without it the NP estimate of a late layer on badly-predicted data moves
+    weights by 20-37 steps at once and kills the layer (docs/methods.md, zo)."""
     seed: int = 1
     update_rounding: str = "nearest"
     """How int8 weight updates round (`qas.UPDATE_ROUNDINGS`); `stochastic` draws one uniform per
@@ -174,6 +179,9 @@ class ZOMethod(TrainingMethod):
         if self.cfg.update_rounding not in qas.UPDATE_ROUNDINGS:
             raise ValueError(f"update_rounding must be one of {', '.join(qas.UPDATE_ROUNDINGS)}, "
                              f"got {self.cfg.update_rounding!r}")
+        if not 0 <= self.cfg.max_step <= NO_LIMIT:
+            raise ValueError(f"max_step must be 0 (no limit) to {NO_LIMIT} int8 steps, "
+                             f"got {self.cfg.max_step}")
         self.mask_kind, self.mask_ratio = _parse_mask(self.cfg.mask)
         self.qm = copy_quant_model(qm)
         self.layers = resolve_trainable(self.qm.graph, self.cfg.trainable)
@@ -288,7 +296,7 @@ class ZOMethod(TrainingMethod):
                          forward_passes=1 + self.cfg.queries * len(self.units))
 
     def apply(self, grads: dict[str, est.IntGrad], lr: float) -> None:
-        """QAS update of every estimated layer (`qas` module; order: graph order of layers)."""
+        """QAS update of every estimated layer (`qas`; weight steps limited by `step_limit`; graph order)."""
         qm = self.qm
         for name in self.layers:
             gr = grads[name]
@@ -299,7 +307,8 @@ class ZOMethod(TrainingMethod):
             kw = qas.update_factor(lr, gr.w_coef, s_w if self.cfg.qas else None)
             kb = qas.update_factor(lr, gr.b_coef, s_b if self.cfg.qas else None)
             r = self.rounding_draws.pop(name, None) if self.cfg.update_rounding == "stochastic" else None
-            qm.weights[name] = qas.apply_weight_update(qm.weights[name], gr.w_sum, kw, r)
+            qm.weights[name] = apply_limited_weight_update(qm.weights[name], gr.w_sum, kw,
+                                                           self.cfg.max_step, r)
             qm.biases[name] = qas.apply_bias_update(qm.biases[name], gr.b_sum, kb)
 
     # -- sparse perturbation masks

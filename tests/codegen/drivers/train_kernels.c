@@ -246,7 +246,7 @@ static int run_case(int32_t id)
         memcpy(b2, arr[6], 4u * (size_t)o);
         mt_qas_factor_f32(f32_word(a[0]), o, as_f32(1), a[3] ? as_f32(2) : NULL, k);
         emit(k, 4u * (size_t)o);
-        mt_qas_upd_s8_s64(o, per, as_s64(3), k, NULL, w1);
+        mt_qas_upd_s8_s64(o, per, as_s64(3), k, NULL, 254, w1); /* nearest, 254: no step limit */
         mt_qas_upd_s32_s64(o, as_s64(5), k, b1);
         mt_qas_upd_s8_f32(o, per, as_f32(7), k, NULL, w2);
         mt_qas_upd_s32_f32(o, as_f32(8), k, b2);

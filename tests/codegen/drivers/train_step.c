@@ -189,6 +189,8 @@ static mt_status run_tail(int32_t from, int32_t first_rerun, const int8_t *w_per
     return MT_OK;
 }
 
+static int32_t zo_max_step = 254; /* the header's ZO weight-step limit (254: none) */
+
 static int zo_step(uint32_t *rng, const int32_t *labels, float logit_scale, int32_t queries, int32_t sigma_w,
                    int32_t sigma_b, int32_t sigma_node, int32_t gns, int32_t qas, float lr, int32_t *l0,
                    int32_t *li, int32_t *dl, int8_t *wbuf, int32_t *bbuf, int32_t *gbuf, float *fbuf)
@@ -282,7 +284,7 @@ static int zo_step(uint32_t *rng, const int32_t *labels, float logit_scale, int3
             continue;
         }
         mt_qas_factor_f32(lr, n->o, n->coef_w, qas ? n->s_w : NULL, k);
-        mt_qas_upd_s8_s64(n->o, n->k, n->sum_w, k, NULL, n->w);
+        mt_qas_upd_s8_s64(n->o, n->k, n->sum_w, k, NULL, zo_max_step, n->w);
         mt_qas_bias_scale_f32(n->s_x, n->s_w, n->o, sb);
         mt_qas_factor_f32(lr, n->o, n->coef_b, qas ? sb : NULL, k);
         mt_qas_upd_s32_s64(n->o, n->sum_b, k, n->b);
@@ -507,6 +509,7 @@ int main(int argc, char **argv)
     gns = rd();
     qas = rd();
     rng = (uint32_t)rd();
+    zo_max_step = rd();
     if (!read_ok || n_nodes < 1 || n_nodes > TS_MAX_NODES || batch < 1 || !read_model(method)) {
         fprintf(stderr, "%s: bad header or model\n", argv[1]);
         return 3;

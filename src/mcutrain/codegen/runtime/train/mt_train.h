@@ -227,7 +227,8 @@ mt_status mt_qas_bias_scale_f32(float s_x, const float *s_w, int32_t channels, f
 
 /*
  * QAS update of int8 weights from int64 gradient sums, in place:
- *   w[c, e] = clamp(w[c, e] - round_half_away(clamp(float32(sums[c, e]) * k[c], +-2^30)), -127, 127)
+ *   w[c, e] = clamp(w[c, e] - limit(round_half_away(clamp(float32(sums[c, e]) * k[c], +-2^30))), -127, 127)
+ * where limit clamps the step to +-max_step (1..254; 254 or more: no limit)
  * with float32(int64) rounded to nearest even.
  *   channels in: O;  per_channel in: entries per channel (kh*kw*C/groups or I)
  *   sums in: [O, per_channel] int64;  k in: [O] float32;  w in/out: [O, per_channel] int8
@@ -237,6 +238,7 @@ mt_status mt_qas_upd_s8_s64(int32_t channels,
                             const int64_t *sums,
                             const float *k,
                             uint32_t *round_state,
+                            int32_t max_step,
                             int8_t *w);
 
 /* The same for int32 biases (one entry per channel): b[c] = sat32(b[c] - step). */
@@ -405,7 +407,8 @@ mt_status mt_linear_bwd_w_row_s8_f32(int32_t input_zero_point,
 /*
  * ZO NP recovery fused with the QAS update of output channel `channel`: each weight's exact
  * int64 sum (as mt_conv2d_bwd_w_s8_s32) is applied at once as in mt_qas_upd_s8_s64 with factor
- * k_w, then the bias's sum as in mt_qas_upd_s32_s64 with k_b. No gradient buffer.
+ * k_w and the step limit max_step, then the bias's sum as in mt_qas_upd_s32_s64 with k_b. No
+ * gradient buffer.
  *   round_state in/out: NULL (nearest) or the stochastic rounding's state, one draw per weight
  *   weight in/out: the layer's whole [O, kh, kw, C / groups] int8 filter (row `channel` changes)
  *   bias   in/out: the layer's [O] int32 bias (entry `channel` changes)
@@ -420,6 +423,7 @@ mt_status mt_conv2d_bwd_w_qas_upd_s8_s32(const mt_conv_params *params,
                                          float k_w,
                                          float k_b,
                                          uint32_t *round_state,
+                                         int32_t max_step,
                                          int8_t *weight,
                                          int32_t *bias);
 
@@ -434,6 +438,7 @@ mt_status mt_linear_bwd_w_qas_upd_s8_s32(int32_t input_zero_point,
                                          float k_w,
                                          float k_b,
                                          uint32_t *round_state,
+                                         int32_t max_step,
                                          int8_t *weight,
                                          int32_t *bias);
 

@@ -134,6 +134,21 @@ MT_INLINE int8_t mt_qas_apply_s8(int8_t w, int32_t step)
     return (int8_t)v;
 }
 
+/*
+ * A ZO weight step limited to +-max_step int8 steps (docs/integer-semantics.md 12.5, `--max-step`):
+ * max_step >= 254 changes nothing (a larger step saturates the int8 weight the same way).
+ */
+MT_INLINE int32_t mt_qas_step_limit_s32(int32_t step, int32_t max_step)
+{
+    if (step > max_step) {
+        return max_step;
+    }
+    if (step < -max_step) {
+        return -max_step;
+    }
+    return step;
+}
+
 /* sat_int32(b - step). */
 MT_INLINE int32_t mt_qas_apply_s32(int32_t b, int32_t step)
 {

@@ -465,7 +465,7 @@ mt_status model_train_step(const int8_t *inputs, const int32_t *labels, float lr
                     return st;
                 }
                 st = mt_conv2d_bwd_w_qas_upd_s8_s32(&p, &in_d, A_input, &out_d, A_gy_np_conv1, &f_d, c, kw, kb,
-                                                    NULL, conv1_weight, conv1_bias);
+                                                    NULL, 2, conv1_weight, conv1_bias);
                 if (st != MT_OK) {
                     return st;
                 }
@@ -558,7 +558,7 @@ mt_status model_train_step(const int8_t *inputs, const int32_t *labels, float lr
                     return st;
                 }
                 st = mt_conv2d_bwd_w_qas_upd_s8_s32(&p, &in_d, A_b_pool, &out_d, A_gy_np_conv2, &f_d, c, kw, kb,
-                                                    NULL, conv2_weight, conv2_bias);
+                                                    NULL, 2, conv2_weight, conv2_bias);
                 if (st != MT_OK) {
                     return st;
                 }
@@ -624,7 +624,7 @@ mt_status model_train_step(const int8_t *inputs, const int32_t *labels, float lr
                 if (st != MT_OK) {
                     return st;
                 }
-                st = mt_linear_bwd_w_qas_upd_s8_s32(-128, 1, A_b_flat, 16, A_gy_np_fc, 5, c, kw, kb, NULL,
+                st = mt_linear_bwd_w_qas_upd_s8_s32(-128, 1, A_b_flat, 16, A_gy_np_fc, 5, c, kw, kb, NULL, 2,
                                                     fc_weight, fc_bias);
                 if (st != MT_OK) {
                     return st;

@@ -19,6 +19,7 @@ mt_status mt_conv2d_bwd_w_qas_upd_s8_s32(const mt_conv_params *params,
                                          float k_w,
                                          float k_b,
                                          uint32_t *round_state,
+                                         int32_t max_step,
                                          int8_t *weight,
                                          int32_t *bias)
 {
@@ -36,7 +37,7 @@ mt_status mt_conv2d_bwd_w_qas_upd_s8_s32(const mt_conv_params *params,
         filter_dims == NULL || weight == NULL || bias == NULL || params->groups < 1 || params->stride_h < 1 ||
         params->stride_w < 1 || input_dims->c % params->groups != 0 || filter_dims->n % params->groups != 0 ||
         filter_dims->c != input_dims->c / params->groups || output_dims->c != filter_dims->n ||
-        output_dims->n != input_dims->n || channel < 0 || channel >= filter_dims->n) {
+        output_dims->n != input_dims->n || channel < 0 || channel >= filter_dims->n || max_step < 1) {
         return MT_ERR_ARG;
     }
     cg = filter_dims->c;
@@ -71,7 +72,7 @@ mt_status mt_conv2d_bwd_w_qas_upd_s8_s32(const mt_conv_params *params,
                     /* stochastic rounding: one draw per weight, in the row's index order */
                     const int32_t step = round_state == NULL ? mt_qas_step_f32(delta) :
                                          mt_qas_step_sr_f32(delta, mt_xorshift32_uniform01(round_state));
-                    *w = mt_qas_apply_s8(*w, step);
+                    *w = mt_qas_apply_s8(*w, mt_qas_step_limit_s32(step, max_step));
                 }
             }
         }

@@ -15,6 +15,7 @@ mt_status mt_linear_bwd_w_qas_upd_s8_s32(int32_t input_zero_point,
                                          float k_w,
                                          float k_b,
                                          uint32_t *round_state,
+                                         int32_t max_step,
                                          int8_t *weight,
                                          int32_t *bias)
 {
@@ -23,7 +24,7 @@ mt_status mt_linear_bwd_w_qas_upd_s8_s32(int32_t input_zero_point,
     int64_t sb = 0;
     int8_t *row;
     if (input == NULL || g == NULL || weight == NULL || bias == NULL || batch < 1 || in_features < 1 ||
-        out_features < 1 || channel < 0 || channel >= out_features) {
+        out_features < 1 || channel < 0 || channel >= out_features || max_step < 1) {
         return MT_ERR_ARG;
     }
     row = weight + (int64_t)channel * in_features;
@@ -39,7 +40,7 @@ mt_status mt_linear_bwd_w_qas_upd_s8_s32(int32_t input_zero_point,
             /* stochastic rounding: one draw per weight, in index order */
             const int32_t step = round_state == NULL ? mt_qas_step_f32(delta) :
                                  mt_qas_step_sr_f32(delta, mt_xorshift32_uniform01(round_state));
-            row[i] = mt_qas_apply_s8(row[i], step);
+            row[i] = mt_qas_apply_s8(row[i], mt_qas_step_limit_s32(step, max_step));
         }
     }
     for (n = 0; n < batch; ++n) {
