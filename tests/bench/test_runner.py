@@ -18,7 +18,7 @@ def test_registry_has_fqt_benchmarks():
 
 EVERY = {"float-speed", "fqt-partial", "fqt-scratch", "fqt-transfer", "int8-core", "mcu", "mcu-inference",
          "mcu-partial", "mcu-rounding", "memory", "sim-speed", "tflm", "zo-ablation", "zo-adapt", "zo-cost",
-         "zo-diagnose"}
+         "zo-diagnose", "update-share"}
 
 
 def test_list_names_every_benchmark_of_the_package(capsys):

@@ -122,6 +122,7 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def run(work: Path, results: Path, quick: bool = False, log=print, docs: Path = Path("docs"),
         budget: Budget | None = None) -> dict[str, Any]:
+    """Share of int8 weights each step changes, per method, nearest against stochastic rounding."""
     budget = budget or (QUICK if quick else Budget())
     roundings = {name: ("nearest", "stochastic") if name in ROUNDED else ("-",) for name in METHODS}
     plan = [(task, name, rounding, seed) for task in budget.tasks for name in METHODS
