@@ -34,8 +34,8 @@ def register(subparsers) -> None:
                    help="cache of pretrained models (default %(default)s)")
     p.add_argument("--results", default="benchmarks/results", help="result directory (default %(default)s)")
     p.add_argument("--docs", default="docs", help="directory of benchmarks.md and figures")
-    p.add_argument("--ray", metavar="ADDRESS", help="a sweep benchmark (zo-adapt): run its cells as tasks "
-                   "on the Ray cluster at ADDRESS (HOST:PORT or auto; docs/sweeps.md)")
+    p.add_argument("--ray", metavar="ADDRESS", help="a sweep benchmark (zo-adapt, fqt-*): run its cells as "
+                   "tasks on the Ray cluster at ADDRESS (HOST:PORT or auto; docs/sweeps.md)")
     p.add_argument("--only", action="append", metavar="AXIS=VALUE",
                    help="a sweep benchmark: run only this value of one axis of its grid (repeatable; "
                    "writes NAME.subset.json and leaves the docs alone; docs/sweeps.md)")
