@@ -92,3 +92,16 @@ def test_sweep_file_declares_the_protocol_axes():
     assert tuple(grid["corruption"]) == bench_zo.CORRUPTIONS == bench_zo.Budget().corruptions
     assert tuple(grid["method"]) == bench_zo.ADAPT_METHODS
     assert tuple(grid["seed"]) == bench_zo.Budget().seeds
+
+
+def test_quick_subset_runs_the_methods_asked_into_its_own_file(tmp_path, fashion_mnist):
+    """`--only method=zo-mix --only method=none`: those methods' cells only, in zo-adapt.quick.subset.json;
+    neither the complete result file nor the docs are written."""
+    docs = tmp_path / "docs"
+    doc = bench_zo.run_adapt(tmp_path / "w", tmp_path / "r", quick=True, log=lambda s: None, docs=docs,
+                             only={"method": ["zo-mix", "none"]})
+    assert [p.name for p in (tmp_path / "r").iterdir()] == ["zo-adapt.quick.subset.json"]
+    assert json.loads((tmp_path / "r" / "zo-adapt.quick.subset.json").read_text())["rows"] == doc["rows"]
+    assert [r["method"] for r in doc["runs"]] == ["none", "zo-mix"] and doc["complete"] is True
+    assert doc["only"] == {"method": ["zo-mix", "none"]} and not docs.exists()
+    assert (tmp_path / "w" / "sweeps" / "zo-adapt-tune-quick-subset").is_dir()

@@ -26,7 +26,7 @@ from mcutrain.sweep.engine import run_sweep
 from mcutrain.sweep.ray_tasks import check_reachable
 from mcutrain.sweep.spec import parse_sweep
 
-ray = pytest.importorskip("ray", reason="Ray is not installed; install it with: pip install 'mcutrain[ray]'")
+RAY_MISSING = "Ray is not installed; install it with: pip install 'mcutrain[ray]'"
 
 
 def lines_by_key(out) -> dict[str, str]:
@@ -42,6 +42,7 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def ray_head():
     """The address of a two-CPU Ray head on 127.0.0.1, stopped (its process group) afterwards."""
+    ray = pytest.importorskip("ray", reason=RAY_MISSING)
     exe = shutil.which("ray", path=os.path.dirname(sys.executable)) or shutil.which("ray")
     if exe is None:
         pytest.skip("the 'ray' command is not installed; install it with: pip install 'mcutrain[ray]'")
@@ -92,7 +93,16 @@ def test_example_sweep_on_ray_writes_the_lines_of_a_local_run(ray_head, tmp_path
 
 
 def test_unreachable_cluster_is_a_clear_message(tmp_path):
+    pytest.importorskip("ray", reason=RAY_MISSING)
     spec = parse_sweep(example_text(), "example.toml")
     says = r"cannot reach the Ray cluster at '127\.0\.0\.1:\d+'.*ray start --head"
     with pytest.raises(UserError, match=says):
         run_sweep(spec, tmp_path, ray=f"127.0.0.1:{free_port()}", progress=False)
+
+
+def test_without_ray_installed_the_message_says_how_to_install_it(tmp_path, monkeypatch):
+    """What a core install (no `ray` extra) answers to --ray; runs whether Ray is installed or not."""
+    monkeypatch.setitem(sys.modules, "ray", None)           # `import ray` raises ImportError
+    spec = parse_sweep(example_text(), "example.toml")
+    with pytest.raises(UserError, match=r"install it with: pip install 'mcutrain\[ray\]'"):
+        run_sweep(spec, tmp_path, ray="auto", progress=False)

@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from mcutrain.bench.subset import SUFFIX, Only, restrict
 from mcutrain.io import atomic_write_bytes, json_plain
 
 DOCS_PAGE = "benchmarks.md"
@@ -25,15 +26,16 @@ PAGE_HEAD = ("# Benchmarks\n\nEvery table below is written by `mcutrain bench NA
              "`benchmarks/results/NAME.json`; the text around the tables is kept.\n")
 
 
-def result_path(results: Path, name: str, quick: bool = False) -> Path:
-    """The result file of benchmark `name`: `NAME.json`, or `NAME.quick.json` for a `--quick` run."""
-    return Path(results) / (f"{name}.quick.json" if quick else f"{name}.json")
+def result_path(results: Path, name: str, quick: bool = False, subset: bool = False) -> Path:
+    """The result file of benchmark `name`: `NAME.json`, `NAME.quick.json` for a `--quick` run,
+    with `.subset` before `.json` for a run of part of a sweep benchmark (`--only`)."""
+    return Path(results) / (name + (".quick" if quick else "") + (f".{SUFFIX}" if subset else "") + ".json")
 
 
 def write_results(results: Path, name: str, rows: list[dict[str, Any]], quick: bool = False,
-                  **extra: Any) -> Path:
+                  subset: bool = False, **extra: Any) -> Path:
     """Write `{"benchmark", "rows", **extra}` to the result file atomically; returns its path."""
-    path = result_path(results, name, quick)
+    path = result_path(results, name, quick, subset)
     doc = {"benchmark": name, "rows": rows, **extra}
     text = (json.dumps(doc, indent=2, default=json_plain) + "\n").encode()
     atomic_write_bytes(path, lambda f: f.write(text))
@@ -84,10 +86,12 @@ def limit_threads(n: int = 1):
     return threadpool_limits(limits=n)
 
 
-def sweep_grid(name: str) -> dict[str, list]:
-    """The `[grid]` axes of benchmark `name`'s sweep file (`bench/sweeps/NAME.toml`, package data)."""
+def sweep_grid(name: str, only: Only | None = None) -> dict[str, list]:
+    """The `[grid]` axes of benchmark `name`'s sweep file (`bench/sweeps/NAME.toml`, package data),
+    restricted to the values of `only` (`subset`: a UserError for an axis or value it lacks)."""
     from importlib import resources
 
     from mcutrain.sweep.spec import toml_parser
     text = resources.files("mcutrain.bench").joinpath("sweeps", f"{name}.toml").read_text(encoding="utf-8")
-    return dict(toml_parser().loads(text)["grid"])
+    grid = dict(toml_parser().loads(text)["grid"])
+    return restrict(name, grid, only) if only else grid

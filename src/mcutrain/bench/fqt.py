@@ -6,8 +6,11 @@
 - `fqt-transfer` (`fqt_transfer`, a sweep): small-cnn pretrained in float (and quantized on entry by FQT)
   fine-tuned with the last two layers trainable: (a) Fashion-MNIST classes 0-4
   -> 5-9 with a new head, (b) clean -> corrupted Fashion-MNIST.
-- `fqt-partial`: lambda_min in {1.0, 0.5, 0.1} on from-scratch and transfer
+- `fqt-partial` (`fqt_partial`, a sweep): lambda_min in {1.0, 0.5, 0.1} on from-scratch and transfer
   tasks; MACs and backward time of the partial runs against the full run.
+
+This module holds what the three share (budgets, data, one FQT run, the pretrained backbones) and
+registers no benchmark itself.
 
 Budgets (epochs, samples) are set in `BUDGET` / `QUICK` so each benchmark fits
 about two hours on a two-core machine; BLAS runs on one thread (see
@@ -24,7 +27,6 @@ from typing import Any
 import numpy as np
 
 from mcutrain import io, zoo
-from mcutrain.bench import files
 from mcutrain.graph import Graph
 from mcutrain.methods.fqt import FQT
 from mcutrain.methods.fqt_state import FQTConfig
@@ -150,59 +152,3 @@ def transfer_tasks(work: Path, b: Budget, quick: bool):
     base10 = pretrained(work, "fashion-mnist", b, quick)
     tasks += [("clean -> corrupted", f"fashion-mnist-c:{c}", base10) for c in b.corruptions]
     return tasks
-
-
-# ---------------------------------------------------------------- fqt-partial
-
-
-def run_partial(work: Path, results: Path, quick: bool = False, log=print,
-              docs: Path = Path("docs")) -> None:
-    """Dynamic partial updates (int8): accuracy and backward cost at lambda_min 1.0 / 0.5 / 0.1."""
-    b = QUICK if quick else BUDGET
-    spec0, arch0, epochs0, n0, lr0 = (b.scratch[-1] if quick else
-                                      ("fashion-mnist", "small-cnn", 3, 8000, PARTIAL_SCRATCH_LR))
-    ds0 = _ds(spec0)
-    g_scratch = zoo.build(arch0, ds0.num_classes, ds0.shape, seed=0)
-    tasks = [("scratch", spec0, g_scratch, "all", epochs0, n0, lr0)]
-    tasks += [(t, s, g, "last:2", b.transfer_epochs, b.transfer_samples, LR)
-              for t, s, g in transfer_tasks(work, b, quick)[:2]]
-    rows: list[dict[str, Any]] = []
-    for kind, spec, g0, trainable, epochs, n, lr in tasks:
-        x, y, xt, yt, _, _ = task_data(spec, n, 200 if quick else b.eval_samples)
-        full = None
-        for lam in b.partial_lambdas:
-            runs = [train_fqt(g0, "int8", x, y, xt, yt, epochs=epochs, seed=s, batch=b.batch,
-                              trainable=trainable, lmin=lam, lr=lr) for s in b.partial_seeds]
-            r = {"accuracy": float(np.mean([q["accuracy"] for q in runs])),
-                 "accuracy_std": mean_std([q["accuracy"] for q in runs])[1],
-                 "backward_macs": sum(q["backward_macs"] for q in runs),
-                 "backward_seconds": sum(q["backward_seconds"] for q in runs)}
-            full = full or r
-            rows.append({"task": kind, "dataset": spec, "lambda_min": lam, "accuracy": r["accuracy"],
-                         "accuracy_std": r["accuracy_std"],
-                         "accuracy_loss": full["accuracy"] - r["accuracy"],
-                         "backward_macs_ratio": full["backward_macs"] / max(r["backward_macs"], 1),
-                         "backward_time_speedup": full["backward_seconds"]
-                         / max(r["backward_seconds"], 1e-9),
-                         "epochs": epochs, "lr": lr, "seeds": len(runs)})
-            log(f"fqt-partial {spec} lambda_min {lam}: {rows[-1]}")
-            files.write_results(results, "fqt-partial", rows, quick, complete=False)
-    files.write_results(results, "fqt-partial", rows, quick, complete=True, precision="int8")
-    if not quick:
-        files.update_docs(docs, "fqt-partial", files.markdown_table(
-            rows, ["task", "dataset", "lambda_min", "accuracy", "accuracy_std", "accuracy_loss",
-                   "backward_macs_ratio",
-                   "backward_time_speedup", "epochs", "lr", "seeds"],
-            {"accuracy": ".4f", "accuracy_std": ".4f", "accuracy_loss": "+.4f", "backward_macs_ratio": ".2f",
-             "backward_time_speedup": ".2f"}))
-
-
-BENCHMARKS = {"fqt-partial": run_partial}
-"""`fqt-scratch` and `fqt-transfer` run as sweeps (`fqt_scratch`, `fqt_transfer`);
-`sim-speed` is `sim_speed`."""
-
-
-def register(add) -> None:
-    """Hook for `mcutrain.bench`: add each benchmark by name."""
-    for name, func in BENCHMARKS.items():
-        add(name, func)

@@ -19,6 +19,7 @@ import numpy as np
 from mcutrain import zoo
 from mcutrain.bench import files
 from mcutrain.bench.fqt import BUDGET, QUICK, lr_of, mean_std, task_data, train_fqt
+from mcutrain.bench.subset import Only
 from mcutrain.bench.sweep_stage import fresh_start, run_cells, sweep_dir
 from mcutrain.sweep.spec import keyed_cell
 
@@ -35,12 +36,13 @@ def scratch_cell(config: dict[str, Any], target: str | None = None) -> dict[str,
             | {"accuracy": r["accuracy"], "curve": [[h["loss"], h["test_accuracy"]] for h in r["history"]]}}
 
 
-def scratch_cells(quick: bool):
-    """The cells in the order of the old loop: task, then seed, then precision."""
+def scratch_cells(quick: bool, only: Only | None = None):
+    """The cells in the order of the old loop: task, then seed, then precision (those of `only`)."""
     b = QUICK if quick else BUDGET
-    grid = files.sweep_grid(NAME)
-    tasks = b.scratch if quick else [t for name in grid["task"] for t in b.scratch if t[0] == name]
-    seeds = b.seeds if quick else tuple(grid["seed"])
+    grid = files.sweep_grid(NAME, only)
+    tasks = ([t for t in b.scratch if t[0] in grid["task"]] if quick
+             else [t for name in grid["task"] for t in b.scratch if t[0] == name])
+    seeds = tuple(s for s in b.seeds if s in grid["seed"]) if quick else tuple(grid["seed"])
     cells = []
     for spec, arch, epochs, n, lr in tasks:
         for seed in seeds:
@@ -53,19 +55,19 @@ def scratch_cells(quick: bool):
 
 
 def run_scratch(work: Path, results: Path, quick: bool = False, log=print, docs: Path = Path("docs"),
-                ray: str | None = None) -> None:
+                ray: str | None = None, only: Only | None = None) -> None:
     """small-cnn / mnist1d-cnn / digits-cnn from scratch in every precision, 3 seeds (a sweep)."""
-    b, tasks, cells = scratch_cells(quick)
-    out = sweep_dir(work, NAME, quick)
-    fresh_start(files.result_path(results, NAME, quick), out)
+    b, tasks, cells = scratch_cells(quick, only)
+    out = sweep_dir(work, NAME, quick, bool(only))
+    fresh_start(files.result_path(results, NAME, quick, bool(only)), out)
     runs = run_cells(NAME, cells, ("task", "seed", "precision"), out, scratch_cell, 1 if quick else None, ray)
     for r in runs:
         log(f"fqt-scratch {r['dataset']} {r['precision']} seed {r['seed']}: {r['accuracy']:.4f} "
             f"({r['seconds']:.0f} s)")
-    rows, curves = rows_and_curves(runs, tasks, list(files.sweep_grid(NAME)["precision"]))
-    files.write_results(results, NAME, rows, quick, complete=True, runs=runs,
-                        lr={t[0]: t[4] for t in tasks}, batch=b.batch)
-    if not quick:
+    rows, curves = rows_and_curves(runs, tasks, list(files.sweep_grid(NAME, only)["precision"]))
+    files.write_results(results, NAME, rows, quick, bool(only), complete=True, runs=runs,
+                        lr={t[0]: t[4] for t in tasks}, batch=b.batch, **({"only": only} if only else {}))
+    if not quick and not only:
         files.update_docs(docs, NAME, files.markdown_table(
             rows, ["dataset", "arch", "precision", "accuracy", "accuracy_std", "seeds", "epochs", "lr"],
             {"accuracy": ".4f", "accuracy_std": ".4f"}))

@@ -17,6 +17,7 @@ import numpy as np
 
 from mcutrain.bench import files
 from mcutrain.bench.fqt import BUDGET, LR, QUICK, mean_std, task_data, train_fqt, transfer_tasks
+from mcutrain.bench.subset import Only
 from mcutrain.bench.sweep_stage import fresh_start, run_cells, sweep_dir
 from mcutrain.sweep.spec import keyed_cell
 
@@ -37,19 +38,19 @@ def transfer_cell(config: dict[str, Any], target: str | None = None) -> dict[str
 
 
 def run_transfer(work: Path, results: Path, quick: bool = False, log=print, docs: Path = Path("docs"),
-                 ray: str | None = None) -> None:
+                 ray: str | None = None, only: Only | None = None) -> None:
     """Float-pretrained small-cnn, last two layers fine-tuned in every precision (a sweep)."""
     b = QUICK if quick else BUDGET
-    grid = files.sweep_grid(NAME)
-    seeds = b.seeds if quick else tuple(grid["seed"])
+    grid = files.sweep_grid(NAME, only)
+    seeds = tuple(s for s in b.seeds if s in grid["seed"]) if quick else tuple(grid["seed"])
     tasks = [(task, spec) for task, spec, _ in transfer_tasks(work, b, quick)]   # backbones trained here
     fixed = {"work": str(work), "quick": quick, "epochs": b.transfer_epochs, "n_train": b.transfer_samples,
              "n_test": 200 if quick else b.eval_samples, "batch": b.batch}
     cells = [keyed_cell({**fixed, "dataset": spec, "precision": prec, "seed": seed},
                         {"task": spec, "precision": prec, "seed": seed}, NAME, ("work",))
              for _, spec in tasks for prec in grid["precision"] for seed in seeds]
-    out = sweep_dir(work, NAME, quick)
-    fresh_start(files.result_path(results, NAME, quick), out)
+    out = sweep_dir(work, NAME, quick, bool(only))
+    fresh_start(files.result_path(results, NAME, quick, bool(only)), out)
     runs = run_cells(NAME, cells, ("task", "precision", "seed"), out, transfer_cell,
                      1 if quick else None, ray)
     for r, c in zip(runs, cells):
@@ -66,8 +67,9 @@ def run_transfer(work: Path, results: Path, quick: bool = False, log=print, docs
                          "accuracy": mean, "accuracy_std": std, "seeds": len(mine),
                          "epochs": b.transfer_epochs, "train_samples": mine[0]["train_samples"],
                          "test_samples": mine[0]["test_samples"]})
-    files.write_results(results, NAME, rows, quick, complete=True, trainable=TRAINABLE, lr=LR, batch=b.batch)
-    if not quick:
+    files.write_results(results, NAME, rows, quick, bool(only), complete=True, trainable=TRAINABLE, lr=LR,
+                        batch=b.batch, **({"only": only} if only else {}))
+    if not quick and not only:
         files.update_docs(docs, NAME, files.markdown_table(
             rows, ["task", "dataset", "precision", "accuracy_before", "accuracy", "accuracy_std", "seeds",
                    "epochs", "train_samples", "test_samples"], {"accuracy": ".4f", "accuracy_std": ".4f",

@@ -55,17 +55,20 @@ def runs_as_sweep(func: BenchFunc) -> bool:
 
 def run(name: str, quick: bool = False, work: Path = Path("benchmarks/work"),
         results: Path = Path("benchmarks/results"), docs: Path = Path("docs"),
-        log: Callable[[str], None] = print, ray: str | None = None) -> None:
-    """Run benchmark `name` (its sweeps on the Ray cluster at `ray`); KeyError naming the available ones,
-    ValueError for `ray` on a benchmark that is not a sweep."""
+        log: Callable[[str], None] = print, ray: str | None = None,
+        only: dict[str, list[str]] | None = None) -> None:
+    """Run benchmark `name` (its sweeps on the Ray cluster at `ray`; only the grid values of `only`,
+    `bench.subset`); KeyError naming the available ones, ValueError for `ray` or `only` on a
+    benchmark that is not a sweep."""
     table = benchmarks()
     if name not in table:
         raise KeyError(f"unknown benchmark '{name}'; available: {', '.join(table)}")
     sweeps = [n for n, f in table.items() if runs_as_sweep(f)]
-    if ray is not None and name not in sweeps:
-        raise ValueError(f"benchmark '{name}' does not run as a sweep, so --ray cannot spread it; "
-                         f"the sweeps: {', '.join(sweeps)}")
+    if (ray is not None or only) and name not in sweeps:
+        raise ValueError(f"benchmark '{name}' does not run as a sweep, so --ray cannot spread it "
+                         f"nor --only restrict it; the sweeps: {', '.join(sweeps)}")
     Path(work).mkdir(parents=True, exist_ok=True)
     Path(results).mkdir(parents=True, exist_ok=True)
     with limit_threads(1):
-        table[name](Path(work), Path(results), quick, log, Path(docs), **({"ray": ray} if ray else {}))
+        table[name](Path(work), Path(results), quick, log, Path(docs),
+                    **({"ray": ray} if ray else {}), **({"only": only} if only else {}))

@@ -13,14 +13,16 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from mcutrain.bench.subset import SUFFIX
 from mcutrain.sweep import store
 from mcutrain.sweep.cell import CellRunner
 from mcutrain.sweep.engine import run_sweep
 from mcutrain.sweep.spec import Cell, SweepSpec
 
 
-def sweep_dir(work: Path, name: str, quick: bool) -> Path:
-    return Path(work) / "sweeps" / (name + ("-quick" if quick else ""))
+def sweep_dir(work: Path, name: str, quick: bool, subset: bool = False) -> Path:
+    """WORK/sweeps/NAME[-quick][-subset]: a quick run or a subset (`--only`) never resumes a full one."""
+    return Path(work) / "sweeps" / (name + ("-quick" if quick else "") + (f"-{SUFFIX}" if subset else ""))
 
 
 def fresh_start(result_file: Path, *folders: Path) -> None:
@@ -33,16 +35,18 @@ def fresh_start(result_file: Path, *folders: Path) -> None:
 
 def run_cells(name: str, cells: list[Cell], axes: tuple[str, ...], out: Path, runner: CellRunner,
               workers: int | None, ray: str | None) -> list[dict[str, Any]]:
-    """Run `cells` (resuming `out`); each cell's `run` result with its `seconds`, in cell order.
+    """Run `cells` (resuming `out`); each cell's `run` result with its timing (`seconds` and what the
+    runner measured), in cell order.
 
     A failed cell stops the benchmark with its error: a table with a hole would not mean the same.
     """
     run_sweep(SweepSpec(name, None, axes, tuple(cells)), out, workers=workers, ray=ray, runner=runner)
     lines = store.latest(out)
-    seconds = {t["key"]: t["seconds"] for t in store.read_lines(out / store.TIMINGS)}
+    timings = {t["key"]: {k: v for k, v in t.items() if k != "key"}
+               for t in store.read_lines(out / store.TIMINGS)}
     failed = [lines[c.key] for c in cells if lines[c.key]["status"] != "done"]
     if failed:
         err = failed[0]["error"]
         raise RuntimeError(f"{name}: {len(failed)} runs failed (rerun to retry them), first "
                            f"{failed[0]['axes']}: {err['type']}: {err['message']}")
-    return [lines[c.key]["run"] | {"seconds": seconds.get(c.key, 0.0)} for c in cells]
+    return [lines[c.key]["run"] | timings.get(c.key, {"seconds": 0.0}) for c in cells]

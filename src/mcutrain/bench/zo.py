@@ -29,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from mcutrain.bench.files import sweep_grid
+from mcutrain.bench.files import result_path, sweep_grid
+from mcutrain.bench.subset import SUFFIX, Only, describe
 from mcutrain.bench.sweep_stage import fresh_start, run_cells
 from mcutrain.bench.zo_docs import write_docs
 from mcutrain.bench.zo_protocol import (
@@ -42,6 +43,7 @@ from mcutrain.bench.zo_protocol import (
     pretrained_model,
 )
 from mcutrain.engines import int_engine, ptq
+from mcutrain.errors import UserError
 from mcutrain.graph import Graph
 from mcutrain.io import atomic_write_bytes
 from mcutrain.methods.base import TrainingMethod
@@ -143,7 +145,8 @@ def _run_order(r: dict[str, Any]) -> tuple:
 
 
 def run_adapt(work: Path, results: Path, quick: bool = False, log=print, docs: Path = Path("docs"),
-              budget: Budget | None = None, ray: str | None = None) -> dict[str, Any]:
+              budget: Budget | None = None, ray: str | None = None, only: Only | None = None
+              ) -> dict[str, Any]:
     """The `zo-adapt` benchmark: its sweep file (`bench/sweeps/zo-adapt.toml`) in two stages.
 
     Learning rates are chosen per corruption and method by validation accuracy:
@@ -153,11 +156,17 @@ def run_adapt(work: Path, results: Path, quick: bool = False, log=print, docs: P
     never takes part in a choice. Each stage is a sweep (WORK/sweeps/zo-adapt-tune, -seeds), so
     `ray` (an address or 'auto') spreads the runs over a Ray cluster and a stopped run resumes
     (`"complete": false` in the result file); after a complete run the next one starts afresh.
+    `only` (`subset`) runs part of the grid into zo-adapt.subset.json, the docs left alone.
     """
-    grid = sweep_grid("zo-adapt")
+    grid = sweep_grid("zo-adapt", only)
     if budget is None:
-        budget = QUICK if quick else replace(Budget(), corruptions=tuple(grid["corruption"]),
-                                             seeds=tuple(grid["seed"]))
+        budget = QUICK if quick else Budget()
+        budget = replace(budget, corruptions=tuple(c for c in grid["corruption"] if not quick or c in
+                                                   budget.corruptions),
+                         seeds=tuple(s for s in grid["seed"] if not quick or s in budget.seeds))
+    if not budget.corruptions or not budget.seeds:
+        raise UserError(f"zo-adapt --quick runs corruption {', '.join(QUICK.corruptions)} and seed "
+                        f"{', '.join(map(str, QUICK.seeds))} only: nothing of {describe(only or {})}")
     _, meta = pretrained_model(work, budget, quick)          # trained once, before the workers start
     methods = [m for m in ADAPT_METHODS if m in grid["method"] and (m != "fqt-int8" or _fqt_available())]
     budget = replace(budget, tuned=tuple(m for m in budget.tuned if m in methods))
@@ -166,8 +175,11 @@ def run_adapt(work: Path, results: Path, quick: bool = False, log=print, docs: P
                            "trainable": TRAINABLE, "runs": [], "rows": [], "lr_tuning": []}
     t_all = time.perf_counter()
     chosen: dict[tuple[str, str], float] = {}
-    suffix = "-quick" if quick else ""
-    fresh_start(results / "zo-adapt.json",
+    suffix = ("-quick" if quick else "") + (f"-{SUFFIX}" if only else "")
+    out_file = result_path(results, "zo-adapt", quick, True) if only else results / "zo-adapt.json"
+    if only:
+        doc["only"] = only
+    fresh_start(out_file,
                 *(work / "sweeps" / f"zo-adapt-{stage}{suffix}" for stage in ("tune", "seeds")))
 
     def record(runs: list[dict[str, Any]]) -> None:
@@ -179,8 +191,9 @@ def run_adapt(work: Path, results: Path, quick: bool = False, log=print, docs: P
         doc["rows"] = summarize(doc["runs"], chosen)
         doc["seconds"] = time.perf_counter() - t_all
         doc["complete"] = False
-        write_json(results / "zo-adapt.json", doc)
-        write_docs(doc, docs)
+        write_json(out_file, doc)
+        if not only:
+            write_docs(doc, docs)
 
     s0 = budget.tune_seed
     tune = _adapt_sweep(f"zo-adapt-tune{suffix}", [(corr, name, s0, lr) for corr in budget.corruptions
@@ -207,7 +220,7 @@ def run_adapt(work: Path, results: Path, quick: bool = False, log=print, docs: P
     if jobs:
         record(_adapt_sweep(f"zo-adapt-seeds{suffix}", jobs, work, budget, quick, ray))
     doc["complete"] = True
-    write_json(results / "zo-adapt.json", doc)
+    write_json(out_file, doc)
     return doc
 
 

@@ -5,6 +5,7 @@ Examples:
     mcutrain bench fqt-scratch            # benchmarks/results/fqt-scratch.json + docs/benchmarks.md
     mcutrain bench sim-speed --quick      # about two minutes: four rows (what the tests do)
     mcutrain bench zo-adapt --ray auto    # a sweep benchmark's runs as tasks on a Ray cluster
+    mcutrain bench zo-adapt --only corruption=gaussian_noise --only seed=0   # part of its grid
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from mcutrain import bench
 from mcutrain.bench.runner import runs_as_sweep
+from mcutrain.bench.subset import parse_only
 from mcutrain.cli import print_json
 from mcutrain.errors import UserError
 
@@ -32,8 +34,11 @@ def register(subparsers) -> None:
                    help="cache of pretrained models (default %(default)s)")
     p.add_argument("--results", default="benchmarks/results", help="result directory (default %(default)s)")
     p.add_argument("--docs", default="docs", help="directory of benchmarks.md and figures")
-    p.add_argument("--ray", metavar="ADDRESS", help="a sweep benchmark (zo-adapt): run its cells as tasks "
-                   "on the Ray cluster at ADDRESS (HOST:PORT or auto; docs/sweeps.md)")
+    p.add_argument("--ray", metavar="ADDRESS", help="a sweep benchmark (zo-adapt, fqt-*): run its cells as "
+                   "tasks on the Ray cluster at ADDRESS (HOST:PORT or auto; docs/sweeps.md)")
+    p.add_argument("--only", action="append", metavar="AXIS=VALUE",
+                   help="a sweep benchmark: run only this value of one axis of its grid (repeatable; "
+                   "writes NAME.subset.json and leaves the docs alone; docs/sweeps.md)")
     p.add_argument("--json", action="store_true", help="print the result file's content")
     p.set_defaults(func=run)
 
@@ -48,12 +53,15 @@ def run(args: argparse.Namespace) -> int:
     if args.name not in names:
         raise UserError(f"unknown benchmark '{args.name}'; available: {', '.join(names)}")
     log = (lambda s: print(s, file=sys.stderr, flush=True)) if args.json else (lambda s: print(s, flush=True))
-    if args.ray is not None and not runs_as_sweep(names[args.name]):
+    only = parse_only(args.only)
+    if (args.ray is not None or only) and not runs_as_sweep(names[args.name]):
         sweeps = ", ".join(n for n, f in names.items() if runs_as_sweep(f))
-        raise UserError(f"benchmark '{args.name}' does not run as a sweep, so --ray cannot spread it; "
-                        f"the sweeps: {sweeps}")
-    bench.run(args.name, args.quick, Path(args.work), Path(args.results), Path(args.docs), log, ray=args.ray)
+        raise UserError(f"benchmark '{args.name}' does not run as a sweep, so --ray cannot spread it "
+                        f"nor --only restrict it; the sweeps: {sweeps}")
+    bench.run(args.name, args.quick, Path(args.work), Path(args.results), Path(args.docs), log, ray=args.ray,
+              only=only)
     if args.json:
         import json
-        print_json(json.loads(bench.result_path(Path(args.results), args.name, args.quick).read_text()))
+        path = bench.result_path(Path(args.results), args.name, args.quick, bool(only))
+        print_json(json.loads(path.read_text()))
     return 0

@@ -50,7 +50,10 @@ class CellOutcome:
 
 
 CellRunner = Callable[[dict[str, Any], str | None], dict[str, Any]]
-"""What computes a cell's results from its configuration and target (`train_cell`, or a benchmark's)."""
+"""What computes a cell's results from its configuration and target (`train_cell`, or a benchmark's).
+
+A runner that measures something besides the cell's seconds (a benchmark's backward time) returns
+it under `timing`: it goes to the cell's timing line, never into its result line."""
 
 
 def train_cell(config: dict[str, Any], target: str | None) -> dict[str, Any]:
@@ -79,6 +82,7 @@ def run_cell(task: CellTask, runner: CellRunner = train_cell) -> CellOutcome:
     try:
         with blas_threads(1):
             results = runner(task.config, task.target)
+        timing.update(results.pop("timing", {}))
         for k in TIMED_KEYS:
             if k in results.get("train", {}):
                 timing[k] = results["train"].pop(k)
