@@ -51,23 +51,23 @@ def harness_programs(training: bool, prefix: str = "") -> tuple[str, ...]:
     return tuple(prefix + h.program for h in (TRAINING_HARNESSES if training else INFERENCE_HARNESSES))
 
 
-TOOLCHAIN_FILE = "cmake/arm-none-eabi.cmake"
-"""The CMake toolchain file of a library exported for a Cortex-M target."""
+TOOLCHAIN_TEMPLATES = {"arm": "arm-none-eabi.cmake", "riscv": "riscv64-unknown-elf.cmake"}
+"""The toolchain file's template per architecture: each is named after the GNU compiler it sets."""
 
-TOOLCHAIN_FILES = {"arm": TOOLCHAIN_FILE, "riscv": "cmake/riscv64-unknown-elf.cmake"}
-"""The toolchain file per architecture: each is named after the GNU compiler it sets."""
+TOOLCHAIN_FILE = "cmake/" + TOOLCHAIN_TEMPLATES["arm"]
+"""The CMake toolchain file of a library exported for a Cortex-M target."""
 
 
 def toolchain_path(target: str = "") -> str:
     """Where a library exported for `target` keeps its toolchain file (the Arm one without a target)."""
-    return TOOLCHAIN_FILES[get_target(target).arch] if target else TOOLCHAIN_FILE
+    return "cmake/" + TOOLCHAIN_TEMPLATES[get_target(target).arch] if target else TOOLCHAIN_FILE
 
 
 def toolchain_file(target: str) -> str:
     """The CMake toolchain file for `target`'s GNU cross compiler with its core flags (`-mcpu`/`-march`,
     FPU, ABI)."""
     t = get_target(target)
-    return render(toolchain_path(target).removeprefix("cmake/"), target=t.name, core=t.core,
+    return render(TOOLCHAIN_TEMPLATES[t.arch], target=t.name, core=t.core,
                   core_flags=" ".join(core_flags(t) + SECTION_FLAGS))
 
 
