@@ -80,7 +80,12 @@ def test_helium_build_takes_the_mve_twin_first_and_no_other_build_ships_one():
             plain = rf.runtime_paths(kernels, training=training)
             assert all(p.parent.name != rf.MVE_FOLDER for p in plain.values())
             assert "mt_mve.h" not in plain
-        assert set(helium) == set(rf.runtime_paths("dsp", training=training)) | {"mt_mve.h"}
+        headers = {n for n in mve if n.startswith("mt_mve") and n.endswith(".h")}
+        assert set(helium) == set(rf.runtime_paths("dsp", training=training)) | headers
+    fqt = rf.runtime_paths("dsp", training=True, helium=True)
+    for name in ("mt_conv_fwd_pairs.c", "mt_linear_fwd_s8_range.c", "mt_conv2d_bwd_in_s8_s16.c",
+                 "mt_linear_bwd_in_s8_s16.c"):  # the FQT int8 step's twins
+        assert fqt[name].parent.name == rf.MVE_FOLDER, name
     # the reference build of a Helium core stays the reference
     assert rf.runtime_paths("ref", helium=True) == rf.runtime_paths("ref")
 

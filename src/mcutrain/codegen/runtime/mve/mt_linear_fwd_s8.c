@@ -8,6 +8,7 @@
  */
 #include "mt_linear_fwd_s8_ref.h"
 #include "mt_mve.h"
+#include "mt_mve_gemm.h"
 #include "mt_nn.h"
 
 int32_t mt_linear_fwd_s8_get_buffer_size(int32_t in_features)

@@ -95,6 +95,19 @@ MT_INLINE void mt_mve_prepare(mt_mve_block *b,
     }
 }
 
+/* The "single" prepared form of four accumulators, unclamped (see mt_mve_requantize): the forward
+   of a "single" library, and FQT's error requantization in either mode. */
+MT_INLINE int32x4_t mt_mve_requantize_single(int32x4_t acc, int32x4_t m, int32x4_t nsh, int32x4_t c1, int floor)
+{
+    int32x4_t h = vmulhq_s32(acc, m);
+    if (!floor) {
+        mve_pred16_t borrow = vcmpltq_n_s32(acc, 0);
+        borrow = vcmpeqq_m_n_s32(vmulq_s32(acc, m), 0, borrow);
+        h = vsubq_m_n_s32(h, h, 1, borrow);
+    }
+    return vshlq_s32(vaddq_s32(h, c1), nsh);
+}
+
 /*
  * The prepared requantization of four accumulators (lanes) in the library's mode, clamped to
  * [lo, hi]. "single": floor((acc * m + c1 * 2^32 + [acc < 0]) / 2^(32 + sh)) is
@@ -114,25 +127,24 @@ MT_INLINE int32x4_t mt_mve_requantize(int32x4_t acc, int32x4_t m, int32x4_t nsh,
     }
     h = vshlq_s32(vqaddq_s32(h, c1), nsh);
 #else  /* !MT_ROUNDING_TFLITE */
-    int32x4_t h = vmulhq_s32(acc, m);
-    if (!floor) {
-        mve_pred16_t borrow = vcmpltq_n_s32(acc, 0);
-        borrow = vcmpeqq_m_n_s32(vmulq_s32(acc, m), 0, borrow);
-        h = vsubq_m_n_s32(h, h, 1, borrow);
-    }
-    h = vshlq_s32(vaddq_s32(h, c1), nsh);
+    int32x4_t h = mt_mve_requantize_single(acc, m, nsh, c1, floor);
 #endif /* MT_ROUNDING_TFLITE */
     return vminq_s32(vmaxq_s32(h, vdupq_n_s32(lo)), vdupq_n_s32(hi));
 }
 
-/* The four accumulators (each started at its row's folded bias) as one vector, requantized, stored
-   as four bytes at y (only the first `rows` of them when rows < 4). */
+/* The four accumulators a0..a3 as one vector (lane j = a_j). */
+MT_INLINE int32x4_t mt_mve_vec4(int32_t a0, int32_t a1, int32_t a2, int32_t a3)
+{
+    int32x4_t acc = vsetq_lane_s32(a0, vdupq_n_s32(a1), 0);
+    acc = vsetq_lane_s32(a2, acc, 2);
+    return vsetq_lane_s32(a3, acc, 3);
+}
+
+/* Four accumulators (each started at its row's folded bias), requantized, stored as four bytes at
+   y (only the first `rows` of them when rows < 4). */
 MT_INLINE void mt_mve_store4(int vec,
                              int floor,
-                             int32_t a0,
-                             int32_t a1,
-                             int32_t a2,
-                             int32_t a3,
+                             int32x4_t acc,
                              int32x4_t m,
                              int32x4_t nsh,
                              int32x4_t c1,
@@ -144,9 +156,6 @@ MT_INLINE void mt_mve_store4(int vec,
                              int32_t hi,
                              int8_t *y)
 {
-    int32x4_t acc = vsetq_lane_s32(a0, vdupq_n_s32(a1), 0);
-    acc = vsetq_lane_s32(a2, acc, 2);
-    acc = vsetq_lane_s32(a3, acc, 3);
     if (vec) {
         const int32x4_t r = mt_mve_requantize(acc, m, nsh, c1, floor, lo, hi);
         if (rows >= 4) {
@@ -164,31 +173,43 @@ MT_INLINE void mt_mve_store4(int vec,
     }
 }
 
+/* Running extremes of `rows` (<= 4) channels widened by the lanes of mn and mx (FQT's ranges). */
+MT_INLINE void mt_mve_widen_range(int32x4_t mn, int32x4_t mx, int32_t rows, int32_t *acc_min, int32_t *acc_max)
+{
+    const mve_pred16_t p = vctp32q((uint32_t)rows);
+    vstrwq_p_s32(acc_min, vminq_s32(vldrwq_z_s32(acc_min, p), mn), p);
+    vstrwq_p_s32(acc_max, vmaxq_s32(vldrwq_z_s32(acc_max, p), mx), p);
+}
+
 /*
  * y[j * y_stride + i] = requant(b->bias[i] + w_i . col_j) for the nb (<= MT_MVE_BLOCK) rows of the
  * block (rows `row_stride` bytes apart, k int8 each) and the ncols columns (col_stride bytes
  * apart, k int8 each: input rows, or im2col columns with z_x in the padding). Four rows at a time
  * against every column, their constants in registers; with k <= 16 the four rows themselves stay
  * in registers too (one load of a column, four VMLADAVA, per column). Lanes past k load 0 from
- * both sides (predicated), so nothing is read beyond a row or a column.
+ * both sides (predicated), so nothing is read beyond a row or a column. With `range` (FQT's
+ * forward) acc_min/acc_max [o0 + nb] widen to every accumulator, kept in two vectors per four rows.
  */
 MT_INLINE void mt_mve_gemm_body(int vec,
                                 int floor,
+                                int range,
                                 const mt_mve_block *b,
-                           const int8_t *w,
-                           int32_t k,
-                           int32_t row_stride,
-                           const int8_t *cols,
-                           int32_t ncols,
-                           int32_t col_stride,
-                           const mt_per_channel_quant *q,
-                           int32_t o0,
-                           int32_t nb,
-                           int32_t zy,
-                           int32_t lo,
-                           int32_t hi,
-                           int8_t *y,
-                           int32_t y_stride)
+                                const int8_t *w,
+                                int32_t k,
+                                int32_t row_stride,
+                                const int8_t *cols,
+                                int32_t ncols,
+                                int32_t col_stride,
+                                const mt_per_channel_quant *q,
+                                int32_t o0,
+                                int32_t nb,
+                                int32_t zy,
+                                int32_t lo,
+                                int32_t hi,
+                                int8_t *y,
+                                int32_t y_stride,
+                                int32_t *acc_min,
+                                int32_t *acc_max)
 {
     const mve_pred16_t tail = vctp8q((uint32_t)(k & 15));
     int32_t i, j;
@@ -203,6 +224,7 @@ MT_INLINE void mt_mve_gemm_body(int vec,
         const int32x4_t c1 = vldrwq_s32(b->c1 + i);
         const int32_t b0 = b->bias[i], b1 = b->bias[i + 1], b2 = b->bias[i + 2], b3 = b->bias[i + 3];
         int8_t *yo = y + i;
+        int32x4_t mn = vdupq_n_s32(INT32_MAX), mx = vdupq_n_s32(INT32_MIN);
         if (k <= 16) {
             /* the four rows once, zero-padded to 16 lanes, one base for all four loads */
             int8_t rows4[64];
@@ -213,12 +235,20 @@ MT_INLINE void mt_mve_gemm_body(int vec,
             vstrbq_s8(rows4 + 48, vldrbq_z_s8(w3, tail));
             for (j = 0; j < ncols; j++) {
                 const int8x16_t x = vldrbq_z_s8(c, tail);
-                mt_mve_store4(vec, floor, vmladavaq_s8(b0, vldrbq_s8(rows4), x),
-                              vmladavaq_s8(b1, vldrbq_s8(rows4 + 16), x), vmladavaq_s8(b2, vldrbq_s8(rows4 + 32), x),
-                              vmladavaq_s8(b3, vldrbq_s8(rows4 + 48), x), m, nsh, c1, q, o0 + i, rows, zy, lo, hi,
-                              yo);
+                const int32x4_t acc = mt_mve_vec4(vmladavaq_s8(b0, vldrbq_s8(rows4), x),
+                                                  vmladavaq_s8(b1, vldrbq_s8(rows4 + 16), x),
+                                                  vmladavaq_s8(b2, vldrbq_s8(rows4 + 32), x),
+                                                  vmladavaq_s8(b3, vldrbq_s8(rows4 + 48), x));
+                mt_mve_store4(vec, floor, acc, m, nsh, c1, q, o0 + i, rows, zy, lo, hi, yo);
+                if (range) {
+                    mn = vminq_s32(mn, acc);
+                    mx = vmaxq_s32(mx, acc);
+                }
                 c += col_stride;
                 yo += y_stride;
+            }
+            if (range) {
+                mt_mve_widen_range(mn, mx, rows, acc_min + o0 + i, acc_max + o0 + i);
             }
             continue;
         }
@@ -246,35 +276,52 @@ MT_INLINE void mt_mve_gemm_body(int vec,
                 a2 = vmladavaq_s8(a2, vldrbq_z_s8(p2, tail), x);
                 a3 = vmladavaq_s8(a3, vldrbq_z_s8(p3, tail), x);
             }
-            mt_mve_store4(vec, floor, a0, a1, a2, a3, m, nsh, c1, q, o0 + i, rows, zy, lo, hi, yo);
+            {
+                const int32x4_t acc = mt_mve_vec4(a0, a1, a2, a3);
+                mt_mve_store4(vec, floor, acc, m, nsh, c1, q, o0 + i, rows, zy, lo, hi, yo);
+                if (range) {
+                    mn = vminq_s32(mn, acc);
+                    mx = vmaxq_s32(mx, acc);
+                }
+            }
             yo += y_stride;
+        }
+        if (range) {
+            mt_mve_widen_range(mn, mx, rows, acc_min + o0 + i, acc_max + o0 + i);
         }
     }
 }
 
-/* mt_mve_gemm_body with its two switches constant, so each copy keeps only its own requantization. */
-static MT_NOINLINE void mt_mve_gemm(const mt_mve_block *b,
-                                    const int8_t *w,
-                                    int32_t k,
-                                    int32_t row_stride,
-                                    const int8_t *cols,
-                                    int32_t ncols,
-                                    int32_t col_stride,
-                                    const mt_per_channel_quant *q,
-                                    int32_t o0,
-                                    int32_t nb,
-                                    int32_t zy,
-                                    int32_t lo,
-                                    int32_t hi,
-                                    int8_t *y,
-                                    int32_t y_stride)
+/* mt_mve_gemm_body with its two requantization switches constant, so each copy keeps only its own
+   requantization; `range` is a constant of the caller (mt_mve_gemm.h, mt_mve_range.h). */
+MT_INLINE void mt_mve_gemm_modes(int range,
+                                 const mt_mve_block *b,
+                                 const int8_t *w,
+                                 int32_t k,
+                                 int32_t row_stride,
+                                 const int8_t *cols,
+                                 int32_t ncols,
+                                 int32_t col_stride,
+                                 const mt_per_channel_quant *q,
+                                 int32_t o0,
+                                 int32_t nb,
+                                 int32_t zy,
+                                 int32_t lo,
+                                 int32_t hi,
+                                 int8_t *y,
+                                 int32_t y_stride,
+                                 int32_t *acc_min,
+                                 int32_t *acc_max)
 {
     if (b->vec && zy == -128) {
-        mt_mve_gemm_body(1, 1, b, w, k, row_stride, cols, ncols, col_stride, q, o0, nb, zy, lo, hi, y, y_stride);
+        mt_mve_gemm_body(1, 1, range, b, w, k, row_stride, cols, ncols, col_stride, q, o0, nb, zy, lo, hi, y,
+                         y_stride, acc_min, acc_max);
     } else if (b->vec) {
-        mt_mve_gemm_body(1, 0, b, w, k, row_stride, cols, ncols, col_stride, q, o0, nb, zy, lo, hi, y, y_stride);
+        mt_mve_gemm_body(1, 0, range, b, w, k, row_stride, cols, ncols, col_stride, q, o0, nb, zy, lo, hi, y,
+                         y_stride, acc_min, acc_max);
     } else {
-        mt_mve_gemm_body(0, 0, b, w, k, row_stride, cols, ncols, col_stride, q, o0, nb, zy, lo, hi, y, y_stride);
+        mt_mve_gemm_body(0, 0, range, b, w, k, row_stride, cols, ncols, col_stride, q, o0, nb, zy, lo, hi, y,
+                         y_stride, acc_min, acc_max);
     }
 }
 
