@@ -331,3 +331,24 @@ def test_depthwise_input_error_in_float32_tap_runs_is_exact_at_the_extremes(stri
         want.reshape(n, -1)[:, k] = (y * e.astype(np.int64)).sum((1, 2, 3))
     assert 9 * 32767 * 127 > 1 << 24 and got.dtype.kind == "f"
     assert np.array_equal(got.astype(np.int64), want) and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("mode", ["int", "int-float"])
+def test_pointwise_input_error_picks_float32_by_the_rows_and_stays_exact(mode):
+    """int16 errors, one large value per row (the data bound allows float32) or every value at
+    +-32767 (it does not: float64): both equal the int64 product."""
+    rng = np.random.default_rng(9)
+    n, hw, c, o = 2, 6, 24, 48
+    w = rng.choice([-127, 127, 3], (o, 1, 1, c)).astype(np.float32)
+    sparse = rng.integers(-9, 10, (n, hw, hw, o)).astype(np.int16)
+    sparse[..., 0] = 32767
+    dense = rng.choice([-32767, 32767], (n, hw, hw, o)).astype(np.int16)
+    for e in (sparse, dense):
+        got = K.conv2d_bwd_in_acc(e, w, (n, hw, hw, c), (1, 1), (0, 0, 0, 0), 1, mode, e_max=32768)
+        want = e.reshape(-1, o).astype(np.int64) @ w.reshape(o, c).astype(np.int64)
+        assert np.array_equal(got.reshape(-1, c).astype(np.int64), want)
+        assert got.dtype.kind == ("i" if mode == "int" else "f")
+    assert K.conv2d_bwd_in_acc(sparse, w, (n, hw, hw, c), (1, 1), (0, 0, 0, 0), 1, "int-float",
+                               e_max=32768).dtype == np.float32
+    assert K.conv2d_bwd_in_acc(dense, w, (n, hw, hw, c), (1, 1), (0, 0, 0, 0), 1, "int-float",
+                               e_max=32768).dtype == np.float64

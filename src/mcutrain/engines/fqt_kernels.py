@@ -356,7 +356,10 @@ def conv2d_bwd_in_acc(ec: np.ndarray, wc: np.ndarray, in_shape: tuple[int, int, 
             view += np.matmul(e2, wt[:, i, j, :]).reshape(view.shape)
         dx = dxp[:, pt:pt + h, pl:pl + w, :]
         return dx.astype(np.int64) if mode == "int" else dx
-    if groups == 1:
+    if groups == 1 and mode in INT_MODES and (kh, kw) == (1, 1):
+        e2, gd = _rows_for_exact_gemm(e2, wc, e_max)   # NOTE: the data bound: float32 for most
+        dcols = np.matmul(e2, wc.reshape(o, -1).astype(gd, copy=False))
+    elif groups == 1:
         dcols = matmul(e2, wc.reshape(o, -1), gm, e_max)
     else:
         opg = o // groups
