@@ -259,3 +259,19 @@ def test_requantize_products_equals_the_int64_rule_at_the_extremes(rounding, z, 
             assert got.dtype == np.int8 and np.array_equal(got, want)
             assert np.array_equal(got, F.requantize_products(acc.astype(np.int64), bias, bound, mult,
                                                              shift, z, lo, hi, rounding))
+
+
+@pytest.mark.parametrize("dtype, z, lo, hi", [(np.uint8, 128, 0, 255), (np.uint8, 0, 0, 255),
+                                              (np.int16, 5, -32767, 32767), (np.int16, 0, -300, 300),
+                                              (np.int32, -9, -100000, 100000), (np.int8, 127, -128, 127)])
+def test_bounded_requantize_output_in_every_output_dtype_equals_the_int64_rule(dtype, z, lo, hi):
+    """The float64 form's clamp-then-truncate, with the zero point added to the integers after."""
+    rng = np.random.default_rng(11)
+    acc = rng.integers(-2**22, 2**22, (500, 3))
+    acc[:6, 0] = np.array([1, 3, -1, -3, 5, -5]) * 2**7          # ties for the 2^-8 channel
+    mult, shift = F.quantize_multiplier(np.array([2.0**-8, 1e-4, 0.0123]))
+    bias = np.array([0, -77, 2**20])
+    want = np.clip(F.requantize(acc + bias, mult, shift) + z, lo, hi)
+    got = F.requantize_output(acc.astype(np.float64), mult, shift, z, lo, hi, dtype, bias=bias,
+                              acc_max=int(np.abs(acc + bias).max()))
+    assert got.dtype == dtype and np.array_equal(got.astype(np.int64), want)

@@ -286,12 +286,15 @@ def _requantize_bounded(acc: np.ndarray, multiplier: np.ndarray | int, shift: np
         return r8.view(dtype)
     if bm is not None:
         v += bm
-    r = np.abs(v)
-    r += 0.5
-    np.floor(r, out=r)
-    np.copysign(r, v, out=r)
-    r += np.float64(zero_point)
-    np.clip(r, lo, hi, out=r)
+    # NOTE: |v| + 0.5 is exact (above), so v + copysign(0.5, v) is too, and truncating it is
+    # round-half-away of v; truncation commutes with a clamp to integer bounds and the cast
+    # truncates, so the clamp runs before it and the zero point joins the integers after.
+    v += np.copysign(0.5, v)
+    np.clip(v, lo - zero_point, hi - zero_point, out=v)
+    if zero_point == 0:
+        return v.astype(dtype)
+    r = v.astype(np.int16 if np.dtype(dtype).itemsize == 1 else np.int64)   # |lo - z| <= 255 for bytes
+    r += zero_point
     return r.astype(dtype)
 
 
