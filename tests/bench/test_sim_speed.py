@@ -57,6 +57,16 @@ def test_step_entry_point_prints_its_measurement():
                          capture_output=True, text=True, check=True, env=sim_speed_env())
     doc = json.loads(out.stdout)
     assert doc["seconds"] > 0 and doc["side"] == "torch" and doc["workers"] == 1
+    assert doc["keep_freed_memory"] is False       # PyTorch users run glibc's defaults
+
+
+def test_an_mcutrain_side_keeps_freed_memory_as_mcutrain_train_does():
+    if not sys.platform.startswith("linux"):
+        pytest.skip("keep_freed_memory sets glibc's malloc thresholds: Linux only")
+    spec = {"side": "mcutrain", "arch": "small-cnn", "batch": 1, "steps": 1, "warmup": 0}
+    out = subprocess.run([sys.executable, "-m", "mcutrain.bench.sim_speed_step", json.dumps(spec)],
+                         capture_output=True, text=True, check=True, env=sim_speed_env())
+    assert json.loads(out.stdout)["keep_freed_memory"] is True
 
 
 def sim_speed_env() -> dict[str, str]:

@@ -271,3 +271,84 @@ def test_select_is_where_bit_for_bit():
     assert got.dtype == np.float32 and got.view(np.int32).tolist() == np.where(keep, a, 0).astype(
         np.float32).view(np.int32).tolist()
     assert POOL.select(np.array([5, -7], np.int16), np.array([False, True])).tolist() == [0, -7]
+
+
+def _depthwise_taps_int64(x, e, kernel, stride, pad):
+    """Reference tap sums in int64: per-sample weight gradients (N, C, kh, kw, 1) and the input
+    error of a depthwise conv (one output channel per input channel), loops over taps only."""
+    n, h, wd, c = x.shape
+    ho, wo = e.shape[1:3]
+    pt, pb, pl, pr = pad
+    xp = np.zeros((n, h + pt + pb, wd + pl + pr, c), np.int64)
+    xp[:, pt:pt + h, pl:pl + wd] = x
+    gw = np.zeros((n, c, *kernel, 1), np.int64)
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            v = xp[:, i:i + stride[0] * ho:stride[0], j:j + stride[1] * wo:stride[1]]
+            gw[:, :, i, j, 0] = (v * e.astype(np.int64)).sum((1, 2))
+    return gw
+
+
+@pytest.mark.parametrize("mode", ["int", "int-float"])
+@pytest.mark.parametrize("stride, pad", [((1, 1), (1, 1, 1, 1)), ((2, 2), (0, 1, 0, 1))])
+def test_depthwise_weight_gradient_in_float32_chunks_is_exact_at_the_extremes(mode, stride, pad):
+    """8-bit extremes (|x| 255, |e| 127) over 4096 positions per sample: past float32's whole-sum
+    bound, so the chunked float32 path runs; its integers are the int64 tap loop's."""
+    rng = np.random.default_rng(7)
+    n, c = 3, 5
+    h = 64 * stride[0]
+    x = rng.choice([-255, 255, 254, -1, 0], (n, h, h, c)).astype(np.float32)
+    ho = (h + pad[0] + pad[1] - 3) // stride[0] + 1
+    e = rng.choice([-127, 127, 126, 0], (n, ho, ho, c)).astype(np.int16)
+    assert 64 * 64 * 255 * 127 > 1 << 24 and K.split_k_chunk(ho * ho, 255, 127) >= K.MIN_TAP_CHUNK
+    want = _depthwise_taps_int64(x.astype(np.int64), e, (3, 3), stride, pad)
+    per = K.conv2d_bwd_w_acc(x, e, (c, 3, 3, 1), stride, pad, c, mode, per_sample=True, x_max=255, e_max=127)
+    total = K.conv2d_bwd_w_acc(x, e, (c, 3, 3, 1), stride, pad, c, mode, x_max=255, e_max=127)
+    assert np.array_equal(per.astype(np.int64), want) and np.array_equal(per, want)
+    assert np.array_equal(total, want.sum(0))
+    assert (per.dtype == np.int64) == (mode == "int")
+
+
+@pytest.mark.parametrize("stride, mult", [((1, 1), 1), ((2, 2), 1), ((1, 1), 2)])
+def test_depthwise_input_error_in_float32_tap_runs_is_exact_at_the_extremes(stride, mult):
+    """int16 errors at +-32767 with weights at +-127: nine taps pass float32's bound, runs of four
+    sum in float32 first; the result equals the adjoint of the int64 forward tap loop."""
+    rng = np.random.default_rng(8)
+    n, c, h = 2, 3, 9
+    o = c * mult
+    pad = (1, 1, 1, 1)
+    w = rng.choice([-127, 127, 100], (o, 3, 3, 1)).astype(np.float32)
+    ho = (h + 2 - 3) // stride[0] + 1
+    e = rng.choice([-32767, 32767, 32766, 0], (n, ho, ho, o)).astype(np.int16)
+    got = K.conv2d_bwd_in_acc(e, w, (n, h, h, c), stride, pad, c, "int-float", e_max=32768)
+    want = np.zeros((n, h, h, c), np.int64)          # adjoint: <conv(x), e> = <x, dx> per unit x
+    for k in range(h * h * c):
+        x = np.zeros(h * h * c, np.int64)
+        x[k] = 1
+        xs = np.broadcast_to(x.reshape(1, h, h, c), (n, h, h, c))
+        xs = np.repeat(xs, mult, axis=3) if mult > 1 else xs
+        y = K.conv2d_fwd_acc(xs.astype(np.float32), w, stride, pad, o, "int")  # (n, ho, ho, o)
+        want.reshape(n, -1)[:, k] = (y * e.astype(np.int64)).sum((1, 2, 3))
+    assert 9 * 32767 * 127 > 1 << 24 and got.dtype.kind == "f"
+    assert np.array_equal(got.astype(np.int64), want) and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("mode", ["int", "int-float"])
+def test_pointwise_input_error_picks_float32_by_the_rows_and_stays_exact(mode):
+    """int16 errors, one large value per row (the data bound allows float32) or every value at
+    +-32767 (it does not: float64): both equal the int64 product."""
+    rng = np.random.default_rng(9)
+    n, hw, c, o = 2, 6, 24, 48
+    w = rng.choice([-127, 127, 3], (o, 1, 1, c)).astype(np.float32)
+    sparse = rng.integers(-9, 10, (n, hw, hw, o)).astype(np.int16)
+    sparse[..., 0] = 32767
+    dense = rng.choice([-32767, 32767], (n, hw, hw, o)).astype(np.int16)
+    for e in (sparse, dense):
+        got = K.conv2d_bwd_in_acc(e, w, (n, hw, hw, c), (1, 1), (0, 0, 0, 0), 1, mode, e_max=32768)
+        want = e.reshape(-1, o).astype(np.int64) @ w.reshape(o, c).astype(np.int64)
+        assert np.array_equal(got.reshape(-1, c).astype(np.int64), want)
+        assert got.dtype.kind == ("i" if mode == "int" else "f")
+    assert K.conv2d_bwd_in_acc(sparse, w, (n, hw, hw, c), (1, 1), (0, 0, 0, 0), 1, "int-float",
+                               e_max=32768).dtype == np.float32
+    assert K.conv2d_bwd_in_acc(dense, w, (n, hw, hw, c), (1, 1), (0, 0, 0, 0), 1, "int-float",
+                               e_max=32768).dtype == np.float64

@@ -291,3 +291,53 @@ def test_run_refuses_float_or_misshaped_input():
         E.run(qm, x)
     with pytest.raises(ValueError, match="does not match"):
         E.quantize_input(qm, np.zeros((2, 8, 8), np.float32))
+
+
+# ---------------------------------------------------------------- the exact float64 requantization
+
+
+@pytest.mark.parametrize("arch, shape, rounding", [
+    ("small-cnn", (28, 28, 1), "single"), ("mcunet-5fps", (32, 32, 3), "single"),
+    ("mcunet-5fps", (32, 32, 3), "tflite")])
+def test_float_accumulators_requantize_as_the_int64_rule_on_captured_layers(monkeypatch, arch, shape,
+                                                                            rounding):
+    """Every conv/linear of a forward pass: its exact float accumulators and the result of the
+    float64 form, against the int64 rule on the same integers (no bound given)."""
+    from mcutrain.quant import fixedpoint
+    calls = []
+
+    def spy(acc, mult, shift, zp, lo, hi, **kw):
+        y = fixedpoint_requantize_output(acc, mult, shift, zp, lo, hi, **kw)
+        calls.append((np.array(acc), mult, shift, zp, lo, hi, kw, y))
+        return y
+    fixedpoint_requantize_output = fixedpoint.requantize_output
+    g = zoo.build(arch, 10, shape, seed=3)
+    rng = np.random.default_rng(5)
+    for n in g.parametric():
+        n.params["bias"] = rng.normal(0, 0.05, n.params["bias"].shape).astype(np.float32)
+    x = rng.random((6, *shape), dtype=np.float32)
+    qm = ptq.quantize_model(g, x, rounding=rounding)
+    monkeypatch.setattr(fixedpoint, "requantize_output", spy)
+    E.run(qm, E.quantize_input(qm, x))
+    monkeypatch.undo()
+    assert len(calls) == len(list(g.parametric()))
+    floats = 0
+    for acc, mult, shift, zp, lo, hi, kw, y in calls:
+        exact = acc.astype(np.int64) + np.asarray(kw["bias"], np.int64)
+        assert np.array_equal(exact, acc + np.asarray(kw["bias"], np.float64))  # acc held exact integers
+        assert int(np.abs(exact).max(initial=0)) <= kw["acc_max"]              # the bound of the NOTE
+        reference = fixedpoint.requantize_output(exact, mult, shift, zp, lo, hi, rounding=rounding)
+        assert reference.dtype == y.dtype == np.int8 and np.array_equal(reference, y)
+        floats += acc.dtype.kind == "f"
+    assert floats == len(calls)       # every layer kept its accumulators in float (no int64 copy)
+
+
+def test_depthwise_with_a_channel_multiplier_matches_the_reference():
+    rng = np.random.default_rng(6)
+    x = rng.integers(-128, 128, (2, 7, 7, 3)).astype(np.int8)
+    w = rng.integers(-127, 128, (6, 3, 3, 1)).astype(np.int8)
+    b = rng.integers(-5000, 5000, 6).astype(np.int32)
+    mu, sh = mult_shift(0.0123, 6)
+    got = E.depthwise_conv2d_fwd_s8(x, 3, w, b, mu, sh, -4, -4, 127, (2, 2), (1, 1, 1, 1))
+    want = ref.conv2d(x, 3, w, b, mu, sh, -4, -4, 127, (2, 2), (1, 1, 1, 1), groups=3)
+    assert got.dtype == np.int8 and np.array_equal(got, want)

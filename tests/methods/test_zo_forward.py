@@ -1,5 +1,6 @@
-"""The query kernels' requantization (`zo_forward._requantize_sets`): the float64 form, checked
-bit for bit against the int64 rule on the accumulators real ZO steps produce."""
+"""The query kernels' requantization (`zo_forward._requantize_sets`, through
+`fixedpoint.requantize_products`): the float64 form, checked bit for bit against the int64 rule
+on the accumulators real ZO steps produce."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from mcutrain import zoo
 from mcutrain.engines import int_engine, ptq
 from mcutrain.methods import zo_forward as zf
 from mcutrain.methods.zo import ZOConfig, ZOMethod
+from mcutrain.quant import fixedpoint
 from mcutrain.quant.fixedpoint import requantize_output
 
 
@@ -27,7 +29,7 @@ def _captured(monkeypatch, arch: str, shape: tuple[int, int, int], perturb: str,
         n.params["bias"] = rng.normal(0, 0.05, n.params["bias"].shape).astype(np.float32)
     x = rng.random((8, *shape), dtype=np.float32)
     m = ZOMethod(ptq.quantize_model(g, x), ZOConfig(queries=4, perturb=perturb, trainable=trainable))
-    monkeypatch.setattr(zf, "requantize_output", spy)
+    monkeypatch.setattr(fixedpoint, "requantize_output", spy)   # what requantize_products calls
     m.step(x, rng.integers(0, 10, 8), 0.05)
     return calls
 

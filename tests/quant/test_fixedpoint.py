@@ -236,3 +236,42 @@ def test_bounded_requantize_output_hand_checked():
     assert F.requantize_output(acc, m, s, 1, -128, 127, acc_max=400).tolist() == [3, -1, 2, 127]
     assert F.requantize_output(acc, m, s, 1, 1, 127, acc_max=400).tolist() == [3, 1, 2, 127]      # relu clamp
     assert F.requantize_output(np.array([3, -3]), m, s, 0, -127, 127, np.int32, acc_max=3).dtype == np.int32
+
+
+@pytest.mark.parametrize("rounding", ["single", "tflite"])
+@pytest.mark.parametrize("z,lo,hi", [(-128, -128, 127), (127, -128, 127), (-5, -5, 127), (3, -128, 127)])
+def test_requantize_products_equals_the_int64_rule_at_the_extremes(rounding, z, lo, hi):
+    """Accumulators at +-bound with the largest biases int32 allows, float32 ratios (the float64
+    form) and full 31-bit multipliers (past 2^52: the int64 fallback), ties included."""
+    bound = 1 << 24                                                   # float32's exact limit
+    acc = np.array([[bound, -bound, 0, 1, -1, bound - 1, 128, -128, 2**23 + 1, -(2**23) - 1]] * 4,
+                   np.float32).T                                      # (10, 4): 4 channels
+    reals = (np.array([2.0**-8, 0.75 * 2.0**-5, 1.2345e-5, 2.0**-30], np.float32).astype(np.float64),
+             np.array([0.3, 1 / 3, 0.7 * 2.0**-20, 0.999999]))        # 31 significant bits
+    biases = (np.zeros(4, np.int32), np.array([2**31 - 1 - bound, -(2**31) + 1 + bound, 77, -77]),
+              np.array([128, -128, 2**20, -(2**20)]))
+    for real in reals:
+        mult, shift = F.quantize_multiplier(real)
+        for bias in biases:
+            got = F.requantize_products(acc, bias, bound, mult, shift, z, lo, hi, rounding)
+            want = F.requantize_output(acc.astype(np.int64) + bias, mult, shift, z, lo, hi,
+                                       rounding=rounding)
+            assert got.dtype == np.int8 and np.array_equal(got, want)
+            assert np.array_equal(got, F.requantize_products(acc.astype(np.int64), bias, bound, mult,
+                                                             shift, z, lo, hi, rounding))
+
+
+@pytest.mark.parametrize("dtype, z, lo, hi", [(np.uint8, 128, 0, 255), (np.uint8, 0, 0, 255),
+                                              (np.int16, 5, -32767, 32767), (np.int16, 0, -300, 300),
+                                              (np.int32, -9, -100000, 100000), (np.int8, 127, -128, 127)])
+def test_bounded_requantize_output_in_every_output_dtype_equals_the_int64_rule(dtype, z, lo, hi):
+    """The float64 form's clamp-then-truncate, with the zero point added to the integers after."""
+    rng = np.random.default_rng(11)
+    acc = rng.integers(-2**22, 2**22, (500, 3))
+    acc[:6, 0] = np.array([1, 3, -1, -3, 5, -5]) * 2**7          # ties for the 2^-8 channel
+    mult, shift = F.quantize_multiplier(np.array([2.0**-8, 1e-4, 0.0123]))
+    bias = np.array([0, -77, 2**20])
+    want = np.clip(F.requantize(acc + bias, mult, shift) + z, lo, hi)
+    got = F.requantize_output(acc.astype(np.float64), mult, shift, z, lo, hi, dtype, bias=bias,
+                              acc_max=int(np.abs(acc + bias).max()))
+    assert got.dtype == dtype and np.array_equal(got.astype(np.int64), want)

@@ -5,7 +5,10 @@ the PyTorch twin (`torch_twin`) -- on a fixed random batch, runs `warmup` steps,
 `steps` steps and prints ``{"seconds": ...}``: process CPU time of the steps only (imports,
 model set-up and warm-up excluded), or wall time for a side that runs on several cores (ZO
 workers, PyTorch threads), whose CPU time would count every core. A fresh process per side and
-round means neither side warms the other's allocator, caches or thread pools.
+round means neither side warms the other's allocator, caches or thread pools. An mcutrain side
+first calls `allocator.keep_freed_memory()`, as `mcutrain train` does (`methods.loop.fit`), so
+it measures the allocator users run; the PyTorch side keeps glibc's defaults, as its users do.
+The printed object says which (``"keep_freed_memory"``).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+
+from mcutrain.allocator import keep_freed_memory
 
 MCUNET_INPUT = (128, 128, 3)
 
@@ -97,7 +102,8 @@ def measure(s: Side) -> float:
 
 def main(argv: list[str]) -> int:
     s = Side(**json.loads(argv[0]))
-    print(json.dumps({"seconds": measure(s), **asdict(s)}))
+    kept = s.side == "mcutrain" and keep_freed_memory()   # NOTE: before any step allocates
+    print(json.dumps({"seconds": measure(s), "keep_freed_memory": kept, **asdict(s)}))
     return 0
 
 

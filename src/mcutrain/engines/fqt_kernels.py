@@ -36,15 +36,20 @@ import numpy as np
 from mcutrain.engines.im2col import col2im, im2col, out_size, pad_nhwc, tap_views
 from mcutrain.engines.int_gemm import (
     F32_EXACT,
+    F64_EXACT,
     exact_matmul,
     exact_matmul_split_k,
     gemm_dtype,
+    split_k_chunk,
 )
 
 MODES = ("int", "int-float", "f32", "f32seq")
 """GEMM modes: exact integers (as int64, or "int-float": left in the exact float dtype the bound
 allows, which spares a conversion pass), float32 BLAS, float32 in the defined sequential order."""
 INT_MODES = ("int", "int-float")
+MIN_TAP_CHUNK = 16
+"""Shortest run of positions a depthwise weight gradient sums in float32 before float64 takes over
+(shorter chunks leave the float64 pass as long as the float32 one)."""
 
 
 # ---------------------------------------------------------------- GEMM in a chosen mode
@@ -312,15 +317,27 @@ def conv2d_bwd_in_acc(ec: np.ndarray, wc: np.ndarray, in_shape: tuple[int, int, 
         m = o // c
         pt, pb, pl, pr = padding
         ho, wo = ec.shape[1:3]
-        # each input element gets at most kh * kw terms, and m of them summed per channel
-        dt = tap_dtype(mode, kh * kw * m, abs_max(ec) if e_max is None else e_max, abs_max(wc))
+        # NOTE: an input element gets at most ceil(kh/s0) * ceil(kw/s1) tap products (kh * kw at
+        # stride 1), and m of them are summed per channel; the data's own max|e| often proves
+        # float32 exact where the format's bound e_max does not (one pass over e, not kh * kw)
+        terms = -(-kh // stride[0]) * -(-kw // stride[1]) * m
+        wm = abs_max(wc)
+        em = abs_max(ec) if e_max is None or terms * e_max * wm > F32_EXACT else e_max
+        dt = tap_dtype(mode, terms, em, wm)
         dxp = np.zeros((n, h + pt + pb, w + pl + pr, o), dt)
-        wt = wc.astype(dt)
-        e = ec.astype(dt)
+        # NOTE: past float32's bound, runs of `run` taps still sum exactly in float32 (an element
+        # gets one product per tap: run * max|e| * max|w| <= 2^24), then join dxp in float64
+        run = F32_EXACT // max(em * wm, 1) if mode in INT_MODES and dt != np.float32 else 0
+        acc = np.zeros(dxp.shape, np.float32) if run >= 2 else dxp
+        wt = wc.astype(acc.dtype)
+        e = ec.astype(acc.dtype)
         tmp = np.empty_like(e)
-        for i, j, view in tap_views(dxp, (kh, kw), stride, (ho, wo)):
+        for k, (i, j, view) in enumerate(tap_views(acc, (kh, kw), stride, (ho, wo))):
             np.multiply(e, wt[:, i, j, 0], out=tmp)
             view += tmp
+            if acc is not dxp and ((k + 1) % run == 0 or k + 1 == kh * kw):
+                dxp += acc
+                acc.fill(0)
         dx = dxp[:, pt:pt + h, pl:pl + w, :]
         if m > 1:
             d5 = dx.reshape(n, h, w, c, m)
@@ -339,7 +356,10 @@ def conv2d_bwd_in_acc(ec: np.ndarray, wc: np.ndarray, in_shape: tuple[int, int, 
             view += np.matmul(e2, wt[:, i, j, :]).reshape(view.shape)
         dx = dxp[:, pt:pt + h, pl:pl + w, :]
         return dx.astype(np.int64) if mode == "int" else dx
-    if groups == 1:
+    if groups == 1 and mode in INT_MODES and (kh, kw) == (1, 1):
+        e2, gd = _rows_for_exact_gemm(e2, wc, e_max)   # NOTE: the data bound: float32 for most
+        dcols = np.matmul(e2, wc.reshape(o, -1).astype(gd, copy=False))
+    elif groups == 1:
         dcols = matmul(e2, wc.reshape(o, -1), gm, e_max)
     else:
         opg = o // groups
@@ -375,8 +395,14 @@ def conv2d_bwd_w_acc(xc: np.ndarray, ec: np.ndarray, w_shape: tuple[int, ...],
         m = o // xc.shape[3]
         xp = pad_nhwc(np.repeat(xc, m, axis=3) if m > 1 else xc, padding, 0)
         # one weight's gradient sums p products per sample, n * p over the batch
-        dt = tap_dtype(mode, n * p, abs_max(xc) if x_max is None else x_max,
-                       abs_max(ec) if e_max is None else e_max)
+        xm = abs_max(xc) if x_max is None else x_max
+        em = abs_max(ec) if e_max is None else e_max
+        dt = tap_dtype(mode, n * p, xm, em)
+        chunk = split_k_chunk(p, xm, em) if mode in INT_MODES and dt != np.float32 else 0
+        if chunk >= MIN_TAP_CHUNK and n * p * xm * em <= F64_EXACT:
+            out = _depthwise_bwd_w_chunked(xp, ec, w_shape, stride, (ho, wo), chunk)
+            out = _as_mode(out, mode)
+            return out if per_sample else _batch_sum(out, mode)
         out = np.zeros((n, o, kh, kw, 1), dt)
         e = ec.astype(dt)
         prod = np.empty((n, ho, wo, o), dt)
@@ -405,6 +431,27 @@ def conv2d_bwd_w_acc(xc: np.ndarray, ec: np.ndarray, w_shape: tuple[int, ...],
     eg = ec.reshape(n, p, groups, opg).transpose(0, 2, 3, 1)   # (N, G, O/G, P)
     g = matmul(eg, cg, mode, e_max, x_max).reshape(n, groups, opg, kh, kw, cig).reshape(n, *w_shape)
     return g if per_sample else _batch_sum(g, mode)
+
+
+def _depthwise_bwd_w_chunked(xp: np.ndarray, ec: np.ndarray, w_shape: tuple[int, ...],
+                             stride: tuple[int, int], out_hw: tuple[int, int], chunk: int) -> np.ndarray:
+    """Per-sample depthwise weight-gradient accumulators (N, O, kh, kw, 1), exact, as float64.
+
+    NOTE: `chunk` divides the P positions and chunk * max|x| * max|e| <= 2^24 (`split_k_chunk`):
+    each product and each chunk's sum (every partial sum a sum of at most `chunk` products) is
+    an exact float32, and float64 adds the P / chunk chunk sums exactly (the caller checks
+    N * P * max|x| * max|e| <= 2^53): the integers of the int64 tap loop at float32 speed.
+    """
+    n, ho, wo, o = ec.shape
+    kh, kw = w_shape[1:3]
+    out = np.zeros((n, o, kh, kw, 1), np.float64)
+    e = ec.astype(np.float32)
+    prod = np.empty((n, ho, wo, o), np.float32)
+    for i, j, view in tap_views(xp, (kh, kw), stride, out_hw):
+        np.multiply(view, e, out=prod, dtype=np.float32, casting="unsafe")     # exact values
+        part = prod.reshape(n, ho * wo // chunk, chunk, o).sum(2)
+        out[:, :, i, j, 0] = part.sum(1, dtype=np.float64)
+    return out
 
 
 def _batch_sum(g: np.ndarray, mode: str) -> np.ndarray:

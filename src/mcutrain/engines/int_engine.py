@@ -9,12 +9,14 @@ methods need the stored activations.
 
 Semantics (docs/integer-semantics.md is normative):
 - conv2d / linear: acc[c] = bias[c] + sum (x - z_x) * w[c] as an exact
-  integer, then `requantize_output` with the per-channel multiplier/shift,
+  integer, then `requantize_products` with the per-channel multiplier/shift,
   the output zero point and the activation clamp (relu/relu6 fused there).
   Padding holds z_x, i.e. a real 0, so it contributes (z_x - z_x) * w = 0.
   The GEMM runs in float32 / float64 BLAS when that is exact (see int_gemm).
 - depthwise conv: a sum over the kh*kw taps of strided views (no
-  block-diagonal GEMM), in int32 exactly like the C loop.
+  block-diagonal GEMM), in float32 where that is exact (the values of the C int32 loop).
+- The accumulators stay in their exact float dtype and `requantize_products` requantizes
+  them in float64 where its bound proves that bit-identical to the int64 rule.
 - maxpool / avgpool / global-avgpool / flatten / standalone relu(6): same
   qparams in and out, so no requantization.
 - add: both inputs rescaled with one shared shift (see `QuantModel.add_params`).
@@ -40,12 +42,12 @@ from __future__ import annotations
 import numpy as np
 
 from mcutrain.engines.im2col import im2col, out_size, pad_nhwc, tap_views
-from mcutrain.engines.int_gemm import exact_matmul, gemm_dtype
+from mcutrain.engines.int_gemm import F32_EXACT, exact_matmul_keep, gemm_dtype
 from mcutrain.graph import INPUT, Op
 from mcutrain.qmodel import QuantModel
 from mcutrain.quant.fixedpoint import (
     TFLITE_ADD_LEFT_SHIFT,
-    requantize_output,
+    requantize_products,
     requantize_tflite,
     rounding_divide,
     rounding_shift_right,
@@ -109,16 +111,15 @@ def conv2d_fwd_s8(x: np.ndarray, x_zp: int, w: np.ndarray, bias: np.ndarray,
     cols = im2col(xc, (kh, kw), stride, padding, 0)  # (M, kh*kw*C)
     m = cols.shape[0]
     if groups == 1:
-        acc = exact_matmul(cols, w.reshape(o, -1).T, bound)
+        acc = exact_matmul_keep(cols, w.reshape(o, -1).T, bound)     # exact integers in dt
     else:
         opg = o // groups
         cols_g = cols.reshape(m, kh * kw, groups, cig).transpose(2, 0, 1, 3).reshape(groups, m, -1)
         w_g = w.reshape(groups, opg, kh * kw * cig).transpose(0, 2, 1)
-        acc = exact_matmul(cols_g, w_g, bound).transpose(1, 0, 2).reshape(m, o)
-    acc += bias.astype(np.int64)
+        acc = exact_matmul_keep(cols_g, w_g, bound).transpose(1, 0, 2).reshape(m, o)
     ho, wo = out_size(h, kh, stride[0], padding[0] + padding[1]), out_size(wd, kw, stride[1],
                                                                            padding[2] + padding[3])
-    y = requantize_output(acc, mult, shift, y_zp, act_min, act_max, rounding=rounding)
+    y = requantize_products(acc, bias, bound, mult, shift, y_zp, act_min, act_max, rounding)
     return y.reshape(n, ho, wo, o)
 
 
@@ -128,22 +129,46 @@ def depthwise_conv2d_fwd_s8(x: np.ndarray, x_zp: int, w: np.ndarray, bias: np.nd
                             padding: tuple[int, int, int, int], rounding: str = "single") -> np.ndarray:
     """Depthwise conv: output channel o reads input channel o // (O / C); w (O,kh,kw,1).
 
-    The int32 accumulator sums the taps in (i, j) order, exactly as the C loop;
-    `check_accumulator` proves no partial sum overflows.
+    The C loop's int32 accumulator sums the taps in (i, j) order; `check_accumulator` proves
+    no partial sum overflows, so the sum is the same exact integer in any order and dtype
+    (`depthwise_acc_sets`).
     """
-    n, h, wd, c = x.shape
-    o, kh, kw, _ = w.shape
-    check_accumulator(x_zp, w, bias, "depthwise conv2d")
+    h, wd = x.shape[1:3]
+    kh, kw = w.shape[1:3]
+    bound = check_accumulator(x_zp, w, bias, "depthwise conv2d")
     ho = out_size(h, kh, stride[0], padding[0] + padding[1])
     wo = out_size(wd, kw, stride[1], padding[2] + padding[3])
-    xp = pad_nhwc(x.astype(np.int32) - np.int32(x_zp), padding, 0)
-    if o != c:  # channel multiplier: replicate each input channel o // c times
+    acc = depthwise_acc_sets(x[None], x_zp, w[None], bound, stride, padding, (ho, wo))[0]
+    return requantize_products(acc, bias, bound, mult, shift, y_zp, act_min, act_max, rounding)
+
+
+def depthwise_acc_sets(x: np.ndarray, zx: int, w: np.ndarray, bound: int, stride, padding,
+                       out_hw: tuple[int, int]) -> np.ndarray:
+    """Depthwise accumulators (Q, B, Ho, Wo, O) of Q weight sets w (Q, O, kh, kw, 1) on x (Qx, B, H, W, C).
+
+    Qx is 1 (one input for every set: ZO's weight perturbations) or Q; no bias, a sum over
+    kernel taps.
+
+    NOTE: every partial sum is at most `bound` (max|x - z_x| * max_c sum_k |w[c, k]|), so the
+    taps sum exactly in float32 when bound <= 2^24 (a 3x3 kernel: 9 * 255 * 127 < 2^24 always),
+    else in int64: exact integers in any order, the engine's int32 tap loop's values.
+    """
+    qx, bsz, h, wd, c = x.shape
+    o, kh, kw = w.shape[1:4]
+    dt = np.dtype(np.float32) if bound <= F32_EXACT else np.dtype(np.int64)
+    xp = pad_nhwc(x.reshape(qx * bsz, h, wd, c).astype(dt) - dt.type(zx), padding, 0)
+    if o != c:
         xp = np.repeat(xp, o // c, axis=3)
-    w32 = w.astype(np.int32)
-    acc = np.broadcast_to(bias.astype(np.int32), (n, ho, wo, o)).copy()
-    for i, j, view in tap_views(xp, (kh, kw), stride, (ho, wo)):
-        acc += view * w32[:, i, j, 0]
-    return requantize_output(acc, mult, shift, y_zp, act_min, act_max, rounding=rounding)
+    wt = w.astype(dt)
+    ho, wo = out_hw
+    acc = None
+    for i, j, view in tap_views(xp, (kh, kw), stride, out_hw):
+        term = view.reshape(qx, bsz, ho, wo, o) * wt[:, None, None, None, :, i, j, 0]
+        if acc is None:
+            acc = term                       # (Q, ...): the weight sets broadcast a shared input
+        else:
+            acc += term
+    return acc
 
 
 def linear_fwd_s8(x: np.ndarray, x_zp: int, w: np.ndarray, bias: np.ndarray,
@@ -153,8 +178,8 @@ def linear_fwd_s8(x: np.ndarray, x_zp: int, w: np.ndarray, bias: np.ndarray,
     bound = check_accumulator(x_zp, w, bias, "linear")
     dt = gemm_dtype(bound)
     xc = x.astype(dt) - dt.type(x_zp)
-    acc = exact_matmul(xc, w.T, bound) + bias.astype(np.int64)
-    return requantize_output(acc, mult, shift, y_zp, act_min, act_max, rounding=rounding)
+    acc = exact_matmul_keep(xc, w.T, bound)        # exact integers in dt
+    return requantize_products(acc, bias, bound, mult, shift, y_zp, act_min, act_max, rounding)
 
 
 def maxpool_fwd_s8(x: np.ndarray, kernel: tuple[int, int], stride: tuple[int, int]) -> np.ndarray:

@@ -59,6 +59,16 @@ def exact_matmul(a: np.ndarray, b: np.ndarray, bound: int) -> np.ndarray:
     return out.astype(np.int64) if dt != np.int64 else out
 
 
+def exact_matmul_keep(a: np.ndarray, b: np.ndarray, bound: int) -> np.ndarray:
+    """``a @ b`` of integer-valued operands, exact, left in `gemm_dtype(bound)` (no int64 copy).
+
+    For a consumer that takes exact integers in a float dtype (`requantize_products`): the
+    int64 conversion of `exact_matmul` would cost as much again as a float32 GEMM's output.
+    """
+    dt = gemm_dtype(bound)
+    return np.matmul(a.astype(dt, copy=False), b.astype(dt, copy=False))
+
+
 def split_k_chunk(k: int, a_max: int, b_max: int) -> int:
     """The largest divisor c of K with c * a_max * b_max <= 2^24 (0 when even c = 1 is too long)."""
     limit = min(k, F32_EXACT // max(a_max * b_max, 1))

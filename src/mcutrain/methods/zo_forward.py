@@ -14,7 +14,7 @@ Python loop runs over queries, samples or elements (only over layers, kernel
 taps and groups).
 
 The kernels here reuse the engine's arithmetic exactly: the same exact
-integer GEMM (`int_gemm`), the same `requantize_output`, so a query's
+integer GEMM (`int_gemm`), the same `requantize_products`, so a query's
 logits equal what `int_engine.run` returns for that perturbed model.
 """
 
@@ -26,11 +26,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from mcutrain.engines import int_engine as ie
-from mcutrain.engines.im2col import im2col, out_size, pad_nhwc, tap_views
-from mcutrain.engines.int_gemm import F32_EXACT, exact_matmul, gemm_dtype
+from mcutrain.engines.im2col import im2col, out_size
+from mcutrain.engines.int_gemm import exact_matmul_keep, gemm_dtype
 from mcutrain.graph import Node, Op
 from mcutrain.qmodel import QuantModel
-from mcutrain.quant.fixedpoint import requantize_output
+from mcutrain.quant.fixedpoint import requantize_products
 
 Producer = Callable[[np.ndarray], np.ndarray]
 """Computes a perturbed node's stacked output (Q*B, ...) from its input (Qx, B, ...), Qx in {1, Q}."""
@@ -113,7 +113,7 @@ def param_fwd_multi(qm: QuantModel, node: Node, x: np.ndarray, w: np.ndarray,
         if qx == 1:           # one GEMM against all Q weight sets side by side: (B, I) @ (I, Q*O)
             acc = np.matmul(xc[0], w.reshape(q * o, -1).T.astype(dt))          # exact integers in dt
             return _requantize_sets(qm, node, acc.reshape(bsz, q, o), b, bound, sets_axis=1)
-        acc = _exact_gemm(xc, w.transpose(0, 2, 1), bound)   # (Q, B, O)
+        acc = exact_matmul_keep(xc, w.transpose(0, 2, 1), bound)   # (Q, B, O)
         return _requantize_sets(qm, node, acc, b[:, None, :], bound)
     a = node.attrs
     kh, kw = a["kernel"]
@@ -123,7 +123,7 @@ def param_fwd_multi(qm: QuantModel, node: Node, x: np.ndarray, w: np.ndarray,
     wo = out_size(wd, kw, stride[1], padding[2] + padding[3])
     cig = w.shape[-1]
     if groups == c and cig == 1 and c > 1:   # NOTE: a 1-channel conv is faster as a GEMM (same integers)
-        acc = _depthwise_acc(x, zx, w, bound, stride, padding, (ho, wo))
+        acc = ie.depthwise_acc_sets(x, zx, w, bound, stride, padding, (ho, wo))
         return _requantize_sets(qm, node, _pooled(acc, pool), b[:, None, None, None, :], bound)
     dt = gemm_dtype(bound)
     xc = x.reshape(qx * bsz, h, wd, c).astype(dt) - dt.type(zx)
@@ -141,7 +141,7 @@ def param_fwd_multi(qm: QuantModel, node: Node, x: np.ndarray, w: np.ndarray,
     cols_g = cols.reshape(qx, m, kh * kw, groups, cig).transpose(0, 3, 1, 2, 4)
     cols_g = cols_g.reshape(qx, groups, m, kh * kw * cig)
     w_g = w.reshape(q, groups, opg, kh * kw * cig).transpose(0, 1, 3, 2)
-    acc = _exact_gemm(cols_g, w_g, bound)   # (Q, G, M, Og)
+    acc = exact_matmul_keep(cols_g, w_g, bound)   # (Q, G, M, Og)
     acc = acc.transpose(0, 2, 1, 3).reshape(q, bsz, ho, wo, o)
     return _requantize_sets(qm, node, _pooled(acc, pool), b[:, None, None, None, :], bound)
 
@@ -161,56 +161,16 @@ def _requantize_sets(qm: QuantModel, node: Node, acc: np.ndarray, b: np.ndarray,
 
     `acc` holds exact integers (float32/float64 from an exact GEMM, or int64), laid out with the
     weight sets on `sets_axis` (a GEMM against the sets side by side leaves them next to the
-    channels); `b` broadcasts against `acc`. NOTE: every accumulator is a sum of products whose
-    every partial sum is at most `bound` (`_l1_bound`), so ``|acc + b| <= bound + max|b| =
-    acc_max``; with that bound `requantize_output` runs its float64 form, which is exact and
-    bit-identical to the int64 rule where ``acc_max * m' < 2^52`` (m' the multiplier without its
-    trailing zero bits: a float32 ratio leaves at most 24 significant bits, so acc_max < 2^28
-    suffices, and every accumulator of an int8 conv with K <= 64 does) and falls back to int64
-    past it. The sets move to the front on the int8 result (an eighth of an int64 transpose).
+    channels); `b` broadcasts against `acc`. Every partial sum is at most `bound` (`_l1_bound`),
+    so `requantize_products` runs the exact float64 form where its bound allows. The sets move
+    to the front on the int8 result (an eighth of an int64 transpose).
     """
     mult, shift = qm.requant_params(node)
     lo, hi = qm.act_range(node)
-    bmax = int(np.abs(b).max(initial=0))
-    y = requantize_output(acc, mult, shift, qm.zero_point(node.name), lo, hi, bias=b,
-                          acc_max=bound + bmax, rounding=qm.rounding)
+    y = requantize_products(acc, b, bound, mult, shift, qm.zero_point(node.name), lo, hi, qm.rounding)
     if sets_axis:
         y = np.ascontiguousarray(np.moveaxis(y, sets_axis, 0))
     return y
-
-
-def _depthwise_acc(x: np.ndarray, zx: int, w: np.ndarray, bound: int, stride, padding,
-                   out_hw: tuple[int, int]) -> np.ndarray:
-    """Depthwise accumulators (Q, B, Ho, Wo, O) without the bias, as a sum over kernel taps.
-
-    NOTE: every partial sum is at most `bound` (max|x - z_x| * max_c sum_k |w[c, k]|), so the
-    taps sum exactly in float32 when bound <= 2^24 (a 3x3 kernel: 9 * 255 * 127 < 2^24 always),
-    else in int64: exact integers in any order, the engine's int32 tap loop's values.
-    """
-    qx, bsz, h, wd, c = x.shape
-    o, kh, kw = w.shape[1:4]
-    dt = np.dtype(np.float32) if bound <= F32_EXACT else np.dtype(np.int64)
-    xp = pad_nhwc(x.reshape(qx * bsz, h, wd, c).astype(dt) - dt.type(zx), padding, 0)
-    if o != c:
-        xp = np.repeat(xp, o // c, axis=3)
-    wt = w.astype(dt)
-    ho, wo = out_hw
-    acc = None
-    for i, j, view in tap_views(xp, (kh, kw), stride, out_hw):
-        term = view.reshape(qx, bsz, ho, wo, o) * wt[:, None, None, None, :, i, j, 0]
-        if acc is None:
-            acc = term                       # (Q, ...): the weight sets broadcast a shared input
-        else:
-            acc += term
-    return acc
-
-
-def _exact_gemm(a: np.ndarray, b: np.ndarray, bound: int) -> np.ndarray:
-    """``a @ b`` of integer-valued operands, exact, left in `gemm_dtype(bound)` (no int64 copy)."""
-    dt = gemm_dtype(bound)
-    if dt == np.int64:
-        return exact_matmul(a, b, bound)
-    return np.matmul(a.astype(dt, copy=False), b.astype(dt, copy=False))
 
 
 @dataclass(frozen=True)

@@ -201,6 +201,26 @@ def requantize_output(acc: np.ndarray, multiplier: int | np.ndarray, shift: int 
     return out.astype(np.dtype(dtype))
 
 
+def requantize_products(acc: np.ndarray, bias: np.ndarray, product_bound: int,
+                        multiplier: int | np.ndarray, shift: int | np.ndarray, zero_point: int,
+                        act_min: int, act_max: int, rounding: str = "single") -> np.ndarray:
+    """int8 ``requantize_output(acc + bias)`` of a conv/linear whose products sum to `acc`.
+
+    `acc` holds exact integers (float32/float64 from an exact GEMM or tap sum, or any int
+    dtype), `bias` the int32 biases broadcasting against it, and `product_bound` bounds
+    every partial sum of the products (`int_engine.check_accumulator`'s L1 bound). NOTE:
+    then ``|acc + b| <= product_bound + max|b| = acc_max``, and with that bound
+    `requantize_output` runs its float64 form, which is exact and bit-identical to the int64
+    rule where ``acc_max * m' < 2^52`` (m' the multiplier without its trailing zero bits: a
+    float32 ratio leaves at most 24 significant bits, so acc_max < 2^28 suffices, and every
+    accumulator of an int8 conv with K <= 64 does), and falls back to int64 past it. The
+    golden engine's layers and ZO's stacked query sets requantize through this one function.
+    """
+    bmax = int(np.abs(bias).max(initial=0))
+    return requantize_output(acc, multiplier, shift, zero_point, act_min, act_max, bias=bias,
+                             acc_max=int(product_bound) + bmax, rounding=rounding)
+
+
 def _requantize_bounded(acc: np.ndarray, multiplier: np.ndarray | int, shift: np.ndarray | int,
                         zero_point: int, lo: int, hi: int, acc_max: int, dtype: np.dtype,
                         bias: np.ndarray | None) -> np.ndarray:
@@ -266,12 +286,15 @@ def _requantize_bounded(acc: np.ndarray, multiplier: np.ndarray | int, shift: np
         return r8.view(dtype)
     if bm is not None:
         v += bm
-    r = np.abs(v)
-    r += 0.5
-    np.floor(r, out=r)
-    np.copysign(r, v, out=r)
-    r += np.float64(zero_point)
-    np.clip(r, lo, hi, out=r)
+    # NOTE: |v| + 0.5 is exact (above), so v + copysign(0.5, v) is too, and truncating it is
+    # round-half-away of v; truncation commutes with a clamp to integer bounds and the cast
+    # truncates, so the clamp runs before it and the zero point joins the integers after.
+    v += np.copysign(0.5, v)
+    np.clip(v, lo - zero_point, hi - zero_point, out=v)
+    if zero_point == 0:
+        return v.astype(dtype)
+    r = v.astype(np.int16 if np.dtype(dtype).itemsize == 1 else np.int64)   # |lo - z| <= 255 for bytes
+    r += zero_point
     return r.astype(dtype)
 
 
