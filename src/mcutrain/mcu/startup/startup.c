@@ -168,23 +168,4 @@ uint32_t mt_heap_used(void)
     return (uint32_t)(mt_heap_brk - (char *)&__heap_start__);
 }
 
-uint32_t mt_stack_used(void)
-{
-    const uint32_t *w = &__stack_limit__;
-    while (w < &__stack_top__ && *w == MT_STACK_PAINT) {
-        w++;
-    }
-    return (uint32_t)((const char *)&__stack_top__ - (const char *)w);
-}
-
-/* The markers must stay distinct, callable functions: noipa keeps GCC from inlining, cloning or
- * folding them into one (identical code folding), and the asm keeps their bodies from vanishing. */
-__attribute__((noinline, noipa, used)) void mt_mark_begin(void)
-{
-    __asm__ volatile("" ::: "memory");
-}
-
-__attribute__((noinline, noipa, used)) void mt_mark_end(void)
-{
-    __asm__ volatile("nop" ::: "memory");
-}
+#include "mt_startup_common.h" /* mt_stack_used, mt_mark_begin, mt_mark_end */
