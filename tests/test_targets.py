@@ -1,6 +1,6 @@
 import pytest
 
-from mcutrain.targets import BOARDS, MB, TARGETS, Target, TargetError, get_target
+from mcutrain.targets import BOARDS, MB, TARGETS, Target, TargetError, get_target, helium_target
 
 
 def test_generic_targets_fit_their_boards():
@@ -63,3 +63,8 @@ def test_bad_target_definitions():
         Target("x", "cortex-m0plus", 1, 1, 1, True, False, "mps2-an385")
     with pytest.raises(TargetError, match="ram_bytes must be positive"):
         Target("x", "cortex-m4", 1, 0, 1, True, True, "mps2-an386")
+
+
+def test_helium_targets_are_the_mve_cores():
+    assert helium_target("cortex-m55") and helium_target("alif-e3") and helium_target("stm32n657")
+    assert not helium_target("cortex-m4") and not helium_target("") and not helium_target(None)

@@ -252,3 +252,12 @@ def get_target(target: str | Target) -> Target:
         return known[target]
     except KeyError:
         raise TargetError(f"unknown target {target!r}; known targets: {', '.join(known)}") from None
+
+
+HELIUM_CORES = ("cortex-m55",)
+"""Cores with the M-profile Vector Extension, whose DSP builds take the `mve/` twins."""
+
+
+def helium_target(target: str | Target | None) -> bool:
+    """Whether a library for `target` (a name, a Target, or ''/None for any core) is a Helium build."""
+    return bool(target) and get_target(target).core in HELIUM_CORES

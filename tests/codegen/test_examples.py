@@ -28,11 +28,7 @@ ARENA_ALIGN_AND_HOOK = 16
 
 CASES = [("nrf52840", ["--method", "none"]),
          ("stm32f746", ["--method", "zo", "--queries", "2", "--batch", "2"]),
-         pytest.param("nrf52840", ["--method", "fqt", "--precision", "int8", "--trainable", "last:2"],
-                      marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-                          "known gap, measured here: the FQT library's RAM is 356 B over the planner's "
-                          "(56,642 vs 56,286 at batch 32): FQT's per-channel range scratch, which the "
-                          "planner does not count yet (the caller's-batch copy it now counts)")))]
+         ("nrf52840", ["--method", "fqt", "--precision", "int8", "--trainable", "last:2"])]
 
 
 def _json(argv: list[str], capsys) -> dict:

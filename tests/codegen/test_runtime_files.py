@@ -90,11 +90,6 @@ def test_helium_build_takes_the_mve_twin_first_and_no_other_build_ships_one():
     assert rf.runtime_paths("ref", helium=True) == rf.runtime_paths("ref")
 
 
-def test_helium_targets_are_the_mve_cores():
-    assert rf.helium_target("cortex-m55") and rf.helium_target("alif-e3") and rf.helium_target("stm32n657")
-    assert not rf.helium_target("cortex-m4") and not rf.helium_target("") and not rf.helium_target(None)
-
-
 def test_a_new_mve_file_needs_a_reference_or_the_mt_mve_prefix(tmp_path, monkeypatch):
     root = tmp_path / "runtime"
     shutil.copytree(rf.RUNTIME_DIR, root)

@@ -5,6 +5,8 @@ import json
 import pytest
 
 from mcutrain import cli, io, zoo
+from mcutrain.plan.lifetimes import flash_weight_bytes
+from mcutrain.plan.schedules import prepare
 
 KEYS = ["target", "ram_bytes", "flash_bytes", "ram_limit", "flash_limit", "fits", "breakdown",
         "macs_per_step", "suggestion"]
@@ -137,8 +139,31 @@ def test_plan_without_batch_plans_trains_batch(capsys):
 
 
 def test_a_step_that_does_not_fit_exits_3_with_the_verdict(capsys):
-    rc = cli.main(["plan", "--arch", "mcunet-5fps", "--method", "fqt", "--precision", "int8", "--batch", "1",
-                   "--target", "nrf52840"])
+    argv = ["--arch", "mcunet-5fps", "--method", "fqt", "--precision", "int8", "--batch", "1",
+            "--target", "nrf52840"]
+    doc = run_json(capsys, *argv)
+    share = f"({100 * doc['ram_bytes'] / doc['ram_limit']:.0f}%)"
+    rc = cli.main(["plan", *argv])
     captured = capsys.readouterr()
-    assert rc == 3 and "Traceback" not in captured.err
-    assert "does NOT fit nrf52840" in captured.out and "(744%)" in captured.out
+    assert rc == 3 and "Traceback" not in captured.err and not doc["fits"]
+    assert "does NOT fit nrf52840" in captured.out and share in captured.out
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+def test_an_inference_plans_flash_is_the_exported_librarys_constants(tmp_path, capsys, target):
+    """The M4 DSP export widens conv weights to int16, the M55 (Helium) export keeps them int8:
+    the planner lays the weights out as the export for the same target does."""
+    model = ["--arch", "small-cnn", "--method", "none", "--target", target]
+    flash = run_json(capsys, *model)["breakdown"]["flash"]
+    assert cli.main(["export", *model, "--init", "random", "-o", str(tmp_path / "lib"), "--json"]) == 0
+    exported = json.loads(capsys.readouterr().out)
+    assert flash["frozen weights and biases"] + flash["quantization constants"] == exported["const_bytes"]
+
+
+def test_the_helium_plan_stores_the_weights_the_m4_widens_as_int8(capsys):
+    m4, m55 = (run_json(capsys, "--arch", "small-cnn", "--method", "none", "--target", t)
+               ["breakdown"]["flash"] for t in ("cortex-m4", "cortex-m55"))
+    g = prepare(zoo.build("small-cnn"))
+    widened_share = sum(flash_weight_bytes(g, n, "dsp") - n.params["weight"].size for n in g.parametric())
+    assert widened_share > 0
+    assert m4["frozen weights and biases"] - m55["frozen weights and biases"] == widened_share

@@ -25,8 +25,8 @@ def test_fqt_int8_run_is_bit_exact(arm_tools, tmp_path, capsys, target):
     assert rc == 0
     config = ("method", "batch", "trainable", "lr", "precision", "partial")
     assert tuple(r) == (*JSON_KEYS, *MEMORY_KEYS, *config)
-    # the linked library is the planned one, its batch buffer included (to the per-channel range
-    # scratch and alignment padding)
+    # the linked library is the planned one, its batch buffer and range scratch included (to the
+    # fixed activations' scale and zero point and alignment padding)
     assert r["library_ram_bytes"] == pytest.approx(r["planned_ram_bytes"], rel=0.01) and r["fits"] is True
     assert r["library_ram_bytes"] + r["harness_ram_bytes"] == r["ram_bytes"]
     assert (r["method"], r["batch"], r["precision"], r["partial"]) == ("fqt", 32, "int8", 1.0)

@@ -9,7 +9,7 @@ import numpy as np
 from mcutrain import graph as G
 from mcutrain import zoo
 from mcutrain.plan import plan_inference_arena
-from mcutrain.plan.lifetimes import forward_lifetimes, scratch_bytes, tiny_words
+from mcutrain.plan.lifetimes import forward_lifetimes, scratch_bytes, tiny_words, widens_inference_weights
 
 
 def residual_graph() -> G.Graph:
@@ -98,3 +98,10 @@ def test_small_cnn_arena_is_the_two_largest_neighbours():
     p = plan_inference_arena(g, kernels="ref")
     # conv1 out (28*28*16) and pool1 out (14*14*16) are alive together at step 1: the peak
     assert p.arena_bytes == 28 * 28 * 16 + 14 * 14 * 16
+
+
+def test_only_a_dsp_build_for_a_core_without_helium_widens_inference_weights():
+    assert widens_inference_weights("dsp", "cortex-m4") and widens_inference_weights("dsp", "stm32f746")
+    assert widens_inference_weights("dsp")                    # any core: the M4/M7 layout
+    assert not widens_inference_weights("dsp", "cortex-m55")
+    assert not widens_inference_weights("ref", "cortex-m4")

@@ -39,11 +39,13 @@ def test_fqt_uint8_one_linear_by_hand():
                          "err:fc": 28}
     assert p.arena_bytes == 32
     r = account(s, "cortex-m4", p)
-    # weights u8 8 + bias s32 8; state: act, error, gradient and weight ranges 4 x 16, norm 2 x 9,
-    # bias scales 2 x 4, float32 multiplier 4, bias steps 2 x 4, counters 3 x 4
-    assert r.breakdown["ram"] == {"arena": 32, "trainable weights and biases": 16, "method state": 114,
+    # weights u8 8 + bias s32 8; state: the C range records of the activation (28 + scale and zero
+    # point 8), the error and the gradient (28 each), the weight range 16, norm 2 x 9, bias scales
+    # 2 x 4, float32 multiplier 4, bias steps 2 x 4, counters 3 x 4, range scratch (2 x 2 + 2) x 4
+    state = 36 + 28 + 28 + 16 + 18 + 8 + 4 + 8 + 12 + 24
+    assert r.breakdown["ram"] == {"arena": 32, "trainable weights and biases": 16, "method state": state,
                                   "stack allowance": STACK_ALLOWANCE}
-    assert r.ram_bytes == 32 + 16 + 114 + STACK_ALLOWANCE
+    assert r.ram_bytes == 32 + 16 + state + STACK_ALLOWANCE
     code = 520 + (1354 + 320) + 210 + 600 + 600 + 32 * 5   # linear fwd, loss, bwd_w, 2 unmeasured, calls
     assert r.breakdown["flash"] == {"frozen weights and biases": 0, "trainable initial values": 16,
                                     "quantization constants": 0, "code (estimate)": code}

@@ -142,7 +142,7 @@ def library_report(method, qm: QuantModel, target, kernels: str, batch: int):
     from mcutrain.plan.memory import account
     from mcutrain.plan.schedules import build_schedule, schedule_for
 
-    s = build_schedule(qm.graph, "none", kernels=kernels) if method is None else \
+    s = build_schedule(qm.graph, "none", kernels=kernels, target=target) if method is None else \
         schedule_for(method, batch=batch, kernels=kernels)
     return account(s, target)
 
@@ -338,7 +338,7 @@ def plan_args(args: argparse.Namespace):
                     raise UserError(f"--trainable '{trainable}': use auto or auto:BYTES") from None
             trainable = pick_trainable(graph, args.method, target, budget, **common)
         req = PlanRequest(args.method, trainable=trainable, **common)
-        report = account(req.build(graph), target)
+        report = account(req.build(graph, target), target)
         if not report.fits:
             report.suggestion = suggest(graph, req, target)
     except ValueError as e:

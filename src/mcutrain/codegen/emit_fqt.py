@@ -51,6 +51,7 @@ from mcutrain.codegen.state_blob import STATE_HEADER_WORDS, STATE_MAGIC, state_f
 from mcutrain.codegen.templates import render
 from mcutrain.codegen.train_source import CTYPE, TrainSource
 from mcutrain.graph import INPUT, Op
+from mcutrain.plan.fqt_ranges import error_range_owners, range_scratch
 from mcutrain.plan.schedule import Kernel, Schedule
 from mcutrain.plan.schedules import schedule_for
 from mcutrain.plan.training import plan_training
@@ -218,9 +219,7 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
     p = method.prec
     e.act_owners = [] if p.acts == "f32" else \
         list(dict.fromkeys(method.owner[t] for t in [INPUT, *(n.name for n in g.nodes)]))
-    e.err_keys = [] if p.errors == "f32" else \
-        list(dict.fromkeys(e.err_key[n.name] for n in reversed(g.nodes) if n.name in e.err_key
-                           and method.needs[n.name]))
+    e.err_keys = [] if p.errors == "f32" else error_range_owners(g, method.needs)
     jumps, total = stream_draws(e)
     e.total_draws = total
     defs, entries, io = state_layout(e)
@@ -245,7 +244,7 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
         note = c_comment(f"{t}: {tt.dtype} {list(tt.shape)}, {tt.role.value}")
         macros.append(f"#define A_{e.tids[t]} (({CTYPE[tt.dtype]} *)(void *)(model_arena.bytes + "
                       f"{plan.offsets[t]})) /* {note} */")
-    max_o = max(n.params["weight"].shape[0] for n in g.parametric())
+    scratch = range_scratch(g)
     prepare = []
     for n in g.parametric():
         lid = e.lid(n.name)
@@ -290,8 +289,9 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
         "model_fqt.c", arena=plan.arena_bytes, graph=c_comment_lines(g.summary()),
         state=mode_guard(fqt_rounding(method)) + "\n\n".join(defs),
         jumps="\n\n".join(jumps) or "/* no stochastic draws */", macros="\n".join(macros),
-        rng0=int(method.rng.state), steps0=int(method.steps), magic=STATE_MAGIC, fp=fp, max_o=max_o,
-        k=g.num_classes, prepare="\n".join(f"    {x}" for x in prepare), fwd="\n".join(fwd_lines),
+        rng0=int(method.rng.state), steps0=int(method.steps), magic=STATE_MAGIC, fp=fp,
+        max_o=scratch.channels, k=scratch.classes, prepare="\n".join(f"    {x}" for x in prepare),
+        fwd="\n".join(fwd_lines),
         step="\n".join(step_lines), train_in=e.t(INPUT) if batch == 1 else "fqt_batch_in",
         sample_in=e.t(INPUT), batch_in=in_size * batch, seed_fn=seed_fn,
         batch_buf=(f"static int8_t fqt_batch_in[{batch * in_size}]; /* the caller's batch */\n"

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from mcutrain.codegen.cformat import unique_idents
 from mcutrain.codegen.emit import ExportError
-from mcutrain.graph import INPUT, PARAMETRIC, Node
+from mcutrain.graph import INPUT, Node
+from mcutrain.plan.fqt_ranges import error_range_keys
 from mcutrain.plan.schedule import Schedule
 from mcutrain.plan.training import TrainingPlan
 
@@ -23,7 +24,7 @@ class FqtEmitter:
         self.ids = unique_idents([INPUT] + [n.name for n in self.g.nodes])
         self.tids = unique_idents(sorted(plan.offsets))
         self.trained = [n.name for n in self.g.parametric() if n.name in method.trainable]
-        self.err_key = self._error_keys()
+        self.err_key = error_range_keys(self.g, method.needs)
         self.seed_pass = False
         self.u8 = method.prec.acts == "u8"      # uint8 weights and activations: uint8 and mixed
         self.partial = list(s.decisions.partial_layers)   # the schedule's decision, not re-derived
@@ -35,18 +36,6 @@ class FqtEmitter:
         if not self.u8:
             return [f"const float {scale} = mt_fqt_err_scale(&{r});"]
         return [f"float {scale};", f"int32_t {zp};", f"mt_fqt_qparams_u8({r}.lo, {r}.hi, &{scale}, &{zp});"]
-
-    def _error_keys(self) -> dict[str, str]:
-        """Node -> the tensor whose error EMA gives the scale of that node's output error."""
-        g, keys = self.g, {}
-        keys[g.output] = g.output
-        for n in reversed(g.nodes):
-            if n.name not in keys or not self.m.needs[n.name]:
-                continue
-            for src in n.inputs:   # a tensor read by several ops sums their errors into its own range
-                own = n.op in PARAMETRIC or self.m.n_consumers[src] > 1
-                keys[src] = src if own else keys[n.name]
-        return keys
 
     # -- names
     def t(self, name: str) -> str:

@@ -34,10 +34,12 @@ from mcutrain.codegen.emit import ModelSource, emit_model
 from mcutrain.codegen.examples import LibraryFacts, example_files
 from mcutrain.codegen.prefix import LIBRARY_NAME, prefixed_files
 from mcutrain.codegen.rounding_c import CONFIG_HEADER, config_header, fqt_rounding
-from mcutrain.codegen.runtime_files import helium_target, runtime_files
+from mcutrain.codegen.runtime_files import runtime_files
 from mcutrain.codegen.templates import render
 from mcutrain.io import atomic_write_bytes
+from mcutrain.plan.lifetimes import widens_inference_weights
 from mcutrain.qmodel import QuantModel
+from mcutrain.targets import helium_target
 
 
 @dataclass
@@ -72,7 +74,8 @@ def export_library(qm: QuantModel, out_dir: str | Path, kernels: str = "dsp", pl
     `examples` the firmware layouts of `codegen/examples.py` ('arduino', 'baremetal-nrf52840', ...)."""
     out = Path(out_dir)
     helium = kernels == "dsp" and helium_target(target)
-    src = emit_model(qm, kernels=kernels, planner=planner, provenance=provenance, widen=not helium)
+    src = emit_model(qm, kernels=kernels, planner=planner, provenance=provenance,
+                     widen=widens_inference_weights(kernels, target))
     files: dict[str, str] = {"model.h": src.header, "model.c": src.source, **harness_sources(training=False)}
     for name, text in runtime_files(kernels, helium=helium).items():
         files[f"runtime/{name}"] = text

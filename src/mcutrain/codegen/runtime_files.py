@@ -19,7 +19,7 @@ without the extension, or `-DMT_KERNELS_REF`), so a DSP library still builds eve
 reference `.c` holds no DSP code; what a twin shares with it is in an always-inline `NAME_ref.h`
 beside the reference, and a file that is all DSP keeps an empty reference unit of its name.
 
-A Helium build (`helium=True`: a DSP build for an MVE core, `helium_target`) takes `mve/NAME`
+A Helium build (`helium=True`: a DSP build for an MVE core, `targets.helium_target`) takes `mve/NAME`
 before `dsp/NAME`; an MVE twin runs the reference body where it does not apply (and when `MT_MVE`
 is 0), so its library too builds, with the same results, everywhere. No other build ships an
 `mve/` file, so the libraries of the other cores are unchanged by them.
@@ -38,8 +38,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcutrain.targets import Target, get_target
-
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
 """The runtime sources shipped in the package."""
 
@@ -51,9 +49,6 @@ DSP_FOLDER = "dsp"
 
 MVE_FOLDER = "mve"
 """Same-named Helium twins (and their `mt_mve*.h` headers), chosen by a Helium build."""
-
-HELIUM_CORES = ("cortex-m55",)
-"""Cores with the M-profile Vector Extension, whose DSP builds take the `mve/` twins."""
 
 KERNEL_CHOICES = ("ref", "dsp")
 """`kernels=` of every build: the portable reference files, or the DSP twins where they exist."""
@@ -80,11 +75,6 @@ def _reference_paths(training: bool) -> dict[str, Path]:
                                          f"and {p.parent}")
             out[p.name] = p
     return out
-
-
-def helium_target(target: str | Target | None) -> bool:
-    """Whether a library for `target` (a name, a Target, or ''/None for any core) is a Helium build."""
-    return bool(target) and get_target(target).core in HELIUM_CORES
 
 
 def runtime_paths(kernels: str = "ref", training: bool = False, helium: bool = False) -> dict[str, Path]:

@@ -28,6 +28,7 @@ import numpy as np
 
 from mcutrain.graph import INPUT, Graph, Node, Op
 from mcutrain.plan.arena import Storage
+from mcutrain.targets import Target, helium_target
 
 KERNELS = ("ref", "dsp")
 """Kernel builds: the portable reference loops, or the DSP inner loops (Cortex-M4/M7/M33)."""
@@ -120,14 +121,24 @@ def s16_scratch_bytes(graph: Graph, node: Node) -> int:
     return general
 
 
-def flash_weight_bytes(graph: Graph, node: Node, kernels: str = "dsp") -> int:
-    """Flash bytes of a frozen layer's weights in an inference export for `kernels`: widened convs
-    take 2 bytes per padded weight; DSP linear layers pad their rows to a multiple of 4
-    (`mt_linear_fwd_s8_rows4`)."""
+def widens_inference_weights(kernels: str, target: str | Target | None = None) -> bool:
+    """Whether an inference export for `kernels` on `target` stores its weights in the M4/M7 DSP
+    kernels' layout (convs widened to int16, linear rows padded to 4), as the code generator's
+    `emit_model(widen=...)` and the planner's Flash both take it: a DSP build for a core without
+    Helium. A Helium build's kernels read the int8 weights as they are; `target` None: any core."""
+    return kernels == "dsp" and not helium_target(target)
+
+
+def flash_weight_bytes(graph: Graph, node: Node, kernels: str = "dsp",
+                       target: str | Target | None = None) -> int:
+    """Flash bytes of a frozen layer's weights in an inference export for `kernels` on `target`:
+    where `widens_inference_weights`, widened convs take 2 bytes per padded weight and linear
+    layers pad their rows to a multiple of 4 (`mt_linear_fwd_s8_rows4`); else int8 as they are."""
     w = node.params["weight"]
-    if kernels == "dsp" and widens_weights(graph, node):
+    widen = widens_inference_weights(kernels, target)
+    if widen and widens_weights(graph, node):
         return 2 * w.shape[0] * w.shape[1] * s16_row(node)
-    if kernels == "dsp" and node.op == Op.LINEAR:
+    if widen and node.op == Op.LINEAR:
         return int(w.shape[0] * ((w.shape[1] + 3) // 4 * 4))
     return int(w.size)
 

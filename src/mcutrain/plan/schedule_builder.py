@@ -12,6 +12,7 @@ from mcutrain.graph_passes import fold_batchnorm, fuse_activations
 from mcutrain.methods.decisions import INT8, Formats
 from mcutrain.plan.lifetimes import flash_weight_bytes, scratch_bytes
 from mcutrain.plan.schedule import DTYPE_BYTES, Role, Schedule
+from mcutrain.targets import Target
 
 RANGE_BYTES = 16
 """One tracked range: float32 min, max, scale and int32 zero point."""
@@ -33,7 +34,7 @@ class StepBuilder:
     """Declares parameters (resident or Flash) and emits forward kernels."""
 
     def __init__(self, g: Graph, method: str, batch: int, fmt: Formats, ram_layers: set[str],
-                 ram_biases: set[str], kernels: str = "dsp"):
+                 ram_biases: set[str], kernels: str = "dsp", target: str | Target | None = None):
         self.g, self.fmt, self.kernels = g, fmt, kernels
         self.inference = method == "none"
         self.s = Schedule(g.name, method, batch)
@@ -43,10 +44,10 @@ class StepBuilder:
             if n.name in ram_layers:
                 self.s.tensor(f"{n.name}.weight", w.shape, fmt.weight, Role.WEIGHT)
             else:
-                # inference exports widen frozen conv weights to int16 for the DSP kernel;
-                # training libraries keep int8 weights
+                # inference exports for the M4/M7 DSP kernels widen frozen conv weights to int16
+                # (not for Helium `target`s); training libraries keep int8 weights
                 self.s.frozen_bytes[f"{n.name}.weight"] = (
-                    flash_weight_bytes(g, n, kernels) if self.inference
+                    flash_weight_bytes(g, n, kernels, target) if self.inference
                     else _elems(w.shape) * DTYPE_BYTES[fmt.weight])
             if n.name in ram_layers or n.name in ram_biases:
                 self.s.tensor(f"{n.name}.bias", (o,), fmt.bias, Role.WEIGHT)
@@ -109,9 +110,11 @@ def error_path(g: Graph, wanted: set[str]) -> dict[str, bool]:
 # ---------------------------------------------------------------- inference
 
 
-def inference_schedule(g: Graph, batch: int = 1, kernels: str = "dsp") -> Schedule:
-    """`none`: the int8 forward pass (tensor names = node names, as `plan_inference_arena`)."""
-    b = StepBuilder(g, "none", batch, INT8, set(), set(), kernels)
+def inference_schedule(g: Graph, batch: int = 1, kernels: str = "dsp",
+                       target: str | Target | None = None) -> Schedule:
+    """`none`: the int8 forward pass (tensor names = node names, as `plan_inference_arena`), its
+    Flash weights laid out as the export for `kernels` on `target` stores them."""
+    b = StepBuilder(g, "none", batch, INT8, set(), set(), kernels, target)
     b.s.tensor(INPUT, (batch, *g.input_shape), "s8", Role.INPUT)
     name_of = {INPUT: INPUT}
     b.forward(g.nodes, name_of, batch, "", lambda t: Role.LOGITS if t == g.output else Role.ACTIVATION)

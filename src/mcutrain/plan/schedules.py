@@ -38,6 +38,7 @@ from mcutrain.plan.schedule import Schedule
 from mcutrain.plan.schedule_builder import inference_schedule, prepare
 from mcutrain.plan.schedules_backprop import bp_qas_schedule, float_schedule, fqt_schedule
 from mcutrain.plan.schedules_zo import zo_schedule
+from mcutrain.targets import Target
 
 __all__ = ["METHODS", "build_schedule", "prepare", "schedule_for"]
 
@@ -51,7 +52,7 @@ def build_schedule(graph: Graph, method: str, trainable: str = "all", batch: int
                    precision: str = "uint8", perturb: str = "mix", queries: int = 50, mask: str = "none",
                    lambda_min: float = 1.0, lambda_max: float = 1.0, partial_output: bool = False,
                    bias_last: int = 0, momentum: float = 0.0, kernels: str = "dsp",
-                   zo_base: str = "auto") -> Schedule:
+                   zo_base: str = "auto", target: str | Target | None = None) -> Schedule:
     """The schedule of one training step of `method` on `graph` (see the module docstring).
 
     The method's decisions are made by the function the method itself uses (`methods.decisions`),
@@ -65,7 +66,7 @@ def build_schedule(graph: Graph, method: str, trainable: str = "all", batch: int
     if batch < 1:
         raise ValueError(f"batch must be at least 1, got {batch}")
     if method == "none":
-        return inference_schedule(prepare(graph), batch, kernels)
+        return inference_schedule(prepare(graph), batch, kernels, target)
     g = prepare(graph)
     if method == "fqt":
         if precision not in PRECISIONS:

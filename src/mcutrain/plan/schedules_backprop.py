@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 
 from mcutrain.graph import INPUT, PARAMETRIC, Graph, Node, Op
 from mcutrain.methods.decisions import Formats, StepDecisions
+from mcutrain.plan.fqt_ranges import ACT_QPARAMS_BYTES, RANGE_RECORD_BYTES, error_range_owners, range_scratch
 from mcutrain.plan.schedule import Role, Schedule
 from mcutrain.plan.schedule_builder import RANGE_BYTES, StepBuilder, error_path, is_depthwise, prepare
 
@@ -242,14 +243,14 @@ def _state_backprop(s: Schedule, g: Graph, method: str, fmt: Formats, cfg: _Back
         owners = [t for t in [INPUT, *(n.name for n in g.nodes)] if needs[t] and
                   (t == INPUT or g.node(t).op in (*PARAMETRIC, Op.ADD))]
         if quant and owners:
-            s.tensor("state:act_ranges", (RANGE_BYTES * len(owners),), "u8", Role.STATE,
-                     f"{len(owners)} EMA activation ranges")
-        errs = [n.name for n in g.nodes if needs[n.name]]
+            s.tensor("state:act_ranges", ((RANGE_RECORD_BYTES + ACT_QPARAMS_BYTES) * len(owners),), "u8",
+                     Role.STATE, f"{len(owners)} EMA activation ranges with their scale and zero point")
+        errs = error_range_owners(g, needs)
         if fmt.error != "f32" and errs:
-            s.tensor("state:err_ranges", (RANGE_BYTES * len(errs),), "u8", Role.STATE,
+            s.tensor("state:err_ranges", (RANGE_RECORD_BYTES * len(errs),), "u8", Role.STATE,
                      f"{len(errs)} EMA error ranges")
         if cfg.sample_grad_ranges:
-            s.tensor("state:grad_ranges", (RANGE_BYTES * len(cfg.weight_layers),), "u8", Role.STATE)
+            s.tensor("state:grad_ranges", (RANGE_RECORD_BYTES * len(cfg.weight_layers),), "u8", Role.STATE)
         for name in cfg.decisions.weight_layers:
             o = g.node(name).params["weight"].shape[0]
             if fmt.weight == "u8":
@@ -269,6 +270,10 @@ def _state_backprop(s: Schedule, g: Graph, method: str, fmt: Formats, cfg: _Back
                 if needs[n.name]:
                     _fqt_moving_constants(s, n, fmt, n.name in cfg.weight_layers)
         s.tensor("state:counters", (3,), "s32", Role.STATE, "loss max, step, RNG")
+        scratch = range_scratch(g)
+        s.tensor("state:range_scratch", (scratch.nbytes // 4,), "s32", Role.STATE,
+                 f"per-channel accumulator min and max of the running layer ({scratch.channels} channels), "
+                 "the logits' Q24 error")
     elif method == "bp-qas" and cfg.momentum:
         for name in sorted(cfg.weight_layers | cfg.bias_layers):
             node = g.node(name)

@@ -43,11 +43,12 @@ class PlanRequest:
     partial_output: bool = False
     bias_last: int = 0
 
-    def build(self, g: Graph):
+    def build(self, g: Graph, target: str | Target | None = None):
+        """The step's schedule; `target` lays out an inference export's Flash weights."""
         return build_schedule(g, self.method, trainable=self.trainable, batch=self.batch,
                               precision=self.precision, perturb=self.perturb, queries=self.queries,
                               mask=self.mask, lambda_min=self.lambda_min, lambda_max=self.lambda_max,
-                              partial_output=self.partial_output, bias_last=self.bias_last)
+                              partial_output=self.partial_output, bias_last=self.bias_last, target=target)
 
     def options(self) -> str:
         """The `mcutrain plan` options naming this request."""
@@ -64,7 +65,7 @@ class PlanRequest:
 
 
 def plan(g: Graph, req: PlanRequest, target: str | Target) -> MemoryReport:
-    return account(req.build(g), target)
+    return account(req.build(g, target), target)
 
 
 def _trained_params(g: Graph, layers: list[str]) -> int:
