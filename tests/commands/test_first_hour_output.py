@@ -113,8 +113,10 @@ def test_demo_says_each_job_as_it_ends_and_which_still_run(tmp_path):
     from mcutrain.demo.jobs import start, wait_all
     said: list[str] = []
     quick = start(["datasets", "--json"])
-    slow = start(["train", *RANDOM, "--dataset", "digits", "--epochs", "2"])
-    wait_all({"MCU inference": quick, "adapt with fqt": slow}, said.append, every=0.5)
+    # Six epochs outlast `datasets` by over a second (two epochs did not, by 0.4 s, on a busy
+    # machine), so a "still running" line falls between the two ends whatever the load.
+    slow = start(["train", *RANDOM, "--dataset", "digits", "--epochs", "6"])
+    wait_all({"MCU inference": quick, "adapt with fqt": slow}, said.append, every=0.25)
     ends = [s.split(" (")[0] for s in said if "still" not in s]
     assert ends == ["  MCU inference: done", "  adapt with fqt: done"]
     assert any(s.startswith("  still running: adapt with fqt (") for s in said)
