@@ -10,7 +10,6 @@ import json
 import pytest
 
 from mcutrain import bench
-from mcutrain.bench.mcu import forward_proxy
 from mcutrain.bench.mcu_cases import Case, Pending, method_args
 
 
@@ -69,14 +68,3 @@ def test_pending_when_run_lacks_the_method():
     case = Case("small-cnn", "x", ("--method", "nope"))
     with pytest.raises(Pending, match="not implemented yet for C"):
         method_args(case, "cortex-m4", "dsp")
-
-
-def test_forward_proxy_scales_the_measured_forward_pass(arm_tools):
-    case = Case("digits-cnn", "zo mix, 4 queries", ("--method", "zo", "--queries", "4"))
-    r = forward_proxy(case, "cortex-m4", "dsp", log=lambda s: None)
-    assert r["forward_bit_exact"] is True and r["estimated_from_forward"] is True
-    assert r["forward_instructions_per_mac"] == r["forward_instructions"] / r["forward_macs"]
-    # queries re-run the net, so the step has more MACs than one forward pass
-    assert r["macs_per_step"] > r["forward_macs"]
-    assert r["est_instructions_per_sample"] == pytest.approx(
-        r["forward_instructions_per_mac"] * r["macs_per_step"] / r["batch"])

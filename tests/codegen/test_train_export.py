@@ -39,9 +39,25 @@ def tiny_graph() -> G.Graph:
     return zoo.he_init(G.Graph((6, 6, 2), nodes, "tiny-train"), seed=3)
 
 
+def residual_graph() -> G.Graph:
+    """conv(relu6) -> one inverted-residual block (pw1, depthwise, linear pw2, add) -> pool -> linear:
+    the smallest graph with an MCUNet block's skip tensor (read by pw1 and the add)."""
+    nodes = [G.conv2d("stem", G.INPUT, 4, 3, padding=1, act="relu6", in_channels=2),
+             G.conv2d("b.pw1", "stem", 6, 1, act="relu6", in_channels=4),
+             G.conv2d("b.dw", "b.pw1", 6, 3, padding=1, groups=6, act="relu6", in_channels=6),
+             G.conv2d("b.pw2", "b.dw", 4, 1, in_channels=6),
+             G.add("b.add", "stem", "b.pw2"),
+             G.global_avgpool("pool", "b.add"), G.flatten("flat", "pool"),
+             G.linear("fc", "flat", 3, in_features=4)]
+    return zoo.he_init(G.Graph((5, 5, 2), nodes, "tiny-residual"), seed=3)
+
+
+HAND_BUILT = {"tiny": tiny_graph, "tiny-residual": residual_graph}
+
+
 def model_and_data(arch: str, steps: int, bsz: int, seed: int = 0, rounding: str = "single"):
     rng = np.random.default_rng(seed)
-    g = tiny_graph() if arch == "tiny" else zoo.build(arch, seed=1)
+    g = HAND_BUILT[arch]() if arch in HAND_BUILT else zoo.build(arch, seed=1)
     x = rng.random((steps * bsz, *g.input_shape), dtype=np.float32)
     y = rng.integers(0, g.num_classes, steps * bsz)
     for n in g.parametric():

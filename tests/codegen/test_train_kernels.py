@@ -360,6 +360,10 @@ def test_ste_linear_and_elementwise_kernels(kernels_exe, tmp_path):
     assert np.array_equal(arr(out[6], "<f4").reshape(bsz, o), eb)
     want_l = err.astype(np.float32) * np.float32(2.0**-24 / 3) * np.float32(0.2)
     assert np.array_equal(arr(out[7], "<f4").reshape(3, 10), want_l)
+    # an add whose first input needs no error (NULL), in place; the error sum of a skip tensor
+    assert np.array_equal(arr(out[8], "<f4").reshape(bsz, o), eb)
+    relu_e = np.where(mask, e, np.float32(0)).astype(np.float32)
+    assert np.array_equal(arr(out[9], "<f4").reshape(bsz, o), (relu_e + ea) + eb)
 
 
 @pytest.mark.parametrize(("op", "kernel", "stride"), [(3, (2, 2), (2, 2)), (3, (3, 3), (1, 1)),

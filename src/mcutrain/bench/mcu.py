@@ -199,13 +199,13 @@ def measure(case: Case, core: str, kernels: str, prep: Prepared | None,
         src = res.model
         b = build_mcu_train(work / "lib", target, work / "train.elf", kernels=kernels)
         mcu, prof, stack = run_mcu_train(b.elf, target, quantize_batches(prep, method), LR, src,
-                                         prep.qm.graph.num_classes, work / "run", timeout=900)
+                                         prep.qm.graph.num_classes, work / "run", timeout=case.timeout)
         est = estimate_cycles(prof.region, target, prof.elf)
         instr, steps = prof.region.total, case.steps
         first = None
         if case.steady and steps > 1:
             _, prof1, _ = run_mcu_train(b.elf, target, quantize_batches(prep, method)[:1], LR, src,
-                                        prep.qm.graph.num_classes, work / "run1", timeout=900)
+                                        prep.qm.graph.num_classes, work / "run1", timeout=case.timeout)
             est1 = estimate_cycles(prof1.region, target, prof1.elf)
             first = prof1.region.total
             instr, steps = instr - first, steps - 1
@@ -258,55 +258,6 @@ def measure(case: Case, core: str, kernels: str, prep: Prepared | None,
     return row, prep
 
 
-def forward_proxy(case: Case, core: str, kernels: str, log) -> dict[str, Any]:
-    """An estimated row: the int8 forward pass measured in QEMU, scaled to the ZO step's planned MACs.
-
-    A ZO step is a forward pass plus queries that re-run the net from the perturbed layer, so
-    its kernels are the forward kernels; the estimate assumes their instructions per MAC hold
-    for the partial passes and leaves out the perturbation and update kernels (a few % of a
-    small-cnn ZO step).
-    """
-    from mcutrain.codegen.cross import build_mcu, run_mcu
-    from mcutrain.codegen.library import export_library
-    from mcutrain.codegen.model_source import resolve_model
-    from mcutrain.engines import int_engine
-    from mcutrain.mcu import estimate_cycles
-    from mcutrain.plan.memory import account
-    from mcutrain.targets import get_target
-
-    args = method_args(case, core, kernels)
-    start = time.perf_counter()
-    qm, prov = resolve_model(arch=case.model, init="random", seed=0, num_classes=10,
-                             input_shape=case.input_shape)
-    x_q = int_engine.quantize_input(qm, np.random.default_rng(0).random((1, *qm.graph.input_shape),
-                                                                         dtype=np.float32))
-    target, board = get_target(core), get_target(BOARDS[core])
-    with tempfile.TemporaryDirectory(prefix="mt-bench-mcu-") as tmp:
-        export_library(qm, Path(tmp) / "lib", kernels=kernels, provenance=prov, target=board.name)
-        b = build_mcu(Path(tmp) / "lib", target, Path(tmp) / "m.elf", kernels=kernels)
-        logits, prof = run_mcu(b.elf, target, x_q, qm.graph.num_classes, Path(tmp) / "run")
-        est = estimate_cycles(prof.region, target, prof.elf)
-    from mcutrain.api.device import build_method
-    from mcutrain.plan.schedules import schedule_for
-
-    rep = account(schedule_for(build_method(args, qm), batch=case.batch), board)
-    fwd_macs, step_macs = qm.graph.total_macs(), rep.macs_per_step["total"]
-    ipm = prof.region.total / fwd_macs
-    row = {"model": case.model, "setting": case.setting, "options": " ".join(case.argv), "core": core,
-           "kernels": kernels, "board": board.name, "clock_mhz": board.clock_hz / 1e6,
-           "input_shape": list(qm.graph.input_shape), "batch": case.batch, "estimated_from_forward": True,
-           "forward_bit_exact": bool(np.array_equal(logits, int_engine.forward(qm, x_q))),
-           "forward_macs": fwd_macs, "forward_instructions": prof.region.total,
-           "forward_instructions_per_mac": ipm, "macs_per_step": step_macs,
-           "est_instructions_per_sample": ipm * step_macs / case.batch,
-           "est_ms_per_sample": 1e3 * est.est_cycles / fwd_macs * step_macs / case.batch / board.clock_hz,
-           "reference": case.reference, "planned_ram": rep.ram_bytes, "planned_flash": rep.flash_bytes,
-           "fits_board": rep.fits, "wall_s": time.perf_counter() - start}
-    log(f"{case.model:<11} {case.setting:<44} {core:<13} {kernels}  forward {ipm:6.2f} instr/MAC -> est. "
-        f"{row['est_ms_per_sample']:9.1f} ms/sample @{row['clock_mhz']:.0f} MHz (from the forward pass)")
-    return row
-
-
 def pending_row(case: Case, core: str, kernels: str, why: str) -> dict[str, Any]:
     return {"model": case.model, "setting": case.setting, "options": " ".join(case.argv), "core": core,
             "kernels": kernels, "board": BOARDS[core], "pending": why, "seed_ms": case.seed_ms.get(core),
@@ -333,12 +284,6 @@ def run_mcu_bench(work: Path, results: Path, quick: bool, log, docs: Path) -> No
                 log(f"{case.model:<11} {case.setting:<44} {core:<13} {kernels}  FAILED: "
                     f"{str(e).splitlines()[0]}")
             rows.append(row)
-            if "pending" in row and case.forward_proxy:
-                try:
-                    rows.append(forward_proxy(case, core, kernels, log))
-                except (BuildError, QemuError, RuntimeError, subprocess.CalledProcessError) as e:
-                    log(f"{case.model:<11} {case.setting:<44} forward estimate FAILED: "
-                        f"{str(e).splitlines()[0]}")
             files.write_results(results, "mcu", rows, quick, complete=False)
     files.write_results(results, "mcu", rows, quick, complete=True, lr=LR, checks=checks(rows))
     if not quick:

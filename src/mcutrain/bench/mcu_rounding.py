@@ -46,7 +46,7 @@ class Settings:
         ("digits-cnn", None), ("small-cnn", None), ("mnist1d-cnn", None), ("mcunet-5fps", (32, 32, 3)),
         ("mobilenet-v1-0.25", (48, 48, 1)))
     training: tuple[str, ...] = ("zo", "bp-qas", "fqt", "fqt-last", "fqt-mcunet")
-    """Methods stepped on digits-cnn (ZO and BP-QAS libraries take no residual adds); fqt-mcunet on
+    """Methods stepped on digits-cnn (ZO, BP-QAS and the FQT variants); fqt-mcunet on
     MCUNet-5FPS at 32x32 (`FQT_TRAINABLE`)."""
     runs: tuple[tuple[str, str], ...] = RUNS
     samples: int = 2

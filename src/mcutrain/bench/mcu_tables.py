@@ -1,5 +1,5 @@
-"""The docs block of benchmark `mcu`: the measured table, the forward estimates, the partial-update
-table and profile, the pending cases, and the two targets checked on the rows.
+"""The docs block of benchmark `mcu`: the measured table, the partial-update table and profile, the
+pending cases, and the two targets checked on the rows.
 
 Apart from the measurement (`mcu`) because it only reads rows: a table can be redrawn from a
 stored mcu.json (as `mcu-partial` does after merging) without building or running anything.
@@ -112,21 +112,6 @@ def markdown(rows: list[dict[str, Any]]) -> str:
                         " (rows marked NO do not; see `mismatch` in the JSON)") + ". Small-cnn rows train on "
         "Fashion-MNIST samples (when installed); FQT starts from ranges calibrated on uniform inputs.", "",
         files.markdown_table(table, cols, {"instr/MAC": ".2f", "ref/dsp": ".2f"})]
-    proxy = [{"model": f"{r['model']} {r['input_shape'][0]}x{r['input_shape'][1]}", "setting": r["setting"],
-              "core": f"{r['core'].removeprefix('cortex-')} {r['kernels']}",
-              "forward instr/MAC": r["forward_instructions_per_mac"], "step MACs": f"{r['macs_per_step']:,}",
-              "est. instr/sample": f"{r['est_instructions_per_sample'] / 1e6:,.1f} M",
-              "est. ms/sample": f"{r['est_ms_per_sample']:,.1f} @{r['clock_mhz']:.0f} MHz",
-              "seed ms": SEED_MCUNET, "RAM plan KB": f"{r['planned_ram'] / 1024:.1f}",
-              "fits board": "yes" if r["fits_board"] else "no",
-              "forward bit-exact": "yes" if r["forward_bit_exact"] else "NO"}
-             for r in rows if r.get("estimated_from_forward")]
-    if proxy:
-        text += ["", "Estimated from the measured int8 forward pass (the case cannot run in C yet, see "
-                 "Pending): a ZO step is forward passes and partial forward queries, so the forward "
-                 "kernels' instructions and estimated cycles per MAC are scaled to the planner's MACs of "
-                 "the step (perturbation and update kernels left out).", "",
-                 files.markdown_table(proxy, list(proxy[0]), {"forward instr/MAC": ".2f"})]
     part = partial_table(rows)
     if part:
         text += ["", PARTIAL_TEXT, "", files.markdown_table(part, list(part[0]), {"step speedup": ".2f",

@@ -30,6 +30,7 @@ import numpy as np
 from mcutrain.codegen.cformat import c_array, c_comment, c_comment_lines, c_ident, c_string, unique_idents
 from mcutrain.codegen.compiled_in import compiled_in, header_lines
 from mcutrain.codegen.emit import ExportError, InferenceEmitter, check_supported, qparams_comment
+from mcutrain.codegen.emit_train_graph import GRAPH_EMITTERS
 from mcutrain.codegen.emit_train_ops import StepEmitter, method_op
 from mcutrain.codegen.rounding_c import mode_guard
 from mcutrain.codegen.state_blob import (
@@ -79,9 +80,6 @@ def check_trainable(method) -> None:
         if method.cfg.channel_ratio < 1:
             raise ExportError("bp-qas channel ratio below 1 (mcutrain train --channel-ratio) has no C step "
                               "yet; export and run train every input channel (ratio 1)")
-    if any(n.op == Op.ADD for n in method.qm.graph.nodes):
-        raise ExportError("residual adds have no backward/perturbation step in the generated C yet; "
-                          "train a sequential model (no add nodes)")
 
 
 # ---------------------------------------------------------------- the files
@@ -170,7 +168,7 @@ def emit_zo_bp_training(method, batch: int = 1, kernels: str = "dsp", provenance
                 step_lines += [f"    for (query = 0; query < {k.repeat}; ++query) {{ /* {loop_note} */"]
             open_loop = k.loop
         ind = "        " if open_loop else "    "
-        fn = method_op(method.name, k.op)
+        fn = method_op(method.name, k.op) or GRAPH_EMITTERS.get(k.op)
         if fn is None:
             raise ExportError(f"kernel '{k.name}' (op {k.op}) has no C code in the generated step yet")
         body = fn(se, k)

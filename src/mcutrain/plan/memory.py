@@ -1,9 +1,10 @@
 """RAM, Flash and MACs of one training step on a target: the planner's accounting.
 
-RAM = the arena (its size from the greedy plan; at its busiest step split by role: input,
-kept activations, transient activations, errors, gradient buffers, ZO copies and query
-tensors, scratch) + trainable weights and biases moved to RAM + method state (EMA ranges,
-standardization statistics, RNG and counters, momentum) + a stack allowance.
+RAM = the arena (its size from the greedy plan, or a ZO/BP-QAS library's inference arena where
+that is larger; at its busiest step split by role: input, kept activations, transient
+activations, errors, gradient buffers, ZO copies and query tensors, scratch) + trainable weights
+and biases moved to RAM + method state (EMA ranges, standardization statistics, RNG and
+counters, momentum) + a stack allowance.
 
 Flash = frozen weights and biases + the initial values of the trainable ones (the load image
 of initialized RAM data lives in Flash) + requantization constants + code. Code is an
@@ -40,7 +41,7 @@ KERNEL_CODE_BYTES: dict[str, int] = {
     "flatten_fwd": 0, "reshape": 0, "softmax_ce": 1354 + 320, "conv2d_bwd_in": 544,
     "depthwise_conv2d_bwd_in": 544, "conv2d_bwd_w": 610, "linear_bwd_in": 132, "linear_bwd_w": 210,
     "maxpool_bwd": 478, "avgpool_bwd": 350, "global_avgpool_bwd": 112, "relu_bwd": 64, "relu6_bwd": 64,
-    "add_bwd": 92, "requant_bwd": 136 + 84, "qas_update": 580 + 536 + 60 + 38 + 326,
+    "add_bwd": 100, "requant_bwd": 136 + 84, "qas_update": 580 + 536 + 60 + 38 + 326,
     "zo_perturb_wp": 198 + 100, "zo_perturb_np": 100 + 100, "zo_accumulate_wp": 94 + 248 + 468,
     "zo_accumulate_np": 156 + 46, "zero": 0,
     "conv2d_bwd_w_qas_update": 610 + 580 + 536 + 60 + 38 + 326,
@@ -117,8 +118,10 @@ def account(s: Schedule, target: str | Target, plan: TrainingPlan | None = None)
     t = get_target(target)
     plan = plan or plan_training(s)
     resident = s.resident_bytes()
-    ram = {"arena": plan.arena_bytes, "trainable weights and biases": resident["weight"],
-           "method state": resident["state"], "stack allowance": STACK_ALLOWANCE}
+    # ZO/BP-QAS libraries run `model_predict` in the same arena: the larger of the two is linked
+    ram = {"arena": max(plan.arena_bytes, s.predict_arena_bytes),
+           "trainable weights and biases": resident["weight"], "method state": resident["state"],
+           "stack allowance": STACK_ALLOWANCE}
     code, table = code_bytes(s)
     frozen = sum(v for k, v in s.frozen_bytes.items() if not k.endswith(".requant"))
     consts = sum(v for k, v in s.frozen_bytes.items() if k.endswith(".requant"))

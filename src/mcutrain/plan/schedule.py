@@ -133,6 +133,9 @@ class Schedule:
     """How the step was built (precision, perturbation, samples per pass, ...), for the report."""
     decisions: StepDecisions | None = None
     """The method's decisions this step was built from (None: inference); the code generator reads them."""
+    predict_arena_bytes: int = 0
+    """ZO and BP-QAS: the arena of the int8 forward pass (batch 1) their library's `model_predict` runs
+    in the same arena; the library's arena is the larger of it and the step's (`plan.memory.account`)."""
 
     def tensor(self, name: str, shape: tuple[int, ...], dtype: str, role: Role, note: str = "") -> str:
         """Declare a tensor (again with the same shape/dtype is allowed); returns its name."""

@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 
 from mcutrain.graph import INPUT, PARAMETRIC, Graph, Node, Op
 from mcutrain.methods.decisions import Formats, StepDecisions
+from mcutrain.plan import plan_inference_arena
 from mcutrain.plan.fqt_ranges import ACT_QPARAMS_BYTES, RANGE_RECORD_BYTES, error_range_owners, range_scratch
 from mcutrain.plan.schedule import Role, Schedule
 from mcutrain.plan.schedule_builder import RANGE_BYTES, StepBuilder, error_path, is_depthwise, prepare
@@ -337,6 +338,7 @@ def bp_qas_schedule(g: Graph, decisions: StepDecisions, batch: int = 1, kernels:
     cfg = _Backprop(decisions, decisions.formats, batch, 1, "all", combine_real=False, momentum=momentum > 0)
     s = _backprop_schedule(g, "bp-qas", cfg, kernels)
     s.options.update(momentum=momentum, bias_last=int(settings["bias_last"]))
+    s.predict_arena_bytes = plan_inference_arena(g, kernels=kernels).arena_bytes
     s.trainable = list(decisions.bias_layers)
     s.decisions = decisions
     return s

@@ -9,6 +9,7 @@ from mcutrain.methods import zo_forward as zf
 from mcutrain.methods.decisions import INT8, zo_decisions
 from mcutrain.methods.trainable import resolve_trainable
 from mcutrain.methods.zo import plan_units
+from mcutrain.plan import plan_inference_arena
 from mcutrain.plan.schedule import Role, Schedule
 from mcutrain.plan.schedule_builder import StepBuilder, prepare
 from mcutrain.plan.training import plan_training
@@ -42,6 +43,7 @@ def zo_schedule(g: Graph, trainable: str = "all", batch: int = 1, perturb: str =
     s = b.s
     s.trainable = list(layers)
     s.decisions = zo_decisions(g, layers, perturb, queries, mask)
+    s.predict_arena_bytes = plan_inference_arena(g, kernels=kernels).arena_bytes
     s.options.update({"perturb": perturb, "queries": queries, "mask": mask, "samples_per_pass": batch,
                       "base": base, "units": [f"{u.kind}:{','.join(u.layers)}" for u in units]})
     s.tensor("state:counters", (2,), "s32", Role.STATE, "RNG state, step")

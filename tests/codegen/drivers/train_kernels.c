@@ -324,7 +324,7 @@ static int run_case(int32_t id)
         return 0;
     }
     case 18: { /* relu / add / loss backward: [act_min, act_max, ratio_a, ratio_b, B, K, scale], y, e_y, err
-                  -> relu e_x, e_a, e_b, e_logits */
+                  -> relu e_x, e_a, e_b, e_logits, e_b alone (e_a NULL, in place), e_x + e_a + e_b */
         const int32_t n = len[1];
         float *er = alloc(4u * (size_t)n);
         float *ea = alloc(4u * (size_t)n);
@@ -340,6 +340,21 @@ static int run_case(int32_t id)
         emit(ea, 4u * (size_t)n);
         emit(eb, 4u * (size_t)n);
         emit(el, 4u * (size_t)len[3]);
+        {   /* only input b needs an error, written over e_y's copy; then the three errors summed
+               into the first one's storage */
+            float *ip = alloc(4u * (size_t)n);
+            const float *parts[3];
+            memcpy(ip, as_f32(2), 4u * (size_t)n);
+            parts[0] = er;
+            parts[1] = ea;
+            parts[2] = eb;
+            if (mt_add_bwd_s8_f32(n, ip, y, f32_word(a[2]), f32_word(a[3]), a[0], a[1], NULL, ip) != MT_OK ||
+                mt_error_sum_f32(n, 3, parts, er) != MT_OK || mt_error_sum_f32(n, 1, parts, er) != MT_ERR_ARG) {
+                return 1;
+            }
+            emit(ip, 4u * (size_t)n);
+            emit(er, 4u * (size_t)n);
+        }
         return 0;
     }
     default:

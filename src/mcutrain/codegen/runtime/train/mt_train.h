@@ -366,7 +366,8 @@ mt_status mt_relu_bwd_s8_f32(int32_t act_min, int32_t act_max, int32_t size, con
 
 /*
  * Residual add backward: e = e_y where act_min < y < act_max else 0; e_a = e * ratio_a,
- * e_b = e * ratio_b (ratio = s_in / s_y in float32).
+ * e_b = e * ratio_b (ratio = s_in / s_y in float32). Either output may be NULL (that input needs no
+ * error), not both; either may be e_y's storage (in place).
  */
 mt_status mt_add_bwd_s8_f32(int32_t size,
                             const float *e_y,
@@ -377,6 +378,12 @@ mt_status mt_add_bwd_s8_f32(int32_t size,
                             int32_t act_max,
                             float *e_a,
                             float *e_b);
+
+/*
+ * Error sum of a tensor read by count >= 2 nodes: e[i] = ((parts[0][i] + parts[1][i]) + ...) in
+ * float32, in the order given (the simulator's reverse graph order). e may be any part's storage.
+ */
+mt_status mt_error_sum_f32(int32_t size, int32_t count, const float *const *parts, float *e);
 
 /* ------------------------------------------------------------------ fused per-channel kernels */
 
