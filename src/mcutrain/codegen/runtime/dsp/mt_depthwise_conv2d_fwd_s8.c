@@ -11,26 +11,12 @@
 #include "mt_depthwise_dsp.h"
 
 #if MT_DSP
-/* One out-of-line loop per requantization form (the form is a constant inside each). */
-static MT_NOINLINE void quad_floor(const mt_conv_params *p, const mt_per_channel_quant *q, const mt_dims *in_d,
-                                   const int8_t *x, const mt_dims *f_d, const int8_t *w, const int32_t *b,
-                                   const mt_dims *out_d, int8_t *y, int32_t c0)
+/* The quad loop out of line: one call's stack holds one set of unpacked weights. */
+static MT_NOINLINE void dw_quad(const mt_conv_params *p, const mt_per_channel_quant *q, const mt_dims *in_d,
+                                const int8_t *x, const mt_dims *f_d, const int8_t *w, const int32_t *b,
+                                const mt_dims *out_d, int8_t *y, int32_t c0, int mode)
 {
-    mt_dw_quad(p, q, in_d, x, f_d, w, b, out_d, y, 0, 0, c0, MT_DW_REQ_FLOOR, 0);
-}
-
-static MT_NOINLINE void quad_fast(const mt_conv_params *p, const mt_per_channel_quant *q, const mt_dims *in_d,
-                                  const int8_t *x, const mt_dims *f_d, const int8_t *w, const int32_t *b,
-                                  const mt_dims *out_d, int8_t *y, int32_t c0)
-{
-    mt_dw_quad(p, q, in_d, x, f_d, w, b, out_d, y, 0, 0, c0, MT_DW_REQ_FAST, 0);
-}
-
-static MT_NOINLINE void quad_any(const mt_conv_params *p, const mt_per_channel_quant *q, const mt_dims *in_d,
-                                 const int8_t *x, const mt_dims *f_d, const int8_t *w, const int32_t *b,
-                                 const mt_dims *out_d, int8_t *y, int32_t c0)
-{
-    mt_dw_quad(p, q, in_d, x, f_d, w, b, out_d, y, 0, 0, c0, MT_DW_REQ_ANY, 0);
+    mt_dw_quad(p, q, in_d, x, f_d, w, b, out_d, y, 0, 0, c0, mode, 0);
 }
 #endif /* MT_DSP */
 
@@ -55,8 +41,7 @@ mt_status mt_depthwise_conv2d_fwd_s8(const mt_conv_params *params,
         if (mode >= 0) {
             int32_t c;
             for (c = 0; c + 4 <= input_dims->c; c += 4) {
-                (mode == MT_DW_REQ_FLOOR ? quad_floor : mode == MT_DW_REQ_FAST ? quad_fast : quad_any)(
-                    params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output, c);
+                dw_quad(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output, c, mode);
             }
             for (; c < input_dims->c; ++c) {
                 mt_dw_single(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output, 0, 0,

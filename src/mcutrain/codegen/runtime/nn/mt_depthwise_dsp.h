@@ -11,8 +11,11 @@
  * once (mt_requant_fast_ok), and each tap is one word load of four input channels, two SXTAB16
  * (x - z_x of channels c, c + 2 and c + 1, c + 3) and four single MACs (SMLABB / SMLATT). A
  * pair of taps in one SMLAD would need the taps' bytes repacked first, which costs what it saves.
- * Borders need no special case: the valid taps of a window are the rectangle
- * [i_lo, i_hi) x [j_lo, j_hi), and padding taps add nothing in the reference either.
+ * Windows inside the image columns run whole kernel rows (3 and 5 wide unrolled); a border window
+ * runs the rectangle [i_lo, i_hi) x [j_lo, j_hi) of its valid taps (padding taps add nothing in
+ * the reference either). The form of the requantization is chosen per layer (mt_dw_mode): the
+ * prepared 3-instruction form for an output zero point of -128 (every fused relu), the
+ * 5-instruction one otherwise, the general mt_requantize for a shift outside their range.
  * Channels past the last quad (C mod 4) take the plain loop.
  * NOTE: |acc| <= |b| + 255 * sum|w| < 2^31 (checked at export) for partial sums in any order,
  * so the sums equal the reference's; SMLABB / SMLATT wrap like int32 and never need to.
@@ -31,32 +34,6 @@
 #define MT_DW_TAPS_MAX 49 /* kh * kw of the DSP body (7x7): 392 bytes of unpacked weights on the stack */
 
 enum { MT_DW_REQ_ANY = 0, MT_DW_REQ_FAST = 1, MT_DW_REQ_FLOOR = 2 };
-
-/* The requantization of one accumulator of channel o, in the form `mode` the layer allows;
-   lo / hi are the layer's clamp (p->act_min / act_max, read once per call: int8 stores may alias). */
-MT_INLINE int8_t mt_dw_requant(int32_t acc,
-                               int mode,
-                               const mt_conv_params *p,
-                               const mt_per_channel_quant *q,
-                               int32_t o,
-                               int32_t m,
-                               int32_t sh,
-                               int32_t c1,
-                               int32_t lo,
-                               int32_t hi)
-{
-    int32_t y;
-    if (mode == MT_DW_REQ_ANY) {
-        return mt_requantize(acc, q->multiplier[o], q->shift[o], p->output_zero_point, lo, hi);
-    }
-    /* the prepared forms clamp to [-128, 127]; the layer's clamp inside it is then the same clamp */
-    y = mode == MT_DW_REQ_FLOOR ? mt_requantize_floor(acc, m, sh, c1) : mt_requantize_fast(acc, m, sh, c1);
-    if (lo != -128 || hi != 127) {
-        y = y < lo ? lo : y;
-        y = y > hi ? hi : y;
-    }
-    return (int8_t)y;
-}
 
 /*
  * The taps any output position reaches: rows [r[0], r[1]) and columns [r[2], r[3]) of the kernel
@@ -85,7 +62,8 @@ MT_INLINE void mt_dw_used_taps(const mt_conv_params *p, const mt_dims *in_d, con
         a3 = mt_smlatt(x13_, (pw)[1], a3);                                                                       \
     } while (0)
 
-/* Channels [c0, c0 + 4) over every output position; `mode` and `range` are constants per call site. */
+/* Channels [c0, c0 + 4) over every output position in requantization form `mode` (MT_DW_REQ_*);
+   `range` (a constant per call site) also merges the accumulator extremes into acc_min / acc_max. */
 MT_INLINE void mt_dw_quad(const mt_conv_params *p,
                           const mt_per_channel_quant *q,
                           const mt_dims *in_d,
@@ -98,15 +76,20 @@ MT_INLINE void mt_dw_quad(const mt_conv_params *p,
                           int32_t *acc_min,
                           int32_t *acc_max,
                           int32_t c0,
-                          const int mode,
+                          int mode,
                           const int range)
 {
     const int32_t h = in_d->h, w = in_d->w, c_n = in_d->c;
     const int32_t kh = f_d->h, kw = f_d->w, kk = kh * kw;
     const int32_t zz = (int32_t)(((uint32_t)(-p->input_zero_point) & 0xFFFFu) | ((uint32_t)(-p->input_zero_point) << 16));
     int32_t wq[2 * MT_DW_TAPS_MAX];
-    const int32_t act_lo = p->act_min, act_hi = p->act_max;
-    int32_t rm[4], rsh[4], rc1[4], lo[4], hi[4];
+    const int32_t act_lo = p->act_min, act_hi = p->act_max, zy = p->output_zero_point;
+    const int clamp = mode != MT_DW_REQ_ANY && (act_lo != -128 || act_hi != 127);
+    const int32_t sw = p->stride_w, rs = w * c_n; /* rs: the bytes of one image row */
+    /* the outputs [ox_a, ox_b) whose windows lie inside the image columns */
+    const int32_t ox_a = (p->pad_left + sw - 1) / sw;
+    const int32_t ox_b = w - kw + p->pad_left >= 0 ? (w - kw + p->pad_left) / sw + 1 : 0;
+    int32_t rm[4], rsh[4], rc1[4], lo[4], hi[4], b[4];
     int32_t t, k, n, oy, ox;
     int32_t r[4];
     mt_dw_used_taps(p, in_d, f_d, out_d, r);
@@ -122,6 +105,7 @@ MT_INLINE void mt_dw_quad(const mt_conv_params *p,
         rm[k] = mt_requant_mult(q->multiplier[c0 + k]);
         rsh[k] = mt_requant_sh(q->shift[c0 + k]);
         rc1[k] = mode == MT_DW_REQ_ANY ? 0 : mt_requant_c1(rsh[k], p->output_zero_point);
+        b[k] = bias[c0 + k];
         if (range) {
             lo[k] = acc_min[c0 + k];
             hi[k] = acc_max[c0 + k];
@@ -132,24 +116,36 @@ MT_INLINE void mt_dw_quad(const mt_conv_params *p,
             const int32_t iy0 = oy * p->stride_h - p->pad_top;
             const int32_t i_lo = iy0 < 0 ? -iy0 : 0;
             const int32_t i_hi = h - iy0 < kh ? h - iy0 : kh;
+            /* row i_lo of the windows at image column 0, and the weights of that kernel row */
+            const int8_t *xrow = input + ((n * h + iy0 + i_lo) * w) * c_n + c0;
+            const int32_t *wrow = wq + 2 * i_lo * kw;
             int8_t *y = output + (n * out_d->h + oy) * out_d->w * c_n + c0;
             for (ox = 0; ox < out_d->w; ++ox, y += c_n) {
-                const int32_t ix0 = ox * p->stride_w - p->pad_left;
-                const int32_t j_lo = ix0 < 0 ? -ix0 : 0;
-                const int32_t j_hi = w - ix0 < kw ? w - ix0 : kw;
-                int32_t a0 = bias[c0], a1 = bias[c0 + 1], a2 = bias[c0 + 2], a3 = bias[c0 + 3];
+                const int32_t ix0 = ox * sw - p->pad_left;
+                int32_t a0 = b[0], a1 = b[1], a2 = b[2], a3 = b[3];
                 int32_t i, j;
-                for (i = i_lo; i < i_hi; ++i) {
-                    const int8_t *px = input + ((n * h + iy0 + i) * w + ix0 + j_lo) * c_n + c0;
-                    const int32_t *pw = wq + 2 * (i * kw + j_lo);
-                    if (j_hi - j_lo == 3) { /* the common 3-wide row, unrolled */
+                if (ox >= ox_a && ox < ox_b && (kw == 3 || kw == 5)) {
+                    /* an interior window: whole rows, no column bounds (3 and 5 wide unrolled) */
+                    const int8_t *px = xrow + ix0 * c_n;
+                    const int32_t *pw = wrow;
+                    for (i = i_hi - i_lo; i > 0; --i, px += rs, pw += 2 * kw) {
                         MT_DW_TAP(px, pw);
                         MT_DW_TAP(px + c_n, pw + 2);
                         MT_DW_TAP(px + 2 * c_n, pw + 4);
-                        continue;
+                        if (kw == 5) {
+                            MT_DW_TAP(px + 3 * c_n, pw + 6);
+                            MT_DW_TAP(px + 4 * c_n, pw + 8);
+                        }
                     }
-                    for (j = j_lo; j < j_hi; ++j, px += c_n, pw += 2) {
-                        MT_DW_TAP(px, pw);
+                } else {
+                    const int32_t j_lo = ix0 < 0 ? -ix0 : 0;
+                    const int32_t j_hi = w - ix0 < kw ? w - ix0 : kw;
+                    for (i = i_lo; i < i_hi; ++i) {
+                        const int8_t *px = xrow + (i - i_lo) * rs + (ix0 + j_lo) * c_n;
+                        const int32_t *pw = wq + 2 * (i * kw + j_lo);
+                        for (j = j_lo; j < j_hi; ++j, px += c_n, pw += 2) {
+                            MT_DW_TAP(px, pw);
+                        }
                     }
                 }
                 if (range) {
@@ -162,10 +158,32 @@ MT_INLINE void mt_dw_quad(const mt_conv_params *p,
                     lo[3] = a3 < lo[3] ? a3 : lo[3];
                     hi[3] = a3 > hi[3] ? a3 : hi[3];
                 }
-                y[0] = mt_dw_requant(a0, mode, p, q, c0, rm[0], rsh[0], rc1[0], act_lo, act_hi);
-                y[1] = mt_dw_requant(a1, mode, p, q, c0 + 1, rm[1], rsh[1], rc1[1], act_lo, act_hi);
-                y[2] = mt_dw_requant(a2, mode, p, q, c0 + 2, rm[2], rsh[2], rc1[2], act_lo, act_hi);
-                y[3] = mt_dw_requant(a3, mode, p, q, c0 + 3, rm[3], rsh[3], rc1[3], act_lo, act_hi);
+                if (mode == MT_DW_REQ_FLOOR) {
+                    a0 = mt_requantize_floor(a0, rm[0], rsh[0], rc1[0]);
+                    a1 = mt_requantize_floor(a1, rm[1], rsh[1], rc1[1]);
+                    a2 = mt_requantize_floor(a2, rm[2], rsh[2], rc1[2]);
+                    a3 = mt_requantize_floor(a3, rm[3], rsh[3], rc1[3]);
+                } else if (mode == MT_DW_REQ_FAST) {
+                    a0 = mt_requantize_fast(a0, rm[0], rsh[0], rc1[0]);
+                    a1 = mt_requantize_fast(a1, rm[1], rsh[1], rc1[1]);
+                    a2 = mt_requantize_fast(a2, rm[2], rsh[2], rc1[2]);
+                    a3 = mt_requantize_fast(a3, rm[3], rsh[3], rc1[3]);
+                } else {
+                    a0 = mt_requantize(a0, q->multiplier[c0], q->shift[c0], zy, act_lo, act_hi);
+                    a1 = mt_requantize(a1, q->multiplier[c0 + 1], q->shift[c0 + 1], zy, act_lo, act_hi);
+                    a2 = mt_requantize(a2, q->multiplier[c0 + 2], q->shift[c0 + 2], zy, act_lo, act_hi);
+                    a3 = mt_requantize(a3, q->multiplier[c0 + 3], q->shift[c0 + 3], zy, act_lo, act_hi);
+                }
+                if (clamp) { /* the prepared forms clamp to [-128, 127]; the layer's clamp lies inside it */
+                    a0 = a0 < act_lo ? act_lo : (a0 > act_hi ? act_hi : a0);
+                    a1 = a1 < act_lo ? act_lo : (a1 > act_hi ? act_hi : a1);
+                    a2 = a2 < act_lo ? act_lo : (a2 > act_hi ? act_hi : a2);
+                    a3 = a3 < act_lo ? act_lo : (a3 > act_hi ? act_hi : a3);
+                }
+                y[0] = (int8_t)a0;
+                y[1] = (int8_t)a1;
+                y[2] = (int8_t)a2;
+                y[3] = (int8_t)a3;
             }
         }
     }
@@ -225,8 +243,8 @@ MT_INLINE void mt_dw_single(const mt_conv_params *p,
 /*
  * The requantization form of a depthwise layer the quad loop takes (MT_DW_REQ_*), or -1 for a layer
  * it does not take (a channel multiplier, or more than MT_DW_TAPS_MAX taps), which then runs the
- * reference loop. The caller runs mt_dw_quad (each mode its own out-of-line instance, so that one
- * call's stack holds one set of unpacked weights) on every quad, then mt_dw_single on the rest.
+ * reference loop. The caller runs mt_dw_quad (out of line, so that one call's stack holds one set
+ * of unpacked weights) on every quad, then mt_dw_single on the rest.
  */
 MT_INLINE int mt_dw_mode(const mt_conv_params *p, const mt_per_channel_quant *q, const mt_dims *in_d,
                          const mt_dims *f_d)
