@@ -40,6 +40,16 @@ MT_INLINE void bwd_w_tap_columns(int32_t j, int32_t s, int32_t pad, int32_t w, i
     *hi = last < ox1 ? last : ox1;
 }
 
+/* One output position's products of four channels: e (errors) and x (inputs) at c0. */
+MT_INLINE void bwd_w_single_position(const int8_t *e, const int8_t *x, int32_t zx, int32_t *a0, int32_t *a1,
+                                     int32_t *a2, int32_t *a3)
+{
+    *a0 += (int32_t)e[0] * ((int32_t)x[0] - zx);
+    *a1 += (int32_t)e[1] * ((int32_t)x[1] - zx);
+    *a2 += (int32_t)e[2] * ((int32_t)x[2] - zx);
+    *a3 += (int32_t)e[3] * ((int32_t)x[3] - zx);
+}
+
 /* Channels [c0, c0 + 4) of one depthwise layer (see the file comment). */
 static MT_NOINLINE void bwd_w_quad(const mt_conv_params *p,
                                    const mt_dims *in_d,
@@ -56,6 +66,7 @@ static MT_NOINLINE void bwd_w_quad(const mt_conv_params *p,
     const int32_t ho = out_d->h, wo = out_d->w, sh = p->stride_h, sw = p->stride_w;
     const int32_t zx = p->input_zero_point;
     const int32_t zz = (int32_t)(((uint32_t)(-zx) & 0xFFFFu) | ((uint32_t)(-zx) << 16));
+    const int32_t step = sw * c_n, step2 = 2 * sw * c_n; /* input bytes from a position to the next, and two on */
     int32_t ep[4 * MT_BWW_PAIRS];
     int32_t b0 = 0, b1 = 0, b2 = 0, b3 = 0;
     int32_t n, oy, ox0;
@@ -102,24 +113,28 @@ static MT_NOINLINE void bwd_w_quad(const mt_conv_params *p,
                         int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
                         int32_t lo, hi, ox;
                         bwd_w_tap_columns(j, sw, p->pad_left, w, ox0, ox1, &lo, &hi);
-                        for (ox = lo; ox < hi; ++ox) {
-                            const int8_t *px = xrow + (ox * sw - p->pad_left + j) * c_n;
-                            if (((ox - ox0) & 1) == 0 && ox + 1 < hi) {
-                                const int32_t *pq = ep + 2 * (ox - ox0);
-                                const int32_t va = mt_read_s8x4(px), vb = mt_read_s8x4(px + sw * c_n);
+                        if (lo < hi && ((lo - ox0) & 1)) { /* odd start: no partner before it */
+                            bwd_w_single_position(erow + lo * c_n, xrow + (lo * sw - p->pad_left + j) * c_n, zx, &a0,
+                                                  &a1, &a2, &a3);
+                            ++lo;
+                        }
+                        if (hi - lo >= 2) { /* the pairs (ox, ox + 1) from lo: two positions per SMLAD */
+                            const int8_t *px = xrow + (lo * sw - p->pad_left + j) * c_n;
+                            const int32_t *pq = ep + 2 * (lo - ox0);
+                            const int32_t *end = pq + 4 * ((hi - lo) >> 1);
+                            for (; pq < end; pq += 4, px += step2) {
+                                const int32_t va = mt_read_s8x4(px), vb = mt_read_s8x4(px + step);
                                 const int32_t xl = mt_pkhbt(va, vb), xh = mt_pkhtb(va, vb);
                                 a0 = mt_smlad(mt_sxtab16(zz, xl), pq[0], a0);
                                 a1 = mt_smlad(mt_sxtab16_ror8(zz, xl), pq[1], a1);
                                 a2 = mt_smlad(mt_sxtab16(zz, xh), pq[2], a2);
                                 a3 = mt_smlad(mt_sxtab16_ror8(zz, xh), pq[3], a3);
-                                ++ox;
-                            } else { /* a position without a partner */
-                                const int8_t *pe = erow + ox * c_n;
-                                a0 += (int32_t)pe[0] * ((int32_t)px[0] - zx);
-                                a1 += (int32_t)pe[1] * ((int32_t)px[1] - zx);
-                                a2 += (int32_t)pe[2] * ((int32_t)px[2] - zx);
-                                a3 += (int32_t)pe[3] * ((int32_t)px[3] - zx);
                             }
+                        }
+                        if (hi > lo && ((hi - lo) & 1)) { /* odd end */
+                            ox = hi - 1;
+                            bwd_w_single_position(erow + ox * c_n, xrow + (ox * sw - p->pad_left + j) * c_n, zx, &a0,
+                                                  &a1, &a2, &a3);
                         }
                         g[0] += a0;
                         g[kk] += a1;
