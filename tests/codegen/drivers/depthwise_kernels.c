@@ -5,7 +5,9 @@
  * Arguments: kind n h w c kh kw stride pad z_x z_y act_min act_max shift_lo shift_hi seed
  *   kind 0: mt_depthwise_conv2d_fwd_s8        kind 1: mt_depthwise_conv2d_fwd_s8_range
  *   kind 2: mt_grouped_conv2d_bwd_in_s8_s16   kind 3: mt_grouped_conv2d_bwd_w_s8_s8
+ *   kind 4: mt_grouped_conv2d_bwd_in_s8_s16 into float32 reals (a tensor with several consumers)
  */
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -80,6 +82,17 @@ int main(int argc, char **argv)
         printf("%d %d\n", (int)emin, (int)emax);
         for (i = 0; i < nx; ++i) { printf("%d ", (int)x[i]); } /* the error of the input, written over x */
         printf("\n");
+    } else if (a[0] == 4) {
+        int32_t emin = 0, emax = 0;
+        float *er = malloc(4u * (size_t)nx);
+        st = mt_grouped_conv2d_bwd_in_s8_s16(&p, &out_d, e16, &f_d, w, &in_d, 0, 0, 0, 0x1p-20f, er, &emin, &emax);
+        for (i = 0; i < nx; ++i) { /* the bits of each float */
+            uint32_t bits;
+            memcpy(&bits, &er[i], 4);
+            printf("%08lx ", (unsigned long)bits);
+        }
+        printf("\n");
+        free(er);
     } else {
         st = mt_grouped_conv2d_bwd_w_s8_s8(&p, &in_d, x, &out_d, y, &f_d, g, gb);
     }

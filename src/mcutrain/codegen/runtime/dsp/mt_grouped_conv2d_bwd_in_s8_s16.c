@@ -1,9 +1,11 @@
 /*
  * Transposed grouped conv (depthwise and dense included) of prescaled int16 errors with int8
- * weights (Python twin: fqt_kernels.conv2d_bwd_in_acc in mode "int", then fqt.FQT._to_err).
+ * weights (Python twin: fqt_kernels.conv2d_bwd_in_acc in mode "int", then fqt.FQT._to_err or
+ * fqt.FQT._as_real).
  * DSP twin of train/fqt/mt_grouped_conv2d_bwd_in_s8_s16.c, bit-exact with it; grouped layers that
- * are not depthwise, float errors for a tensor with several consumers (e_real), and cores without
- * DSP run the reference body (mt_grouped_conv2d_bwd_in_s8_s16_ref.h).
+ * are not depthwise, and cores without DSP, run the reference body
+ * (mt_grouped_conv2d_bwd_in_s8_s16_ref.h). A tensor with several consumers gets the float32 reals
+ * (e_real) as in the reference.
  *
  * Depthwise: input position (y, x) of channel c sums e16[(y + pad - i) / s, (x + pad - j) / s, c]
  * * w[c, i, j] over the taps whose output position exists, so the taps are visited through the
@@ -52,6 +54,8 @@ MT_INLINE void bwd_in_channels(const mt_conv_params *p,
                            int32_t multiplier,
                            int32_t shift,
                            int8_t *e_x,
+                           float s_acc,
+                           float *e_real,
                            int32_t *lo,
                            int32_t *hi,
                            int32_t c0,
@@ -103,6 +107,15 @@ MT_INLINE void bwd_in_channels(const mt_conv_params *p,
                         }
                     }
                 }
+                if (e_real) { /* a tensor with several consumers: float32(acc) * s_acc, no extremes */
+                    e_real[at] = mt_s64_to_f32(a0) * s_acc;
+                    if (quad) {
+                        e_real[at + 1] = mt_s64_to_f32(a1) * s_acc;
+                        e_real[at + 2] = mt_s64_to_f32(a2) * s_acc;
+                        e_real[at + 3] = mt_s64_to_f32(a3) * s_acc;
+                    }
+                    continue;
+                }
                 vmin = a0 < vmin ? a0 : vmin;
                 vmax = a0 > vmax ? a0 : vmax;
                 if (quad) {
@@ -129,18 +142,20 @@ MT_INLINE void bwd_in_channels(const mt_conv_params *p,
 }
 
 /* One out-of-line loop for the quads, one for single channels. */
-static MT_NOINLINE void bwd_in_quad(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16, const mt_dims *f_d,
-                                const int8_t *filter, const mt_dims *in_d, int32_t multiplier, int32_t shift,
-                                int8_t *e_x, int32_t *lo, int32_t *hi, int32_t c0)
+static MT_NOINLINE void bwd_in_quad(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
+                                    const mt_dims *f_d, const int8_t *filter, const mt_dims *in_d, int32_t multiplier,
+                                    int32_t shift, int8_t *e_x, float s_acc, float *e_real, int32_t *lo, int32_t *hi,
+                                    int32_t c0)
 {
-    bwd_in_channels(p, out_d, e16, f_d, filter, in_d, multiplier, shift, e_x, lo, hi, c0, 1);
+    bwd_in_channels(p, out_d, e16, f_d, filter, in_d, multiplier, shift, e_x, s_acc, e_real, lo, hi, c0, 1);
 }
 
 static MT_NOINLINE void bwd_in_single(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
-                                  const mt_dims *f_d, const int8_t *filter, const mt_dims *in_d, int32_t multiplier,
-                                  int32_t shift, int8_t *e_x, int32_t *lo, int32_t *hi, int32_t c)
+                                      const mt_dims *f_d, const int8_t *filter, const mt_dims *in_d,
+                                      int32_t multiplier, int32_t shift, int8_t *e_x, float s_acc, float *e_real,
+                                      int32_t *lo, int32_t *hi, int32_t c)
 {
-    bwd_in_channels(p, out_d, e16, f_d, filter, in_d, multiplier, shift, e_x, lo, hi, c, 0);
+    bwd_in_channels(p, out_d, e16, f_d, filter, in_d, multiplier, shift, e_x, s_acc, e_real, lo, hi, c, 0);
 }
 #endif /* MT_DSP */
 
@@ -159,18 +174,18 @@ mt_status mt_grouped_conv2d_bwd_in_s8_s16(const mt_conv_params *params,
                                           int32_t *acc_max)
 {
 #if MT_DSP
-    if (params && output_dims && e16 && filter_dims && filter && input_dims && acc_min && acc_max && !e_real &&
+    if (params && output_dims && e16 && filter_dims && filter && input_dims && acc_min && acc_max && !(e_x && e_real) &&
         params->groups == input_dims->c && filter_dims->c == 1 && filter_dims->n == input_dims->c &&
         output_dims->c == input_dims->c && params->stride_h >= 1 && params->stride_w >= 1 &&
         filter_dims->h * filter_dims->w <= MT_DW_TAPS_MAX) {
         int32_t c;
         for (c = 0; c + 4 <= input_dims->c; c += 4) {
-            bwd_in_quad(params, output_dims, e16, filter_dims, filter, input_dims, multiplier, shift, e_x, acc_min, acc_max,
-                    c);
+            bwd_in_quad(params, output_dims, e16, filter_dims, filter, input_dims, multiplier, shift, e_x, s_acc, e_real,
+                        acc_min, acc_max, c);
         }
         for (; c < input_dims->c; ++c) {
-            bwd_in_single(params, output_dims, e16, filter_dims, filter, input_dims, multiplier, shift, e_x, acc_min,
-                      acc_max, c);
+            bwd_in_single(params, output_dims, e16, filter_dims, filter, input_dims, multiplier, shift, e_x, s_acc,
+                          e_real, acc_min, acc_max, c);
         }
         return MT_OK;
     }
