@@ -114,7 +114,8 @@ CASES: list[Case] = [
          ("--method", "fqt", "--precision", "uint8", "--trainable", "last:7"), runs=M7_RUNS,
          input_shape=MCUNET_SIZE, batch=1, steps=1, reference="seed A: 192.6 ms (its MBedNet)"),
     Case("mcunet-5fps", "fqt int8, last 2 blocks",
-         ("--method", "fqt", "--precision", "int8", "--trainable", "last:7"), runs=M7_RUNS,
+         ("--method", "fqt", "--precision", "int8", "--trainable", "last:7"),
+         runs=(*M7_RUNS, ("cortex-m4", "dsp")),   # the M4 DSP row: the depthwise twins in the step
          input_shape=MCUNET_SIZE, batch=1, steps=1),
 ]
 QUICK_CASES: list[Case] = [

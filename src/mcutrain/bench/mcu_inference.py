@@ -16,7 +16,8 @@ each layer is run alone and consecutive totals are differenced, so each layer's 
 its kernels' set-up but no other layer's work.
 
 Run: ``mcutrain bench mcu-inference`` (small-cnn, digits-cnn and mnist1d-cnn, 2 samples, seed 0,
-per layer for small-cnn: the settings of the committed result) writes
+per layer for small-cnn, plus mcunet-5fps at 128x128, one sample, on the M4 reference and the
+M4/M7/M33 DSP kernels: the settings of the committed result) writes
 `benchmarks/results/mcu-inference.json` and the page `docs/benchmarks-mcu-inference.md` (a page
 of its own, not a block of benchmarks.md). ``--quick`` (digits-cnn, one sample: M4, M33 DSP, M55
 Helium, M4 reference and RV32IMC kernels, no per-layer rows) writes `mcu-inference.quick.json` and
@@ -61,12 +62,17 @@ class Settings:
     per_layer: bool = True
     """Also count each layer of the first arch (DSP kernels, M4 and M7)."""
     runs: tuple[tuple[str, str], ...] = RUNS
+    depthwise_archs: tuple[str, ...] = ("mcunet-5fps",)
+    """MobileNet-style nets (depthwise convs, residual adds; mcunet-5fps at its 128x128 input), run
+    on DEPTHWISE_RUNS only: the depthwise DSP twins against the portable C side by side."""
 
 
+DEPTHWISE_RUNS = (("cortex-m4", "ref"), ("cortex-m4", "dsp"), ("cortex-m7", "dsp"), ("cortex-m33", "dsp"))
+"""The cores of the depthwise rows (the M0+ and RISC-V portable C at 22 M MACs would take many minutes)."""
 FULL = Settings()
 QUICK = Settings(archs=("digits-cnn",), samples=1, per_layer=False,
                  runs=(("cortex-m4", "dsp"), ("cortex-m33", "dsp"), ("cortex-m55", "dsp"),
-                       ("cortex-m4", "ref"), ("rv32imc", "ref")))
+                       ("cortex-m4", "ref"), ("rv32imc", "ref")), depthwise_archs=())
 
 
 def measure(arch: str, samples: int, seed: int, runs: tuple[tuple[str, str], ...] = RUNS,
@@ -178,6 +184,7 @@ def run_mcu_inference(work: Path, results: Path, quick: bool, log, docs: Path) -
     """Int8 inference in QEMU: exact instructions per MAC on M0+/M4/M7/M33, reference vs DSP kernels."""
     st = QUICK if quick else FULL
     rows = [r for arch in st.archs for r in measure(arch, st.samples, st.seed, st.runs, log)]
+    rows += [r for arch in st.depthwise_archs for r in measure(arch, 1, st.seed, DEPTHWISE_RUNS, log)]
     layers = ([r for t in ("cortex-m4", "cortex-m7", "cortex-m55")
                for r in per_layer(st.archs[0], t, "dsp", st.seed, log)]
               if st.per_layer else [])

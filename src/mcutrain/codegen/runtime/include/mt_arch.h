@@ -2,7 +2,7 @@
  * mcutrain runtime: the one architecture header.
  *
  * It maps compiler feature macros to our switch MT_DSP, which selects the inner loops that use
- * the Armv7E-M DSP instructions (SMLAD, SXTB16, SXTAB16). Every kernel also has a pure C path,
+ * the Armv7E-M DSP instructions (SMLAD, SMLABB/SMLATT, SXTB16, SXTAB16, PKH). Every kernel also has a pure C path,
  * and both paths give bit-identical results (all arithmetic is exact integer arithmetic).
  *
  * Build options that select a path (none of them changes any result):
@@ -132,6 +132,26 @@ MT_INLINE int32_t mt_pkhbt(int32_t a, int32_t b)
     return r;
 }
 
+/* acc + x.lo * y.lo (signed 16-bit halves; SMLABB). */
+MT_INLINE int32_t mt_smlabb(int32_t x, int32_t y, int32_t acc)
+{
+    return __smlabb(x, y, acc);
+}
+
+/* acc + x.hi * y.hi (signed 16-bit halves; SMLATT). */
+MT_INLINE int32_t mt_smlatt(int32_t x, int32_t y, int32_t acc)
+{
+    return __smlatt(x, y, acc);
+}
+
+/* The high halves of a and b as one word: (a.hi, b.hi) (PKHTB with ASR #16). */
+MT_INLINE int32_t mt_pkhtb(int32_t a, int32_t b)
+{
+    int32_t r;
+    __asm__("pkhtb %0, %1, %2, asr #16" : "=r"(r) : "r"(b), "r"(a));
+    return r;
+}
+
 #else /* !MT_DSP_NATIVE: portable emulation (MT_EMULATE_DSP) */
 
 MT_INLINE int32_t mt_lo16(int32_t x)
@@ -195,6 +215,21 @@ MT_INLINE int32_t mt_max_s8x4(int32_t a, int32_t b)
 MT_INLINE int32_t mt_pkhbt(int32_t a, int32_t b)
 {
     return mt_pack16(mt_lo16(a), mt_lo16(b));
+}
+
+MT_INLINE int32_t mt_smlabb(int32_t x, int32_t y, int32_t acc)
+{
+    return (int32_t)((uint32_t)acc + (uint32_t)(mt_lo16(x) * mt_lo16(y)));
+}
+
+MT_INLINE int32_t mt_smlatt(int32_t x, int32_t y, int32_t acc)
+{
+    return (int32_t)((uint32_t)acc + (uint32_t)(mt_hi16(x) * mt_hi16(y)));
+}
+
+MT_INLINE int32_t mt_pkhtb(int32_t a, int32_t b)
+{
+    return mt_pack16(mt_hi16(a), mt_hi16(b));
 }
 
 #endif /* MT_DSP_NATIVE */

@@ -37,12 +37,8 @@ MT_INLINE uint32_t mt_usada8(uint32_t a, uint32_t b, uint32_t acc)
     return __usada8(a, b, acc);
 }
 
-/* acc + (x half) * (y half): B = bottom (bits 0-15), T = top, signed 16-bit; one MAC each. */
-MT_INLINE int32_t mt_smlabb(int32_t x, int32_t y, int32_t acc)
-{
-    return __smlabb(x, y, acc);
-}
-
+/* acc + (x half) * (y half): B = bottom (bits 0-15), T = top, signed 16-bit; one MAC each
+   (mt_smlabb and mt_smlatt are in mt_arch.h). */
 MT_INLINE int32_t mt_smlatb(int32_t x, int32_t y, int32_t acc)
 {
     return __smlatb(x, y, acc);
@@ -53,11 +49,6 @@ MT_INLINE int32_t mt_smlabt(int32_t x, int32_t y, int32_t acc)
     return __smlabt(x, y, acc);
 }
 
-MT_INLINE int32_t mt_smlatt(int32_t x, int32_t y, int32_t acc)
-{
-    return __smlatt(x, y, acc);
-}
-
 #else /* !MT_DSP_NATIVE: portable emulation (MT_EMULATE_DSP) */
 
 MT_INLINE int32_t mt_half(int32_t x, int top)
@@ -66,11 +57,6 @@ MT_INLINE int32_t mt_half(int32_t x, int top)
 }
 
 /* Wrapping sums like the instructions; the kernels' bounds keep them exact. */
-MT_INLINE int32_t mt_smlabb(int32_t x, int32_t y, int32_t acc)
-{
-    return (int32_t)((uint32_t)acc + (uint32_t)(mt_half(x, 0) * mt_half(y, 0)));
-}
-
 MT_INLINE int32_t mt_smlatb(int32_t x, int32_t y, int32_t acc)
 {
     return (int32_t)((uint32_t)acc + (uint32_t)(mt_half(x, 1) * mt_half(y, 0)));
@@ -79,11 +65,6 @@ MT_INLINE int32_t mt_smlatb(int32_t x, int32_t y, int32_t acc)
 MT_INLINE int32_t mt_smlabt(int32_t x, int32_t y, int32_t acc)
 {
     return (int32_t)((uint32_t)acc + (uint32_t)(mt_half(x, 0) * mt_half(y, 1)));
-}
-
-MT_INLINE int32_t mt_smlatt(int32_t x, int32_t y, int32_t acc)
-{
-    return (int32_t)((uint32_t)acc + (uint32_t)(mt_half(x, 1) * mt_half(y, 1)));
 }
 
 MT_INLINE uint32_t mt_usada8(uint32_t a, uint32_t b, uint32_t acc)

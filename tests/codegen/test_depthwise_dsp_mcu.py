@@ -1,0 +1,69 @@
+"""The depthwise DSP twins' native assembly on an emulated Cortex-M4 (QEMU): int8 inference and a
+whole FQT int8 training step (forward with extremes, error propagation, weight gradient) bit-exact
+with the golden engine and the simulated `FQT`, on one MobileNet-style graph whose depthwise
+layers have a channel count that is no multiple of four, stride 1 and 2, and 3x3 and 5x5 kernels.
+The host tests (test_depthwise_dsp.py) run the same loops through their portable emulation.
+Needs the ARM cross toolchain and QEMU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mcutrain import graph as G
+from mcutrain import zoo
+from mcutrain.codegen.cross import build_mcu, build_mcu_train, run_mcu, run_mcu_train
+from mcutrain.codegen.emit_fqt import quantize_input
+from mcutrain.codegen.library import export_library, export_training_library
+from mcutrain.engines import int_engine, ptq
+from mcutrain.mcu.twin import first_mismatch, simulate_fqt_steps
+from mcutrain.methods.fqt import FQT
+from mcutrain.methods.fqt_state import FQTConfig
+
+CORE = "cortex-m4"
+TWINS = ("dw_quad", "dw_range_quad", "bwd_in_quad", "bwd_w_quad")
+"""The DSP loops' out-of-line functions: each must have run (the per-function profile)."""
+
+
+def _graph() -> G.Graph:
+    """conv 3x3 -> dw 3x3 stride 2 (6 channels) -> pw 1x1 -> dw 5x5 (6 channels) -> flatten -> linear."""
+    nodes = [G.conv2d("stem", G.INPUT, 6, 3, 1, 1, act="relu", in_channels=2),
+             G.conv2d("dw1", "stem", 6, 3, 2, 1, groups=6, act="relu6", in_channels=6),
+             G.conv2d("pw", "dw1", 6, 1, 1, 0, act="relu", in_channels=6),
+             G.conv2d("dw2", "pw", 6, 5, 1, 2, groups=6, act="relu", in_channels=6),
+             G.flatten("f", "dw2")]
+    feats = G.Graph((8, 8, 2), nodes).shape("f")[0]
+    nodes.append(G.linear("fc", "f", 5, in_features=feats))
+    return zoo.he_init(G.Graph((8, 8, 2), nodes, "dwnet"), seed=4)
+
+
+@pytest.fixture(scope="module")
+def model():
+    g = _graph()
+    rng = np.random.default_rng(7)
+    x = rng.random((4, *g.input_shape), dtype=np.float32)
+    return ptq.quantize_model(g, rng.random((32, *g.input_shape), dtype=np.float32)), x
+
+
+def test_depthwise_inference_is_bit_exact_on_the_m4(arm_tools, tmp_path, model):
+    qm, x = model
+    x_q = int_engine.quantize_input(qm, x[:2])
+    export_library(qm, tmp_path / "lib", kernels="dsp")
+    b = build_mcu(tmp_path / "lib", CORE, tmp_path / "m.elf", kernels="dsp")
+    logits, prof = run_mcu(b.elf, CORE, x_q, 5, tmp_path / "run")
+    np.testing.assert_array_equal(logits, int_engine.forward(qm, x_q))
+    assert any(f.startswith("dw_quad") for f in prof.region.per_function), "the DSP depthwise forward ran"
+
+
+def test_depthwise_fqt_step_is_bit_exact_on_the_m4(arm_tools, tmp_path, model):
+    qm, x = model
+    cfg = FQTConfig(precision="int8", trainable="all", seed=3)
+    batches = [(x[:1], np.array([3]))]
+    res = export_training_library(FQT(qm, cfg, x[:1]), tmp_path / "lib", batch=1, kernels="dsp")
+    b = build_mcu_train(tmp_path / "lib", CORE, tmp_path / "t.elf", kernels="dsp")
+    data = [(quantize_input(FQT(qm, cfg, x[:1]), bx), by) for bx, by in batches]
+    mcu, prof, _ = run_mcu_train(b.elf, CORE, data, 0.05, res.model, 5, tmp_path / "run", timeout=600)
+    assert first_mismatch(simulate_fqt_steps(FQT(qm, cfg, x[:1]), batches, 0.05, res.model), mcu) == ""
+    ran = prof.region.per_function
+    missing = [f for f in TWINS[1:] if not any(k.startswith(f) for k in ran)]
+    assert missing == [], "every DSP depthwise loop of the step ran"
