@@ -38,6 +38,7 @@ from mcutrain.codegen.emit_base import call, checked
 from mcutrain.codegen.emit_fqt_base import FqtEmitter
 from mcutrain.codegen.emit_fqt_float import emitters, logit_range_function
 from mcutrain.codegen.emit_fqt_graph import GRAPH_EMITTERS, check_graph
+from mcutrain.codegen.emit_fqt_graph_u8 import check_graph_u8, uint8_graph_emitters
 from mcutrain.codegen.emit_fqt_ops import FQT_KERNEL_EMITTERS
 from mcutrain.codegen.emit_fqt_source import (
     fixed_layer,
@@ -80,7 +81,7 @@ UINT8_MAX_BATCH = 128
 
 
 def _check_sequential(method) -> None:
-    """uint8, mixed and float32 run sequential graphs of conv2d (dense), linear, maxpool and flatten."""
+    """mixed and float32 run sequential graphs of conv2d (dense), linear, maxpool and flatten."""
     g = method.graph
     for n in g.nodes:
         if n.op not in (Op.CONV2D, Op.LINEAR, Op.MAXPOOL, Op.FLATTEN):
@@ -110,8 +111,10 @@ def check_fqt(method, batch: int) -> None:
     if p.name == "int8" and (p.weight_rounding != "stochastic" or p.relative_update):
         raise ExportError("fqt int8 in C rounds weights stochastically with absolute steps; "
                           "drop the weight_rounding / relative_update overrides")
-    if p.name != "int8":
+    if p.name in ("mixed", "float32"):
         _check_sequential(method)
+    if p.name == "uint8":
+        check_graph_u8(method, batch)     # residual adds, depthwise convs, global average pools
     g = method.graph
     check_graph(method, batch)    # ops, shared tensors and bounds of non-sequential graphs
     for n in g.nodes:
@@ -215,6 +218,8 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
     plan = plan_training(s)
     e = FqtEmitter(method, s, plan)
     e.emit = emitters(e)
+    if method.prec.name == "uint8":      # the ops of non-sequential graphs, over the sequential ones
+        e.emit = uint8_graph_emitters(e.emit)
     g = method.graph
     p = method.prec
     e.act_owners = [] if p.acts == "f32" else \
