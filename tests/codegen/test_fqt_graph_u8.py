@@ -23,15 +23,16 @@ from mcutrain.methods.fqt_state import FQTConfig
 
 
 def block_graph() -> G.Graph:
-    """stem -> inverted residual (1x1, depthwise 3x3, 1x1, add with a fused relu) -> grouped 3x3 with
-    two channels per group (stride 2) -> 1x1 -> global average pool -> flatten -> linear."""
+    """stem -> inverted residual (1x1, depthwise 3x3, 1x1, add with a fused relu) -> depthwise 3x3 with a
+    channel multiplier of 2 (stride 2) -> grouped 1x1 (4 channels per group) -> global average pool ->
+    flatten -> linear."""
     nodes = [G.conv2d("stem", G.INPUT, 4, 3, padding=1, act="relu6", in_channels=2),
              G.conv2d("b0.pw1", "stem", 8, 1, act="relu6", in_channels=4),
              G.conv2d("b0.dw", "b0.pw1", 8, 3, padding=1, groups=8, act="relu6", in_channels=8),
              G.conv2d("b0.pw2", "b0.dw", 4, 1, in_channels=8),
              G.add("b0.add", "b0.pw2", "stem", act="relu"),
-             G.conv2d("g", "b0.add", 8, 3, stride=2, padding=1, groups=2, act="relu", in_channels=4),
-             G.conv2d("pw", "g", 6, 1, act="relu6", in_channels=8),
+             G.conv2d("g", "b0.add", 8, 3, stride=2, padding=1, groups=4, act="relu", in_channels=4),
+             G.conv2d("pw", "g", 6, 1, groups=2, act="relu6", in_channels=8),
              G.global_avgpool("gap", "pw"), G.flatten("flat", "gap"),
              G.linear("fc", "flat", 5, in_features=6)]
     return zoo.he_init(G.Graph((6, 6, 2), nodes, "u8-blocks"), seed=2)
@@ -70,7 +71,7 @@ def test_uint8_blocks_train_bit_exactly_in_c(tmp_path, batch):
     sim = run_and_compare(tmp_path, block_graph(), FQTConfig(precision="uint8", seed=5), steps=3, batch=batch)
     ops = {n.op for n in sim.graph.nodes if sim.needs[n.name]}
     assert {Op.ADD, Op.GLOBAL_AVGPOOL} <= ops
-    assert {n.attrs["groups"] for n in sim.graph.nodes if n.op == Op.CONV2D} == {1, 2, 8}
+    assert {n.attrs["groups"] for n in sim.graph.nodes if n.op == Op.CONV2D} == {1, 2, 4, 8}
 
 
 def _refused(g: G.Graph, msg: str, **kw) -> None:
@@ -90,3 +91,12 @@ def test_what_uint8_does_not_run_is_refused_with_what_to_do():
             G.linear("fc", "f", 3, in_features=4)]
     _refused(zoo.he_init(G.Graph((190, 190, 1), wide, "wide"), seed=1),
              r"node 'c': its uint8 weight gradient sums 36100 products")
+
+
+@needs_gcc
+@pytest.mark.parametrize(("precision", "batch"), [("mixed", 1), ("float32", 1), ("mixed", 2), ("float32", 2)])
+def test_float_error_precisions_train_the_blocks_bit_exactly_in_c(tmp_path, precision, batch):
+    """mixed (uint8 forward, float32 errors) and float32: every float32 sum in the simulator's
+    sequential order (exact_float_order), the residual add's errors summed in arrival order."""
+    run_and_compare(tmp_path, block_graph(), FQTConfig(precision=precision, seed=5, exact_float_order=True),
+                    steps=3, batch=batch)

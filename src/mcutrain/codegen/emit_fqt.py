@@ -38,6 +38,7 @@ from mcutrain.codegen.emit_base import call, checked
 from mcutrain.codegen.emit_fqt_base import FqtEmitter
 from mcutrain.codegen.emit_fqt_float import emitters, logit_range_function
 from mcutrain.codegen.emit_fqt_graph import GRAPH_EMITTERS, check_graph
+from mcutrain.codegen.emit_fqt_graph_f32 import check_graph_f32, float_graph_emitters
 from mcutrain.codegen.emit_fqt_graph_u8 import check_graph_u8, uint8_graph_emitters
 from mcutrain.codegen.emit_fqt_ops import FQT_KERNEL_EMITTERS
 from mcutrain.codegen.emit_fqt_source import (
@@ -80,22 +81,6 @@ UINT8_MAX_BATCH = 128
 """uint8 batches sum the samples' centred uint8 gradients (|.| <= 255 each) in int16."""
 
 
-def _check_sequential(method) -> None:
-    """mixed and float32 run sequential graphs of conv2d (dense), linear, maxpool and flatten."""
-    g = method.graph
-    for n in g.nodes:
-        if n.op not in (Op.CONV2D, Op.LINEAR, Op.MAXPOOL, Op.FLATTEN):
-            raise ExportError(f"node '{n.name}': op {n.op.value} has no fqt {method.prec.name} C step "
-                              "yet; use --precision int8, or a sequential graph of conv2d, linear, maxpool, "
-                              "flatten")
-        if n.op == Op.CONV2D and n.attrs["groups"] != 1:
-            raise ExportError(f"node '{n.name}': grouped/depthwise convs have no fqt {method.prec.name} "
-                              "C step yet; use --precision int8")
-        if len(g.consumers(n.name)) > 1:
-            raise ExportError(f"node '{n.name}' feeds several layers; fqt {method.prec.name} in C needs a "
-                              "sequential graph (or --precision int8)")
-
-
 def check_fqt(method, batch: int) -> None:
     """Refuse FQT settings the generated C does not implement yet, saying what to use instead."""
     p = method.prec
@@ -112,7 +97,7 @@ def check_fqt(method, batch: int) -> None:
         raise ExportError("fqt int8 in C rounds weights stochastically with absolute steps; "
                           "drop the weight_rounding / relative_update overrides")
     if p.name in ("mixed", "float32"):
-        _check_sequential(method)
+        check_graph_f32(method)           # residual adds, depthwise convs, global average pools
     if p.name == "uint8":
         check_graph_u8(method, batch)     # residual adds, depthwise convs, global average pools
     g = method.graph
@@ -217,11 +202,13 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
     s = schedule_for(method, batch=batch, kernels=kernels)
     plan = plan_training(s)
     e = FqtEmitter(method, s, plan)
-    e.emit = emitters(e)
-    if method.prec.name == "uint8":      # the ops of non-sequential graphs, over the sequential ones
-        e.emit = uint8_graph_emitters(e.emit)
     g = method.graph
     p = method.prec
+    e.emit = emitters(e)
+    if p.acts == "u8":      # the ops of non-sequential graphs, over the sequential ones
+        e.emit = uint8_graph_emitters(e.emit, backward=p.errors == "u8")
+    if p.errors == "f32":
+        e.emit = float_graph_emitters(e.emit, acts_f32=p.acts == "f32")
     e.act_owners = [] if p.acts == "f32" else \
         list(dict.fromkeys(method.owner[t] for t in [INPUT, *(n.name for n in g.nodes)]))
     e.err_keys = [] if p.errors == "f32" else error_range_owners(g, method.needs)

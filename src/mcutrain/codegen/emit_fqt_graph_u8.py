@@ -194,12 +194,17 @@ def _error_sum(e: FqtEmitter, k: Kernel) -> list[str]:
     return [*lines, f"mt_fqt_qparams_u8({de}.lo, {de}.hi, &s_o, &z_o);", *kern("s_o", "z_o", out)]
 
 
-def uint8_graph_emitters(table: dict[str, Emitter]) -> dict[str, Emitter]:
-    """The uint8 graph emitters over `table` (the precision's): graph cases here, the rest handed on."""
+def uint8_graph_emitters(table: dict[str, Emitter], backward: bool = True) -> dict[str, Emitter]:
+    """The uint8 graph emitters over `table` (the precision's): graph cases here, the rest handed on.
+
+    `backward` False: the forward ops only (mixed: uint8 activations, float32 errors).
+    """
     out = dict(table)
+    out.update({"add_fwd": _add_fwd, "global_avgpool_fwd": _global_avgpool_fwd})
+    if not backward:
+        return out
     for op in ("conv2d_bwd_in", "depthwise_conv2d_bwd_in"):
         out[op] = lambda e, k, prev=table[op]: _conv_bwd_in(e, k, prev)
     out["conv2d_bwd_w"] = lambda e, k, prev=table["conv2d_bwd_w"]: _conv_bwd_w(e, k, prev)
-    out.update({"add_fwd": _add_fwd, "global_avgpool_fwd": _global_avgpool_fwd,
-                "global_avgpool_bwd": _global_avgpool_bwd, "error_sum": _error_sum})
+    out.update({"global_avgpool_bwd": _global_avgpool_bwd, "error_sum": _error_sum})
     return out
