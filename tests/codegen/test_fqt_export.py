@@ -119,7 +119,6 @@ def test_jump_columns_advance_the_stream():
 
 @pytest.mark.parametrize(("kw", "batch", "msg"), [
     ({"precision": "uint8", "weight_rounding": "floor"}, 1, "fqt uint8 in C rounds weights to nearest"),
-    ({"lambda_min": 0.5}, 2, "partial updates (lambda_min < 1) run in C with --batch 1 so far"),
 ])
 def test_unsupported_settings_are_refused(kw, batch, msg):
     g = zoo.build("digits-cnn", seed=1)

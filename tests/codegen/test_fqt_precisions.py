@@ -102,8 +102,6 @@ def test_float32_inputs_travel_as_bytes():
 
 @pytest.mark.parametrize(("kw", "batch", "msg"), [
     ({"precision": "uint8"}, 200, "at most --batch 128"),
-    ({"precision": "mixed", "lambda_min": 0.5}, 2,
-     "partial updates (lambda_min < 1) run in C with --batch 1"),
     ({"precision": "mixed", "weight_rounding": "floor"}, 1, "fqt mixed in C rounds weights to nearest"),
 ])
 def test_unsupported_settings_are_refused(kw, batch, msg):
