@@ -66,7 +66,7 @@ def run_and_compare(tmp_path, g: G.Graph, cfg: FQTConfig, steps: int, batch: int
 
 
 @needs_gcc
-@pytest.mark.parametrize("batch", [1, 3])
+@pytest.mark.parametrize("batch", [3])     # batch 1: tests/mcu/test_fqt_cores_mcu.py, on the M4
 def test_uint8_blocks_train_bit_exactly_in_c(tmp_path, batch):
     sim = run_and_compare(tmp_path, block_graph(), FQTConfig(precision="uint8", seed=5), steps=3, batch=batch)
     ops = {n.op for n in sim.graph.nodes if sim.needs[n.name]}

@@ -28,7 +28,7 @@ PARTIAL = {"int8": "layers:stem,b0.pw1,b0.dw,g,pw,fc", "uint8": "layers:stem,b0.
 def test_partial_updates_with_a_batch_on_a_residual_graph_equal_the_simulator(tmp_path, precision, batch):
     cfg = FQTConfig(precision=precision, seed=5, lambda_min=0.1, partial_output=True, exact_float_order=True,
                     trainable=PARTIAL[precision])
-    sim = run_and_compare(tmp_path, block_graph(), cfg, steps=4, batch=batch)
+    sim = run_and_compare(tmp_path, block_graph(), cfg, steps=3, batch=batch)
     assert set(sim.decisions.partial_layers) == set(sim.trainable)
 
 
