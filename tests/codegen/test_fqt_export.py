@@ -119,21 +119,9 @@ def test_jump_columns_advance_the_stream():
 
 @pytest.mark.parametrize(("kw", "batch", "msg"), [
     ({"precision": "uint8", "weight_rounding": "floor"}, 1, "fqt uint8 in C rounds weights to nearest"),
-    ({"lambda_min": 0.5}, 2, "partial updates (lambda_min < 1) run in C with --batch 1 so far"),
 ])
 def test_unsupported_settings_are_refused(kw, batch, msg):
     g = zoo.build("digits-cnn", seed=1)
     x = np.random.default_rng(0).random((4, *g.input_shape), dtype=np.float32)
     with pytest.raises(ExportError, match=msg.replace("(", r"\(").replace(")", r"\)")):
         emit_fqt_training(FQT(g, FQTConfig(**kw), x), batch=batch)
-
-
-def test_depthwise_backward_is_refused_in_uint8():
-    """int8 trains depthwise convs in C (tests/codegen/test_fqt_graph.py); uint8 does not yet."""
-    nodes = [G.conv2d("dw", G.INPUT, 2, 3, padding=1, groups=2, act="relu", in_channels=2),
-             G.conv2d("pw", "dw", 4, 1, act="relu", in_channels=2),
-             G.flatten("flat", "pw"), G.linear("fc", "flat", 3, in_features=4 * 4 * 4)]
-    g = zoo.he_init(G.Graph((4, 4, 2), nodes, "dw"), seed=1)
-    x = np.random.default_rng(0).random((4, 4, 4, 2), dtype=np.float32)
-    with pytest.raises(ExportError, match=r"uint8 .*--precision int8"):
-        emit_fqt_training(FQT(g, FQTConfig(precision="uint8"), x))

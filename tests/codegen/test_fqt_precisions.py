@@ -102,8 +102,6 @@ def test_float32_inputs_travel_as_bytes():
 
 @pytest.mark.parametrize(("kw", "batch", "msg"), [
     ({"precision": "uint8"}, 200, "at most --batch 128"),
-    ({"precision": "mixed", "lambda_min": 0.5}, 2,
-     "partial updates (lambda_min < 1) run in C with --batch 1"),
     ({"precision": "mixed", "weight_rounding": "floor"}, 1, "fqt mixed in C rounds weights to nearest"),
 ])
 def test_unsupported_settings_are_refused(kw, batch, msg):
@@ -113,12 +111,13 @@ def test_unsupported_settings_are_refused(kw, batch, msg):
         emit_fqt_training(FQT(g, FQTConfig(**kw), x), batch=batch)
 
 
-def test_residual_graphs_need_int8():
+@pytest.mark.parametrize("precision", ["mixed", "float32"])
+def test_windowed_average_pools_need_int8(precision):
     nodes = [G.conv2d("a", G.INPUT, 2, 3, padding=1, act="relu", in_channels=1),
-             G.conv2d("b", "a", 2, 3, padding=1, in_channels=2),
-             G.add("sum", "a", "b", act="relu"),
-             G.flatten("flat", "sum"), G.linear("fc", "flat", 3, in_features=4 * 4 * 2)]
-    g = zoo.he_init(G.Graph((4, 4, 1), nodes, "res"), seed=1)
+             G.avgpool("ap", "a", 2),
+             G.flatten("flat", "ap"), G.linear("fc", "flat", 3, in_features=2 * 2 * 2)]
+    g = zoo.he_init(G.Graph((4, 4, 1), nodes, "ap"), seed=1)
     x = np.random.default_rng(0).random((4, 4, 4, 1), dtype=np.float32)
-    with pytest.raises(ExportError, match="feeds several layers; fqt mixed in C needs a sequential"):
-        emit_fqt_training(FQT(g, FQTConfig(precision="mixed"), x))
+    msg = f"node 'ap': op avgpool has no fqt {precision} C step; .*--precision int8"
+    with pytest.raises(ExportError, match=msg):
+        emit_fqt_training(FQT(g, FQTConfig(precision=precision), x))

@@ -54,7 +54,7 @@ def test_export_int8_model_file(tmp_path, capsys):
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--arch", "digits-cnn", "--init", "random", "--target", "cortex-m4", "--method", "fqt",
-      "--precision", "int8", "--partial", "0.1", "--batch", "2"], "run in C with --batch 1 so far"),
+      "--precision", "uint8", "--batch", "200"], "at most --batch 128"),
     (["--arch", "digits-cnn", "--init", "random", "--target", "cortex-m0plus", "--kernels", "dsp"],
      "no DSP extension"),
     (["--arch", "digits-cnn", "--init", "random", "--target", "pdp-11"], "unknown target 'pdp-11'"),

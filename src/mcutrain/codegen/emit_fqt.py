@@ -38,7 +38,16 @@ from mcutrain.codegen.emit_base import call, checked
 from mcutrain.codegen.emit_fqt_base import FqtEmitter
 from mcutrain.codegen.emit_fqt_float import emitters, logit_range_function
 from mcutrain.codegen.emit_fqt_graph import GRAPH_EMITTERS, check_graph
+from mcutrain.codegen.emit_fqt_graph_f32 import check_graph_f32, float_graph_emitters
+from mcutrain.codegen.emit_fqt_graph_u8 import check_graph_u8, uint8_graph_emitters
 from mcutrain.codegen.emit_fqt_ops import FQT_KERNEL_EMITTERS
+from mcutrain.codegen.emit_fqt_partial_batch import (
+    loss_pass_function,
+    mask_declarations,
+    offset_lines,
+    partial_batch_emitters,
+    union_reset_lines,
+)
 from mcutrain.codegen.emit_fqt_source import (
     fixed_layer,
     jump_columns,
@@ -79,22 +88,6 @@ UINT8_MAX_BATCH = 128
 """uint8 batches sum the samples' centred uint8 gradients (|.| <= 255 each) in int16."""
 
 
-def _check_sequential(method) -> None:
-    """uint8, mixed and float32 run sequential graphs of conv2d (dense), linear, maxpool and flatten."""
-    g = method.graph
-    for n in g.nodes:
-        if n.op not in (Op.CONV2D, Op.LINEAR, Op.MAXPOOL, Op.FLATTEN):
-            raise ExportError(f"node '{n.name}': op {n.op.value} has no fqt {method.prec.name} C step "
-                              "yet; use --precision int8, or a sequential graph of conv2d, linear, maxpool, "
-                              "flatten")
-        if n.op == Op.CONV2D and n.attrs["groups"] != 1:
-            raise ExportError(f"node '{n.name}': grouped/depthwise convs have no fqt {method.prec.name} "
-                              "C step yet; use --precision int8")
-        if len(g.consumers(n.name)) > 1:
-            raise ExportError(f"node '{n.name}' feeds several layers; fqt {method.prec.name} in C needs a "
-                              "sequential graph (or --precision int8)")
-
-
 def check_fqt(method, batch: int) -> None:
     """Refuse FQT settings the generated C does not implement yet, saying what to use instead."""
     p = method.prec
@@ -104,14 +97,13 @@ def check_fqt(method, batch: int) -> None:
     if p.name in ("uint8", "mixed") and (p.weight_rounding != "nearest" or p.relative_update):
         raise ExportError(f"fqt {p.name} in C rounds weights to nearest with absolute steps; "
                           "drop the weight_rounding / relative_update overrides")
-    if method.decisions.partial and batch != 1:
-        raise ExportError("fqt partial updates (lambda_min < 1) run in C with --batch 1 so far (the update "
-                          "mask of a batch is not kept yet)")
     if p.name == "int8" and (p.weight_rounding != "stochastic" or p.relative_update):
         raise ExportError("fqt int8 in C rounds weights stochastically with absolute steps; "
                           "drop the weight_rounding / relative_update overrides")
-    if p.name != "int8":
-        _check_sequential(method)
+    if p.name in ("mixed", "float32"):
+        check_graph_f32(method)           # residual adds, depthwise convs, global average pools
+    if p.name == "uint8":
+        check_graph_u8(method, batch)     # residual adds, depthwise convs, global average pools
     g = method.graph
     check_graph(method, batch)    # ops, shared tensors and bounds of non-sequential graphs
     for n in g.nodes:
@@ -134,8 +126,9 @@ def _block(body: list[str], k: Kernel, ind: str) -> list[str]:
 
 def _step(e: FqtEmitter, s: Schedule, in_size: int) -> list[str]:
     """The body of model_train_step after the forward helpers: the schedule, its sample loop opened."""
-    lines: list[str] = []
-    open_loop, fwd_done = None, False
+    batch_partial = s.batch > 1 and bool(e.partial)
+    lines: list[str] = union_reset_lines(e) if batch_partial else []
+    open_loop, fwd_done, offsets_due = None, False, batch_partial
     for k in s.kernels:
         if k.loop != open_loop:
             if open_loop is not None:
@@ -145,6 +138,9 @@ def _step(e: FqtEmitter, s: Schedule, in_size: int) -> list[str]:
                           f"        memcpy({e.t(INPUT)}, fqt_batch_in + b * {in_size}, {in_size});"]
             open_loop, fwd_done = k.loop, False
         ind = "        " if open_loop else "    "
+        if offsets_due and k.op == "fqt_update" and open_loop is None:
+            lines += offset_lines(e)      # the batch's update masks are complete: the draws' offsets
+            offsets_due = False
         if k.phase == "forward":
             if not fwd_done:
                 lines += checked([f"st = fqt_forward(1); /* {c_comment(k.name)} ... */"]) \
@@ -214,9 +210,15 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
     s = schedule_for(method, batch=batch, kernels=kernels)
     plan = plan_training(s)
     e = FqtEmitter(method, s, plan)
-    e.emit = emitters(e)
     g = method.graph
     p = method.prec
+    e.emit = emitters(e)
+    if p.acts == "u8":      # the ops of non-sequential graphs, over the sequential ones
+        e.emit = uint8_graph_emitters(e.emit, backward=p.errors == "u8")
+    if p.errors == "f32":
+        e.emit = float_graph_emitters(e.emit, acts_f32=p.acts == "f32")
+    if batch > 1 and e.partial:      # each sample's kept structures OR-ed into the batch's update mask
+        e.emit = partial_batch_emitters(e.emit)
     e.act_owners = [] if p.acts == "f32" else \
         list(dict.fromkeys(method.owner[t] for t in [INPUT, *(n.name for n in g.nodes)]))
     e.err_keys = [] if p.errors == "f32" else error_range_owners(g, method.needs)
@@ -235,9 +237,13 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
     # float32 inputs travel as their float32 bytes: sizes below are in bytes
     in_size = int(np.prod(g.input_shape)) * (4 if p.acts == "f32" else 1)
     step_lines = _step(e, s, in_size)
-    seed_fn = _seed_function(e, s, in_size) if batch > 1 and e.err_keys else ""
+    batch_partial = batch > 1 and bool(e.partial)
+    seed_fn = mask_declarations(e) if batch_partial else ""
+    seed_fn += _seed_function(e, s, in_size) if batch > 1 and e.err_keys else ""
     if batch > 1 and p.acts == "f32":
         seed_fn += logit_range_function(e, in_size, e.t(g.output))
+    if batch_partial:
+        seed_fn += loss_pass_function(e, in_size)
     macros = []
     for t in sorted(plan.offsets, key=lambda t: (plan.offsets[t], t)):
         tt = s.tensors[t]
@@ -297,8 +303,9 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
         batch_buf=(f"static int8_t fqt_batch_in[{batch * in_size}]; /* the caller's batch */\n"
                    if batch > 1 else ""),
         seed_call="".join(f"    st = {fn};\n    if (st != MT_OK) {{\n        return st;\n    }}\n"
-                          for fn, on in (("fqt_seed(labels)", "fqt_seed(" in seed_fn),
-                                         ("fqt_logit_range()", "fqt_logit_range(" in seed_fn)) if on),
+                          for fn, on in (("fqt_logit_range()", "fqt_logit_range(" in seed_fn),
+                                         ("fqt_loss_pass(labels)", "fqt_loss_pass(" in seed_fn),
+                                         ("fqt_seed(labels)", "fqt_seed(" in seed_fn)) if on),
         predict_out=predict_output(e, p, g)) + render("state_io.c", save=save, load=load)
     ram = sum(method.w[n].size + 4 * method.b[n].size for n in e.trained)
     const = sum(method.w[n.name].size for n in g.parametric() if n.name not in e.trained)

@@ -28,6 +28,9 @@ class FqtEmitter:
         self.seed_pass = False
         self.u8 = method.prec.acts == "u8"      # uint8 weights and activations: uint8 and mixed
         self.partial = list(s.decisions.partial_layers)   # the schedule's decision, not re-derived
+        self.kept_only = self.partial if s.batch == 1 else []
+        """Layers whose backward runs the kept structures only (mt_fqt_keep.h); with a batch the dense
+        kernels run on the masked errors (the samples keep different structures)."""
         self.q = "u8" if self.u8 else "s8"
 
     def err_qp(self, node: str, scale: str, zp: str) -> list[str]:
@@ -36,6 +39,11 @@ class FqtEmitter:
         if not self.u8:
             return [f"const float {scale} = mt_fqt_err_scale(&{r});"]
         return [f"float {scale};", f"int32_t {zp};", f"mt_fqt_qparams_u8({r}.lo, {r}.hi, &{scale}, &{zp});"]
+
+    def sample_mask(self, lid: str) -> str:
+        """C name of the update mask one sample's top-k writes: the layer's own (batch 1), or a
+        per-sample one OR-ed into it (a batch updates the union of its samples' structures)."""
+        return f"{lid}_upd" if self.s.batch == 1 else f"{lid}_smp"
 
     # -- names
     def t(self, name: str) -> str:

@@ -174,7 +174,7 @@ def _bwd_in_f(e: FqtEmitter, k: Kernel) -> list[str]:
     ein = e.t(k.reads[0])
     dst = e.t(next(t for t in k.writes if t.startswith("err:")))
     if e.m.prec.weights == "f32":
-        keep = [f"{lid}_keep", f"fqt_n_{lid}"] if n.name in e.partial else []   # mt_fqt_keep.h: kept only
+        keep = [f"{lid}_keep", f"fqt_n_{lid}"] if n.name in e.kept_only else []   # mt_fqt_keep.h: kept only
         if n.op == Op.LINEAR:
             if keep:
                 return call("mt_linear_bwd_in_f32_keep", [*keep, ein, f"{lid}_weight", str(w.shape[1]), dst])
@@ -197,7 +197,7 @@ def _bwd_w_f(e: FqtEmitter, k: Kernel) -> list[str]:
     gb = e.t(next(t for t in k.writes if t.endswith(".bias")))
     zero = [] if e.s.batch > 1 else [f"memset({gw}, 0, {4 * w.size});", f"memset({gb}, 0, {4 * w.shape[0]});"]
     f32 = e.m.prec.acts == "f32"
-    if f32 and n.name in e.partial:     # mt_fqt_keep.h: the kept rows only, overwritten (batch 1)
+    if f32 and n.name in e.kept_only:     # mt_fqt_keep.h: the kept rows only, overwritten (batch 1)
         keep = [f"{e.lid(n.name)}_keep", f"fqt_n_{e.lid(n.name)}"]
         if n.op == Op.LINEAR:
             return call("mt_linear_bwd_w_f32_keep", [*keep, x, str(w.shape[1]), ein, gw, gb])
@@ -220,7 +220,7 @@ def _topk_f(e: FqtEmitter, k: Kernel) -> list[str]:
     rows = e.s.tensors[k.reads[0]].elements // o
     scratch = _f(e.t(k.writes[0]))
     return call("mt_fqt_topk_f32", [str(rows), str(o), f"fqt_k_{lid}", e.t(k.reads[0]), scratch,
-                                     f"{lid}_keep", f"{lid}_upd", f"&fqt_n_{lid}"])
+                                     f"{lid}_keep", e.sample_mask(lid), f"&fqt_n_{lid}"])
 
 
 def _update_f(e: FqtEmitter, k: Kernel) -> list[str]:
@@ -312,7 +312,7 @@ def _topk_u8(e: FqtEmitter, k: Kernel) -> list[str]:
     rows = e.s.tensors[k.reads[0]].elements // o
     return [*e.err_qp(n.name, "s_e", "z_e"), "(void)s_e;",
             *call("mt_fqt_topk_u8", [str(rows), str(o), f"fqt_k_{lid}", "z_e", e.t(k.reads[0]),
-                                      f"{lid}_keep", f"{lid}_upd", f"&fqt_n_{lid}"])]
+                                      f"{lid}_keep", e.sample_mask(lid), f"&fqt_n_{lid}"])]
 
 
 def emitters(e: FqtEmitter) -> dict[str, Emitter]:

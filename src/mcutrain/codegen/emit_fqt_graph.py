@@ -33,7 +33,7 @@ from mcutrain.graph import Node, Op
 from mcutrain.plan.schedule import Kernel
 from mcutrain.quant.fixedpoint import tflite_mean_params
 
-__all__ = ["BWD_IN_TERMS", "GRAPH_EMITTERS", "GRAPH_OPS", "check_graph"]
+__all__ = ["BWD_IN_TERMS", "GRAPH_EMITTERS", "GRAPH_OPS", "act_clip_lines", "check_graph"]
 
 GRAPH_OPS = frozenset({Op.CONV2D, Op.LINEAR, Op.MAXPOOL, Op.FLATTEN, Op.AVGPOOL, Op.GLOBAL_AVGPOOL, Op.ADD,
                        Op.RELU, Op.RELU6})
@@ -51,13 +51,6 @@ _F32_MAX = "3.40282347e+38f"
 def check_graph(method, batch: int) -> None:
     """Refuse graph shapes the generated FQT C step does not implement, naming the node."""
     g, needs = method.graph, method.needs
-    quantized_graph = any(n.op not in (Op.CONV2D, Op.LINEAR, Op.MAXPOOL, Op.FLATTEN) or
-                          (n.op == Op.CONV2D and n.attrs["groups"] != 1) or len(g.consumers(n.name)) > 1
-                          for n in g.nodes)
-    if method.prec.name == "uint8" and quantized_graph:
-        raise ExportError("fqt --precision uint8 in C runs sequential graphs of dense conv2d, linear, "
-                          "maxpool and flatten; use --precision int8 for depthwise convs, residual adds "
-                          "and average pools")
     for n in g.nodes:
         if n.op not in GRAPH_OPS:
             raise ExportError(f"node '{n.name}': op {n.op.value} has no fqt C step; supported: "
@@ -82,10 +75,14 @@ def check_graph(method, batch: int) -> None:
                     raise ExportError(f"node '{n.name}' feeds several ops and the linear '{u.name}'; the fqt "
                                       "C step sums a shared tensor's errors from convs, adds, pools and "
                                       "flatten")
-    shared = [n.name for n in g.nodes if needs[n.name] and (n.op == Op.ADD or len(g.consumers(n.name)) > 1)]
-    if method.decisions.partial and shared:
-        raise ExportError(f"fqt partial updates (lambda_min < 1) run in C on sequential graphs; node "
-                          f"'{shared[0]}' shares an error between branches (train without --partial)")
+        if n.name in method.decisions.partial_layers and len(users) == 1 and users[0].op == Op.ADD and \
+                all(needs[x] for x in users[0].inputs):
+            # NOTE: the top-k masks the layer's error in place, and that tensor is the add's error,
+            # which the add's other branch reads later unmasked (fqt._bwd_node gives it a copy)
+            raise ExportError(f"node '{n.name}': partial updates of a layer that feeds the residual add "
+                              f"'{users[0].name}' have no fqt C step (the add's other branch reads the same "
+                              "error); train it fully (--trainable layers:... without it) or without "
+                              "--partial")
 
 
 # ---------------------------------------------------------------- forward
@@ -98,7 +95,7 @@ def _pool_head(e: FqtEmitter, n: Node) -> list[str]:
             f"static const mt_dims out_d = {e.dims(e.g.shape(n.name))};"]
 
 
-def _act_clip(act: str) -> list[str]:
+def act_clip_lines(act: str) -> list[str]:
     """fqt_common._act_clip of (lo, hi) in C: the real range of an activated tensor."""
     if act == "none":
         return []
@@ -152,7 +149,7 @@ def _add_fwd(e: FqtEmitter, k: Kernel, n: Node) -> list[str]:
     if not e.m.dynamic[n.name]:
         return [*lines, "(void)lo;", "(void)hi;"]
     return [*lines, "if (record) { /* the real range of a + b, clipped by the activation (fqt._fwd_add) */",
-            *(f"    {x}" for x in _act_clip(n.act)), f"    mt_fqt_range_see(&{qy}, lo, hi);", "}"]
+            *(f"    {x}" for x in act_clip_lines(n.act)), f"    mt_fqt_range_see(&{qy}, lo, hi);", "}"]
 
 
 # ---------------------------------------------------------------- backward

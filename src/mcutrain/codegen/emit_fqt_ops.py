@@ -109,8 +109,9 @@ def _loss(e: FqtEmitter, k: Kernel) -> list[str]:
     lines += call("mt_softmax_ce_s8", ["1", str(kk), lg, f"{ya}_scale", "labels + b", loss, "fqt_errq"])
     if e.u8:
         err = f"(uint8_t *)(void *){err}"
-    if e.seed_pass:    # a batch's first step: only the logits' error range
-        return [*lines, *call(f"mt_fqt_logit_error_{e.q}", [str(kk), "fqt_errq", "0", f"&{er}", err]),
+    if e.seed_pass:    # a batch's first step: only the logits' error range (and each layer's k)
+        return [*lines, *keep_counts(e, loss),
+                *call(f"mt_fqt_logit_error_{e.q}", [str(kk), "fqt_errq", "0", f"&{er}", err]),
                 f"if (!{er}.initialized) {{", "    continue;", "}"]
     return [*lines, "if (logits != NULL) {", f"    memcpy(logits + b * {kk}, {logits}, {kk});", "}",
             f"losses[b] = {loss}[0];",
@@ -135,9 +136,11 @@ def keep_counts(e: FqtEmitter, loss: str) -> list[str]:
         if policy is not None:
             lines.append(f"fqt_k_{lid} = mt_fqt_keep_count({loss}[0], fqt_loss_max, "
                          f"{c_float(policy.lambda_min)}, {c_float(policy.lambda_max)}, {w.shape[0]});")
+        if e.s.batch > 1:
+            continue        # a batch's offsets follow its update masks (emit_fqt_partial_batch)
         lines.append(f"fqt_off_{lid} = {' + '.join(off) or '0'};")
         off.append(f"fqt_k_{lid} * {per}" if n.name in e.partial else str(w.size))
-    return [*lines, f"fqt_draws = {' + '.join(off)};"]
+    return [*lines, f"fqt_draws = {' + '.join(off)};"] if off else lines
 
 
 def _topk(e: FqtEmitter, k: Kernel) -> list[str]:
@@ -147,7 +150,7 @@ def _topk(e: FqtEmitter, k: Kernel) -> list[str]:
     lid, o = e.lid(n.name), n.params["weight"].shape[0]
     rows = e.s.tensors[k.reads[0]].elements // o
     return call("mt_fqt_topk_s8", [str(rows), str(o), f"fqt_k_{lid}", e.t(k.reads[0]), f"{lid}_keep",
-                                    f"{lid}_upd", f"&fqt_n_{lid}"])
+                                    e.sample_mask(lid), f"&fqt_n_{lid}"])
 
 
 def _zero(e: FqtEmitter, k: Kernel) -> list[str]:
@@ -164,7 +167,7 @@ def bwd_in(e: FqtEmitter, k: Kernel) -> list[str]:
     pre = e.t(next(w for w in k.writes if w.endswith(".prescale")))
     rows = e.s.tensors[k.reads[0]].elements // o
     de = e.err(n.inputs[0])
-    keep = [f"{lid}_keep", f"fqt_n_{lid}"] if n.name in e.partial else []   # mt_fqt_keep.h: kept only
+    keep = [f"{lid}_keep", f"fqt_n_{lid}"] if n.name in e.kept_only else []   # mt_fqt_keep.h: kept only
     sfx = "_keep" if keep else ""
     if n.op == Op.LINEAR:
         i = n.params["weight"].shape[1]
@@ -201,7 +204,7 @@ def _bwd_in_u8(e: FqtEmitter, k: Kernel) -> list[str]:
     ein = e.t(k.reads[0])
     dst = e.t(next(w for w in k.writes if w.startswith("err:")))
     de = e.err(n.inputs[0])
-    keep = [f"{lid}_keep", f"fqt_n_{lid}"] if n.name in e.partial else []   # mt_fqt_keep.h: kept only
+    keep = [f"{lid}_keep", f"fqt_n_{lid}"] if n.name in e.kept_only else []   # mt_fqt_keep.h: kept only
     sfx = "_keep" if keep else ""
     if n.op == Op.LINEAR:
         i = n.params["weight"].shape[1]
@@ -248,7 +251,7 @@ def bwd_w(e: FqtEmitter, k: Kernel) -> list[str]:
     gw = e.t(next(w for w in k.writes if w.endswith(".weight")))
     gb = e.t(next(w for w in k.writes if w.endswith(".bias")))
     w = n.params["weight"]
-    if n.name in e.partial:     # mt_fqt_keep.h: the kept rows only, overwritten (batch 1)
+    if n.name in e.kept_only:     # mt_fqt_keep.h: the kept rows only, overwritten (batch 1)
         keep = [f"{e.lid(n.name)}_keep", f"fqt_n_{e.lid(n.name)}"]
         if n.op == Op.LINEAR:
             return call("mt_linear_bwd_w_s8_s8_keep", [f"{e.act(n.inputs[0])}_zp", *keep, x, str(w.shape[1]),
@@ -272,7 +275,7 @@ def _bwd_w_u8(e: FqtEmitter, k: Kernel) -> list[str]:
     gb = e.t(next(w for w in k.writes if w.endswith(".bias")))
     w = n.params["weight"]
     xa = e.act(n.inputs[0])
-    keep = [f"{lid}_keep", f"fqt_n_{lid}"] if n.name in e.partial else []   # mt_fqt_keep.h: kept rows only
+    keep = [f"{lid}_keep", f"fqt_n_{lid}"] if n.name in e.kept_only else []   # mt_fqt_keep.h: kept rows only
     sfx = "_keep" if keep else ""
     if n.op == Op.LINEAR:
         head = []

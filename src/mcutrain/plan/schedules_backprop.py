@@ -261,8 +261,10 @@ def _state_backprop(s: Schedule, g: Graph, method: str, fmt: Formats, cfg: _Back
                 s.tensor(f"state:{name}.step_scale", (o,), "f32", Role.STATE)
             s.tensor(f"state:{name}.norm", (9 * o,), "u8", Role.STATE, "per filter: EMA mean, sd, init flag")
             if name in cfg.decisions.partial_layers:   # the C library's static arrays of mt_fqt_keep.h
-                s.tensor(f"state:{name}.keep", (5 * o + 8,), "u8", Role.STATE,
-                         "partial updates: kept list (int32), update mask (uint8), k and kept count")
+                # a batch adds each sample's own mask, OR-ed into the update mask (emit_fqt_partial_batch)
+                s.tensor(f"state:{name}.keep", ((5 if cfg.loop == 1 else 6) * o + 8,), "u8", Role.STATE,
+                         "partial updates: kept list (int32), update mask (uint8), k and kept count" +
+                         ("" if cfg.loop == 1 else ", one sample's mask (uint8)"))
         if cfg.decisions.partial:
             s.tensor("state:partial_offsets", (len(cfg.weight_layers) + 1,), "s32", Role.STATE,
                      "partial updates: each trained layer's offset in the draw stream, the draw count")

@@ -21,6 +21,8 @@
 #include "mt_fqt_common.h"
 #include "mt_fqt_s8.h"
 #include "mt_fqt_u8.h"
+#include "mt_fqt_u8_graph.h"
 #include "mt_fqt_f32.h"
+#include "mt_fqt_f32_graph.h"
 
 #endif /* MT_FQT_H */
