@@ -261,3 +261,12 @@ HELIUM_CORES = ("cortex-m55",)
 def helium_target(target: str | Target | None) -> bool:
     """Whether a library for `target` (a name, a Target, or ''/None for any core) is a Helium build."""
     return bool(target) and get_target(target).core in HELIUM_CORES
+
+
+M0_CORES = ("cortex-m0plus",)
+"""ARMv6-M cores (MULS only, no SMULL, no divide), whose reference builds take the `m0/` twins."""
+
+
+def m0_target(target: str | Target | None) -> bool:
+    """Whether a library for `target` (a name, a Target, or ''/None for any core) is an ARMv6-M build."""
+    return bool(target) and get_target(target).core in M0_CORES
