@@ -78,9 +78,7 @@ typedef struct {
     int32_t wrow;       /* weight bytes of one kernel row: kw * C */
     int32_t xrow;       /* input bytes of one image row: W * C */
     int32_t zx;         /* input zero point */
-    int32_t zy;         /* output zero point */
-    int32_t act_min;
-    int32_t act_max;
+    mt_m0_out out;      /* output zero point and clamp */
 } conv_plan;
 
 /*
@@ -91,7 +89,7 @@ static void conv_pixel(const conv_plan *c, const int8_t *x, int32_t woff, int32_
 {
     const int32_t outs = c->outs;
     mt_m0_dot d;
-    int32_t o, k;
+    int32_t o;
     d.neg_len = -len;
     d.neg_zx = -c->zx;
     d.wrow = c->wrow;
@@ -103,10 +101,7 @@ static void conv_pixel(const conv_plan *c, const int8_t *x, int32_t woff, int32_
         if (rows > 0) {
             mt_m0_dot4_run(&d);
         }
-        for (k = 0; k < 4 && o + k < outs; k++) {
-            y[o + k] = mt_m0_requantize(d.acc[k], c->multiplier[o + k], c->shift[o + k], c->zy, c->act_min,
-                                        c->act_max);
-        }
+        mt_m0_requantize_run(d.acc, c->multiplier + o, c->shift + o, outs - o < 4 ? outs - o : 4, &c->out, y + o);
     }
 }
 
@@ -136,9 +131,9 @@ static void conv_dense(const mt_conv_params *p,
     c.wch = f_d->h * c.wrow;
     c.xrow = in_d->w * ch;
     c.zx = p->input_zero_point;
-    c.zy = p->output_zero_point;
-    c.act_min = p->act_min;
-    c.act_max = p->act_max;
+    c.out.zero_point = p->output_zero_point;
+    c.out.act_min = p->act_min;
+    c.out.act_max = p->act_max;
     use_patch = f_d->h > 1 && c.wch <= MT_M0_PATCH;
     for (n = 0; n < in_d->n; n++) {
         for (oy = 0; oy < out_d->h; oy++) {

@@ -26,12 +26,16 @@ mt_status mt_linear_fwd_s8(const mt_context *ctx,
 {
     int8_t *y = output;
     mt_m0_dot d;
-    int32_t n, o, k;
+    mt_m0_out out;
+    int32_t n, o;
     (void)ctx;
     if (mt_linear_fwd_s8_check(params, quant, batch, input, in_features, weight, bias, out_features, output) !=
         MT_OK) {
         return MT_ERR_ARG;
     }
+    out.zero_point = params->output_zero_point;
+    out.act_min = params->act_min;
+    out.act_max = params->act_max;
     d.neg_len = -in_features;
     d.neg_zx = -params->input_zero_point;
     d.wrow = 0;
@@ -42,10 +46,8 @@ mt_status mt_linear_fwd_s8(const mt_context *ctx,
             d.rows = 1;
             mt_m0_dot4_channels(&d, weight + o * in_features, in_features, o, out_features, bias);
             mt_m0_dot4_run(&d);
-            for (k = 0; k < 4 && o + k < out_features; k++) {
-                y[o + k] = mt_m0_requantize(d.acc[k], quant->multiplier[o + k], quant->shift[o + k],
-                                            params->output_zero_point, params->act_min, params->act_max);
-            }
+            mt_m0_requantize_run(d.acc, quant->multiplier + o, quant->shift + o,
+                                 out_features - o < 4 ? out_features - o : 4, &out, y + o);
         }
         y += out_features;
     }

@@ -244,6 +244,13 @@ MT_INLINE int8_t mt_m0_requantize(int32_t acc,
     const uint32_t neg = x < 0 ? 1u : 0u;
     const uint32_t mag = neg ? (uint32_t)0 - (uint32_t)x : (uint32_t)x;
     uint32_t lo2, hi2, h;
+    if (neg ? act_min >= zero_point : act_max <= zero_point) {
+        return (int8_t)(neg ? act_min : act_max); /* the clamp wins whatever |h| is (see below) */
+    }
+    if (multiplier != 0 && ((mag >> right) >> 1) >= 256u) {
+        /* |h| >= floor(|x| m / 2^31) >= floor(|x| / 2) (m >= 2^30), so the result is >= 256 */
+        return (int8_t)(neg ? act_min : act_max);
+    }
     if (mag < 0x10000u) {
         /* |x| < 2^16: with m = mh 2^16 + ml, p + c = D 2^16 + E, D = |x| mh + (|x| ml >> 16) < 2^31 + 2^16,
            E = (|x| ml & 0xFFFF) + c < 2^31, so h = floor((D + E / 2^16) / 2^15) = (D + (E >> 16)) >> 15 */
@@ -263,6 +270,15 @@ MT_INLINE int8_t mt_m0_requantize(int32_t acc,
 #else  /* !MT_ROUNDING_TFLITE: one rounding of acc * multiplier / 2^n, n = 31 - shift in [1, 62] */
     const int32_t n = 31 - shift;
     const uint32_t mag = acc < 0 ? (uint32_t)0 - (uint32_t)acc : (uint32_t)acc;
+    if (acc < 0 ? act_min >= zero_point : act_max <= zero_point) {
+        /* y = zero_point -/+ r with r >= 0 lies on the clamp's side of the zero point: the clamp
+           wins whatever r is (a relu layer's every negative accumulator) */
+        return (int8_t)(acc < 0 ? act_min : act_max);
+    }
+    if (multiplier != 0 && n > 30 && ((mag >> (n - 31)) >> 1) >= 256u) {
+        /* r >= floor(|acc| m / 2^n) >= floor(|acc| / 2^(n-30)) >= 256 (m >= 2^30): saturated */
+        return (int8_t)(acc < 0 ? act_min : act_max);
+    }
     if (n > 32 && mag < 0x10000u) {
         /* the common case in two products: with m = mh 2^16 + ml, floor(|acc| m / 2^32)
            = floor((|acc| mh + floor(|acc| ml / 2^16)) / 2^16), every term below 2^31 + 2^16 */
@@ -289,6 +305,32 @@ MT_INLINE int8_t mt_m0_requantize(int32_t acc,
     y = y < act_min ? act_min : y;
     y = y > act_max ? act_max : y;
     return (int8_t)y;
+}
+
+/* The output side of a layer: zero point and clamp (mt_conv_params / mt_linear_params). */
+typedef struct {
+    int32_t zero_point;
+    int32_t act_min;
+    int32_t act_max;
+} mt_m0_out;
+
+/*
+ * y[k] = mt_m0_requantize(acc[k], multiplier[k], shift[k], ...) for k < count.
+ * NOTE: out of line, one short loop: its operands stay in registers, where inlined into the
+ * pixel loops they were reloaded per output.
+ */
+static MT_M0_UNUSED MT_NOINLINE void mt_m0_requantize_run(const int32_t *acc,
+                                                          const int32_t *multiplier,
+                                                          const int32_t *shift,
+                                                          int32_t count,
+                                                          const mt_m0_out *out,
+                                                          int8_t *y)
+{
+    const int32_t zp = out->zero_point, lo = out->act_min, hi = out->act_max;
+    int32_t k;
+    for (k = 0; k < count; k++) {
+        y[k] = mt_m0_requantize(acc[k], multiplier[k], shift[k], zp, lo, hi);
+    }
 }
 
 #endif /* MT_M0_H */
