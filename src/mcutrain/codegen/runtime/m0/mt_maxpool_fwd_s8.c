@@ -5,7 +5,8 @@
  *
  * Why: the reference recomputes (ky * W + kx) * C + c per compared byte, which costs a
  * multiply-heavy address per byte on a core without a multiply-accumulate; here the first tap
- * is copied and each further tap is one running pointer over the C channels of the pixel.
+ * is copied and each further tap is one running pointer over the C channels of the pixel; a 2x2
+ * window compares its four taps in one pass.
  */
 #include "mt_maxpool_fwd_s8_ref.h"
 #include "mt_nn.h"
@@ -31,6 +32,19 @@ mt_status mt_maxpool_fwd_s8(const mt_pool_params *params,
             const int8_t *row = input + (n * in_d->h + oy * p->stride_h) * xrow;
             for (ox = 0; ox < out_d->w; ox++) {
                 const int8_t *x0 = row + ox * p->stride_w * ch;
+                if (p->kernel_h == 2 && p->kernel_w == 2) {
+                    /* the common window: its four taps side by side, one pass over the channels */
+                    const int8_t *x1 = x0 + ch;
+                    const int8_t *x2 = x0 + xrow;
+                    const int8_t *x3 = x2 + ch;
+                    for (c = 0; c < ch; c++) {
+                        const int8_t a = x0[c] > x1[c] ? x0[c] : x1[c];
+                        const int8_t b = x2[c] > x3[c] ? x2[c] : x3[c];
+                        y[c] = a > b ? a : b;
+                    }
+                    y += ch;
+                    continue;
+                }
                 for (c = 0; c < ch; c++) {
                     y[c] = x0[c];
                 }
