@@ -60,13 +60,23 @@ def test_m0_twins_are_bit_exact_on_the_m0plus(arm_tools, tmp_path, name):
         assert not {"__muldi3", "__aeabi_lmul"} & set(prof.region.per_function)
 
 
-def test_only_an_m0plus_reference_build_ships_the_twins(tmp_path):
+def test_only_a_reference_build_for_an_m0_core_ships_the_twins(tmp_path):
     qm, _ = _model("conv 3x3 over 1 channel, 5 outputs, padding, maxpool 2x2")
-    for target, kernels in (("", "ref"), ("cortex-m4", "ref"), ("cortex-m4", "dsp"), ("rv32imc", "ref")):
+    for target, kernels in (("", "ref"), ("cortex-m4", "ref"), ("cortex-m4", "dsp"), ("cortex-m7", "ref")):
         res = export_library(qm, tmp_path / f"{target or 'any'}-{kernels}", kernels=kernels, target=target)
         assert "runtime/mt_m0.h" not in res.files
-    res = export_library(qm, tmp_path / "rp2040", kernels="ref", target="rp2040")
-    assert "ARMv6-M" in (res.out_dir / "runtime" / "mt_conv2d_fwd_s8.c").read_text()
+    for target in ("rp2040", "rv32imc", "esp32c3"):
+        res = export_library(qm, tmp_path / target, kernels="ref", target=target)
+        assert "ARMv6-M" in (res.out_dir / "runtime" / "mt_conv2d_fwd_s8.c").read_text()
+
+
+def test_m0_twins_are_bit_exact_on_rv32imc(riscv_tools, tmp_path):
+    """RISC-V runs the twins' portable C (no Thumb-1 assembly there)."""
+    qm, x_q = _model("conv 3x3 stride 2 over 3 channels, 7 outputs, padding")
+    export_library(qm, tmp_path / "lib", kernels="ref", target="rv32imc")
+    b = build_mcu(tmp_path / "lib", "rv32imc", tmp_path / "m.elf", kernels="ref")
+    logits, _ = run_mcu(b.elf, "rv32imc", x_q, 5, tmp_path / "run")
+    np.testing.assert_array_equal(logits, int_engine.forward(qm, x_q))
 
 
 def test_an_m0_library_is_bit_exact_on_the_host(tmp_path):

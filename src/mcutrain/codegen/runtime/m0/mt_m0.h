@@ -151,6 +151,7 @@ static MT_M0_UNUSED void mt_m0_dot4_run(mt_m0_dot *d)
     int32_t a0 = d->acc[0], a1 = d->acc[1], a2 = d->acc[2], a3 = d->acc[3];
     int32_t r, i;
     for (r = d->rows; r > 0; r--) {
+        MT_UNROLL_DOT
         for (i = 0; i < len; i++) {
             const int32_t v = (int32_t)x[i] - zx;
             a0 += v * w0[i];
