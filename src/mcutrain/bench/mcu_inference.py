@@ -19,7 +19,7 @@ Run: ``mcutrain bench mcu-inference`` (small-cnn, digits-cnn and mnist1d-cnn, 2 
 per layer for small-cnn: the settings of the committed result) writes
 `benchmarks/results/mcu-inference.json` and the page `docs/benchmarks-mcu-inference.md` (a page
 of its own, not a block of benchmarks.md). ``--quick`` (digits-cnn, one sample: M4, M33 DSP, M55
-Helium, M4 reference and RV32IMC kernels, no per-layer rows) writes `mcu-inference.quick.json` and
+Helium, M4 reference, RV32IMC and M0+ kernels, no per-layer rows) writes `mcu-inference.quick.json` and
 leaves the docs alone. Needs the ARM and RISC-V cross toolchains and QEMU.
 """
 
@@ -66,7 +66,7 @@ class Settings:
 FULL = Settings()
 QUICK = Settings(archs=("digits-cnn",), samples=1, per_layer=False,
                  runs=(("cortex-m4", "dsp"), ("cortex-m33", "dsp"), ("cortex-m55", "dsp"),
-                       ("cortex-m4", "ref"), ("rv32imc", "ref")))
+                       ("cortex-m4", "ref"), ("rv32imc", "ref"), ("cortex-m0plus", "ref")))
 
 
 def measure(arch: str, samples: int, seed: int, runs: tuple[tuple[str, str], ...] = RUNS,

@@ -27,10 +27,10 @@ before `dsp/NAME`; an MVE twin runs the reference body where it does not apply (
 is 0), so its library too builds, with the same results, everywhere. No other build ships an
 `mve/` file, so the libraries of the other cores are unchanged by them.
 
-An ARMv6-M build (`m0=True`: a reference build for a core of `targets.M0_CORES`,
-`targets.m0_target`) takes `m0/NAME` before the reference. An M0 twin is portable C with its
-Thumb-1 assembly behind `MT_M0_ASM` (ARMv6-M with optimizing GCC), bit-exact with the reference,
-so its library too builds everywhere; no other build ships an `m0/` file.
+An M0 build (`m0=True`: a reference build for a core of `targets.M0_CORES`, the Cortex-M0+ and
+the RV32 cores, `targets.m0_target`) takes `m0/NAME` before the reference. An M0 twin is portable
+C with its Thumb-1 assembly behind `MT_M0_ASM` (ARMv6-M with GCC or Clang), bit-exact with the
+reference, so its library too builds everywhere; no other build ships an `m0/` file.
 
 Every name is unique across the folders (apart from the twins), so an exported library holds
 the chosen set in one flat `runtime/` folder and its Makefile and CMake files need no list.
