@@ -261,3 +261,16 @@ HELIUM_CORES = ("cortex-m55",)
 def helium_target(target: str | Target | None) -> bool:
     """Whether a library for `target` (a name, a Target, or ''/None for any core) is a Helium build."""
     return bool(target) and get_target(target).core in HELIUM_CORES
+
+
+M0_CORES = ("cortex-m0plus", *RISCV_CORES)
+"""Cores whose reference builds take the `m0/` twins: ARMv6-M (MULS only, no SMULL, no divide),
+their Thumb-1 assembly; and RV32, whose 32 registers run the twins' portable four-channel C faster
+than the reference loops (`mcutrain bench mcu-inference`, small-cnn on rv32imc: 10.81 -> 6.34
+instructions/MAC, bit-exact)."""
+
+
+def m0_target(target: str | Target | None) -> bool:
+    """Whether a reference library for `target` (a name, a Target, or ''/None for any core) takes
+    the `m0/` twins (its core is in `M0_CORES`)."""
+    return bool(target) and get_target(target).core in M0_CORES

@@ -17,7 +17,7 @@ def test_quick_mcu_inference(arm_tools, riscv_tools, tmp_path):
               log=lambda s: None)
     doc = json.loads((tmp_path / "r" / "mcu-inference.quick.json").read_text())
     assert list(doc) == ["benchmark", "rows", "layers", "meta"] and doc["layers"] == []
-    m4, m33, m55, m4_ref, rv = doc["rows"]
+    m4, m33, m55, m4_ref, rv, m0 = doc["rows"]
     assert (m4["arch"], m4["core"], m4["kernels"], m4["bit_exact"]) == ("digits-cnn", "cortex-m4", "dsp",
                                                                        True)
     assert (m33["arch"], m33["core"], m33["kernels"], m33["bit_exact"]) == ("digits-cnn", "cortex-m33", "dsp",
@@ -28,6 +28,9 @@ def test_quick_mcu_inference(arm_tools, riscv_tools, tmp_path):
     # the RISC-V row against the M4's portable C of the same run: within the issue's 1.3x
     assert rv["vs_m4_ref"] == pytest.approx(rv["instructions"] / m4_ref["instructions"], abs=1e-3)
     assert rv["vs_m4_ref"] <= 1.3 and "vs_m4_ref" not in m4_ref
+    # the M0+ row runs the ARMv6-M twins, within the issue's 6 instructions per MAC
+    assert (m0["core"], m0["kernels"], m0["bit_exact"]) == ("cortex-m0plus", "ref", True)
+    assert "mt_m0_dot4_run" in m0["top_functions"] and m0["instructions_per_mac"] <= 6
     for row in (m4, m33, m55):
         assert row["instructions_per_mac"] == pytest.approx(row["instructions"] / row["macs"], abs=1e-3)
         assert row["est_cycles"] > 0 and row["flash_bytes"] > row["const_bytes"] > 0

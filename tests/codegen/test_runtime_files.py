@@ -35,7 +35,7 @@ def test_reference_kernels_hold_no_dsp_code():
 
 def test_training_set_holds_every_file_once_under_its_own_name():
     every = sorted(p for p in rf.RUNTIME_DIR.rglob("*.[ch]")
-                   if rf.DSP_FOLDER not in p.parts and rf.MVE_FOLDER not in p.parts)
+                   if not {rf.DSP_FOLDER, rf.MVE_FOLDER, rf.M0_FOLDER} & set(p.parts))
     assert sorted(rf.runtime_paths("ref", training=True).values()) == every
     assert len({p.name for p in every}) == len(every)
 
@@ -99,3 +99,19 @@ def test_a_new_mve_file_needs_a_reference_or_the_mt_mve_prefix(tmp_path, monkeyp
     (root / "mve" / "mt_orphan.c").write_text("/* no reference */\n")
     with pytest.raises(rf.RuntimeLayoutError, match=r"mve/mt_orphan\.c has no reference"):
         rf.runtime_paths("dsp", helium=True)
+
+
+def test_an_m0_build_takes_the_m0_twin_first_and_no_other_build_ships_one(tmp_path, monkeypatch):
+    m0 = rf.runtime_paths("ref", m0=True)
+    assert m0["mt_conv2d_fwd_s8.c"].parent.name == rf.M0_FOLDER
+    assert m0["mt_m0.h"].parent.name == rf.M0_FOLDER
+    assert m0["mt_relu_fwd_s8.c"].parent.name == "nn"   # no twin: the reference
+    for kernels in rf.KERNEL_CHOICES:
+        assert "mt_m0.h" not in rf.runtime_paths(kernels, training=True)
+    assert "mt_m0.h" not in rf.runtime_paths("dsp", m0=True)   # a DSP build never takes them
+    root = tmp_path / "runtime"
+    shutil.copytree(rf.RUNTIME_DIR, root)
+    (root / rf.M0_FOLDER / "mt_orphan.c").write_text("/* no reference */\n")
+    monkeypatch.setattr(rf, "RUNTIME_DIR", root)
+    with pytest.raises(rf.RuntimeLayoutError, match=r"m0/mt_orphan\.c has no reference"):
+        rf.runtime_paths("ref", m0=True)

@@ -1,4 +1,5 @@
-"""The whole-step ZO test on emulated Cortex-M0+, M4, M7, M33, M55 (Helium twins) and RV32IMC:
+"""The whole-step ZO test on emulated Cortex-M0+ and RV32IMC (the m0/ twins), M4, M7, M33 and M55
+(Helium twins):
 `drivers/train_step.c` cross-built with the runtime, run under QEMU, bit-exact with `ZOMethod` after
 every step; the instructions of
 one training step (between the step markers) are printed."""
@@ -11,6 +12,7 @@ from test_train_kernels import compare_steps, zo_case
 from train_driver import (
     DRIVERS,
     HELIUM_INCLUDES,
+    M0_INCLUDES,
     RUNTIME_INCLUDES,
     read_step_results,
     runtime_sources,
@@ -32,8 +34,10 @@ def test_zo_steps_on_cortex_m(target_tools, tmp_path, core):
     write_step_file(tmp_path / "steps.bin", qm, cfg, data)
     kernels = "ref" if core in ("cortex-m0plus", "rv32imc") else "dsp"   # DSP twins where the core has DSP
     helium = core == "cortex-m55"                            # and the MVE twins first on the M55
-    elf = build([DRIVERS / "train_step.c", *runtime_sources(kernels, helium)], core,
-                tmp_path / "train_step.elf", include_dirs=HELIUM_INCLUDES if helium else RUNTIME_INCLUDES,
+    m0 = core in ("cortex-m0plus", "rv32imc")                # the m0/ twins first, as their exports
+    includes = HELIUM_INCLUDES if helium else M0_INCLUDES if m0 else RUNTIME_INCLUDES
+    elf = build([DRIVERS / "train_step.c", *runtime_sources(kernels, helium, m0)], core,
+                tmp_path / "train_step.elf", include_dirs=includes,
                 defines=["MT_BOARD", "TS_ARENA_BYTES=(256*1024)"]).elf
     prof = count_instructions(elf, core, ["steps.bin", "out.bin"], cwd=tmp_path, timeout=300)
     assert prof.region is not None and prof.n_regions == steps

@@ -22,6 +22,7 @@ from mcutrain.qmodel import QuantModel
 DRIVERS = Path(__file__).parent / "drivers"
 RUNTIME_INCLUDES = include_dirs()
 HELIUM_INCLUDES = include_dirs("dsp", helium=True)
+M0_INCLUDES = include_dirs("ref", m0=True)
 HOST_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-ffp-contract=off", "-O1", "-g",
               "-fsanitize=address,undefined,float-cast-overflow",
               "-fno-sanitize-recover=undefined,float-cast-overflow"]
@@ -32,10 +33,11 @@ TRAIN = {"none": 0, "wp": 1, "np": 2, "bp": 3}
 METHODS = {"zo": 1, "bp-qas": 2}
 
 
-def runtime_sources(kernels: str = "ref", helium: bool = False) -> list[Path]:
+def runtime_sources(kernels: str = "ref", helium: bool = False, m0: bool = False) -> list[Path]:
     """Every runtime source of a training build with `kernels` ('ref' or 'dsp'; `helium`: the MVE
-    twins first), compiled in place."""
-    return [p for n, p in runtime_paths(kernels, training=True, helium=helium).items() if n.endswith(".c")]
+    twins first; `m0`: the ARMv6-M twins first), compiled in place."""
+    return [p for n, p in runtime_paths(kernels, training=True, helium=helium, m0=m0).items()
+            if n.endswith(".c")]
 
 
 def build_host_driver(name: str, out: Path, defines: tuple[str, ...] = ()) -> Path:

@@ -18,6 +18,7 @@ BASE = ["run", "--arch", "digits-cnn", "--init", "random", "--seed", "0", "--dat
     ("cortex-m4", ["--method", "zo", "--queries", "2", "--steps", "2"]),
     ("cortex-m7", ["--method", "bp-qas", "--momentum", "0.5", "--batch", "2", "--steps", "2"]),
     ("cortex-m33", ["--method", "bp-qas", "--momentum", "0.5", "--batch", "2", "--steps", "2"]),
+    ("cortex-m0plus", ["--method", "bp-qas", "--momentum", "0.5", "--batch", "2", "--steps", "2"]),
     ("cortex-m4", ["--method", "zo", "--queries", "2", "--steps", "2", "--update-rounding", "stochastic"]),
     ("cortex-m4", ["--method", "bp-qas", "--momentum", "0.5", "--batch", "2", "--steps", "2",
                    "--update-rounding", "stochastic"]),

@@ -20,7 +20,7 @@ per layer for small-cnn, plus mcunet-5fps at 128x128, one sample, on the M4 refe
 M4/M7/M33 DSP kernels: the settings of the committed result) writes
 `benchmarks/results/mcu-inference.json` and the page `docs/benchmarks-mcu-inference.md` (a page
 of its own, not a block of benchmarks.md). ``--quick`` (digits-cnn, one sample: M4, M33 DSP, M55
-Helium, M4 reference and RV32IMC kernels, no per-layer rows) writes `mcu-inference.quick.json` and
+Helium, M4 reference, RV32IMC and M0+ kernels, no per-layer rows) writes `mcu-inference.quick.json` and
 leaves the docs alone. Needs the ARM and RISC-V cross toolchains and QEMU.
 """
 
@@ -72,7 +72,8 @@ DEPTHWISE_RUNS = (("cortex-m4", "ref"), ("cortex-m4", "dsp"), ("cortex-m7", "dsp
 FULL = Settings()
 QUICK = Settings(archs=("digits-cnn",), samples=1, per_layer=False,
                  runs=(("cortex-m4", "dsp"), ("cortex-m33", "dsp"), ("cortex-m55", "dsp"),
-                       ("cortex-m4", "ref"), ("rv32imc", "ref")), depthwise_archs=())
+                       ("cortex-m4", "ref"), ("rv32imc", "ref"), ("cortex-m0plus", "ref")),
+                 depthwise_archs=())
 
 
 def measure(arch: str, samples: int, seed: int, runs: tuple[tuple[str, str], ...] = RUNS,

@@ -39,7 +39,7 @@ from mcutrain.codegen.templates import render
 from mcutrain.io import atomic_write_bytes
 from mcutrain.plan.lifetimes import widens_inference_weights
 from mcutrain.qmodel import QuantModel
-from mcutrain.targets import helium_target
+from mcutrain.targets import helium_target, m0_target
 
 
 @dataclass
@@ -74,10 +74,11 @@ def export_library(qm: QuantModel, out_dir: str | Path, kernels: str = "dsp", pl
     `examples` the firmware layouts of `codegen/examples.py` ('arduino', 'baremetal-nrf52840', ...)."""
     out = Path(out_dir)
     helium = kernels == "dsp" and helium_target(target)
+    m0 = kernels == "ref" and m0_target(target)
     src = emit_model(qm, kernels=kernels, planner=planner, provenance=provenance,
                      widen=widens_inference_weights(kernels, target))
     files: dict[str, str] = {"model.h": src.header, "model.c": src.source, **harness_sources(training=False)}
-    for name, text in runtime_files(kernels, helium=helium).items():
+    for name, text in runtime_files(kernels, helium=helium, m0=m0).items():
         files[f"runtime/{name}"] = text
     files[f"runtime/{CONFIG_HEADER}"] = config_header(qm.rounding)
     files.update(build_files(kernels, training=False, prefix=prefix, target=target))
@@ -108,7 +109,8 @@ def export_training_library(method, out_dir: str | Path, batch: int = 1, kernels
     src = emit_training(method, batch=batch, kernels=kernels, provenance=provenance)
     files: dict[str, str] = {"model.h": src.header, "model.c": src.source, **harness_sources(training=True)}
     helium = kernels == "dsp" and helium_target(target)
-    for name, text in runtime_files(kernels, training=True, helium=helium).items():
+    m0 = kernels == "ref" and m0_target(target)
+    for name, text in runtime_files(kernels, training=True, helium=helium, m0=m0).items():
         files[f"runtime/{name}"] = text
     rounding = method.qm.rounding if hasattr(method, "qm") else fqt_rounding(method)   # FQT: no qm
     files[f"runtime/{CONFIG_HEADER}"] = config_header(rounding)
