@@ -8,9 +8,16 @@ and the error propagation of the second conv and of the linears. Needs the ARM c
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+import mcutrain
 from mcutrain import graph as G
 from mcutrain.codegen.cross import build_mcu_train, run_mcu_train
 from mcutrain.codegen.emit_fqt import quantize_input
@@ -68,3 +75,21 @@ def test_fqt_int8_steps_bit_exactly_with_the_mve_twins(arm_tools, tmp_path, name
     assert "mt_mve_gemm_range" in ran, "the MVE forward ran"
     assert any(f.startswith("bwd_in_mve") for f in ran), "the MVE conv error propagation ran"
     assert any(f.startswith("linear_bwd_in_mve") for f in ran), "the MVE linear error propagation ran"
+    assert "bwd_w_fill_e" in ran, "the MVE conv weight gradient ran (its errors here are all 0: skipped)"
+
+
+
+@pytest.mark.parametrize("options", [["--batch", "4"], ["--batch", "1", "--partial", "0.3"]],
+                         ids=["every filter, batch 4", "kept filters (partial updates), batch 1"])
+def test_the_mve_conv_weight_gradient_sums_nonzero_errors_bit_exactly(arm_tools, tmp_path, options):
+    """The graphs above quantize their conv errors to 0 (the weight gradient skips them); the digits
+    CNN on digits does not, so its steps run the transposed dot products of both branches."""
+    argv = ["run", "--arch", "digits-cnn", "--init", "random", "--dataset", "digits", "--method", "fqt",
+            "--precision", "int8", *options, "--steps", "3", "--target", "cortex-m55", "--json"]
+    env = {**os.environ, "PYTHONPATH": str(Path(mcutrain.__file__).parents[1])}
+    r = subprocess.run([sys.executable, "-m", "mcutrain.cli", *argv], capture_output=True, text=True,
+                       cwd=tmp_path, timeout=600, env=env)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["bit_exact"] is True, out.get("mismatch")
+    assert out["per_function"].get("bwd_w_dots", 0) > 0, "nonzero conv errors reached the MVE dot products"
