@@ -392,7 +392,8 @@ def build_method(method: str, v: argparse.Namespace, model: Graph | QuantModel,
 
 
 def summary(method: str, v: argparse.Namespace) -> dict[str, Any]:
-    """The method's settings in `train --json`: its precision, and zo's queries (bp-qas: 0)."""
+    """The method's settings in `train --json`: its precision (fqt: and its update, `fqt_update`),
+    and zo's queries (bp-qas: 0)."""
     if method == "fqt":
-        return {"precision": v.precision}
+        return {"precision": v.precision, "update": fqt_update(v)}
     return {"precision": "int8", "queries": v.queries if method == "zo" else 0}
