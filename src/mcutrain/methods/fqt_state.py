@@ -121,4 +121,9 @@ class FQTConfig:
                              f"(got precision {self.precision}, weight rounding {self.weight_rounding})")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The settings; `update` only when not the float32 default, so the configuration of a
+        float32-update run (a checkpoint, a model's provenance) reads as it did before the option."""
+        d = asdict(self)
+        if d["update"] == "float":
+            del d["update"]
+        return d
