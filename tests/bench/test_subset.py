@@ -42,14 +42,15 @@ def test_quick_subset_run_from_the_command_line(tmp_path, capsys):
     assert main(["bench", "fqt-scratch", "--quick", "--only", "precision=int8", "--only", "precision=mixed",
                  "--json", *dirs]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert [r["precision"] for r in doc["rows"]] == ["mixed", "int8"]       # in the sweep file's order
+    assert [(r["precision"], r["update"]) for r in doc["rows"]] == \
+        [("mixed", "float"), ("int8", "float"), ("int8", "integer")]      # in the sweep file's order
     assert doc["only"] == {"precision": ["int8", "mixed"]}
     assert [p.name for p in (tmp_path / "r").iterdir()] == ["fqt-scratch.quick.subset.json"]
     assert not (tmp_path / "d").exists()
 
 
 @pytest.mark.parametrize("args, message", [
-    (["fqt-scratch", "--only", "lr=0.1"], "its axes: task, seed, precision"),
+    (["fqt-scratch", "--only", "lr=0.1"], "its axes: task, seed, precision, update"),
     (["zo-adapt", "--only", "corruption=rain"], "the values of corruption: gaussian_noise, shot_noise"),
     (["memory", "--only", "seed=0"], "does not run as a sweep"),
 ])

@@ -23,13 +23,14 @@ def test_fqt_int8_run_is_bit_exact(arm_tools, tmp_path, capsys, target):
                "--dump", str(dump)])
     r = json.loads(capsys.readouterr().out)
     assert rc == 0
-    config = ("method", "batch", "trainable", "lr", "precision", "partial")
+    config = ("method", "batch", "trainable", "lr", "precision", "partial", "update")
     assert tuple(r) == (*JSON_KEYS, *MEMORY_KEYS, *config)
     # the linked library is the planned one, its batch buffer and range scratch included (to the
     # fixed activations' scale and zero point and alignment padding)
     assert r["library_ram_bytes"] == pytest.approx(r["planned_ram_bytes"], rel=0.01) and r["fits"] is True
     assert r["library_ram_bytes"] + r["harness_ram_bytes"] == r["ram_bytes"]
     assert (r["method"], r["batch"], r["precision"], r["partial"]) == ("fqt", 32, "int8", 1.0)
+    assert r["update"] == "float"                     # auto on a core with an FPU
     assert r["bit_exact"] is True and r["steps"] == 2 and r["target"] == target
     assert sum(r["per_function"].values()) == pytest.approx(r["instructions_per_step"], abs=1)
     for kernel in ("mt_conv2d_fwd_s8_range", "mt_conv2d_bwd_in_s8_s16", "mt_fqt_upd_s8"):
@@ -39,6 +40,17 @@ def test_fqt_int8_run_is_bit_exact(arm_tools, tmp_path, capsys, target):
     assert {"conv1.weight", "fc.w_scale", "err.fc.range", "act.conv2.zero_point", "losses"} <= set(sim.files)
     for k in sim.files:
         np.testing.assert_array_equal(sim[k], mcu[k], err_msg=k)
+
+
+def test_fqt_int8_on_the_m0plus_updates_in_integers(arm_tools, tmp_path, capsys):
+    """No FPU: --update auto runs the integer-only update (docs/integer-semantics.md 13.9), bit-exact
+    (every state entry after each step, the stream's state included)."""
+    rc = main([*BASE, "--precision", "int8", "--trainable", "all", "--steps", "2", "--batch", "1",
+               "--target", "cortex-m0plus"])
+    r = json.loads(capsys.readouterr().out)
+    assert rc == 0 and r["bit_exact"] is True and r["update"] == "integer"
+    pf = r["per_function"]
+    assert pf["mt_fqt_upd_s8_int"] > 0 and "mt_fqt_upd_s8" not in pf
 
 
 def test_fqt_partial_updates_of_a_batch_are_refused(capsys):

@@ -18,7 +18,7 @@ CASES = {
     "zo": (["--method", "zo", "--queries", "2", "--steps", "2"], "mt_zo_perturb_wp_s8"),
     "bp-qas": (["--method", "bp-qas", "--momentum", "0.5", "--batch", "2", "--steps", "2"],
                "mt_conv2d_bwd_w_row_s8_f32"),
-    "fqt-int8": ([*FQT, "--precision", "int8", "--steps", "2"], "mt_fqt_upd_s8"),
+    "fqt-int8": ([*FQT, "--precision", "int8", "--steps", "2"], "mt_fqt_upd_s8_int"),   # auto: no FPU
     "fqt-uint8": ([*FQT, "--precision", "uint8", "--steps", "1"], "mt_conv2d_fwd_u8_range"),
     "fqt-mixed": ([*FQT, "--precision", "mixed", "--steps", "1"], "mt_conv2d_bwd_in_u8_f32"),
     "fqt-float32": ([*FQT, "--precision", "float32", "--steps", "1"], "mt_fqt_upd_f32"),

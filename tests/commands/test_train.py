@@ -10,7 +10,7 @@ import pytest
 from mcutrain import io
 from mcutrain.cli import main
 
-KEYS = ["method", "precision", "trainable", "train_samples", "test_samples", "accuracy_before",
+KEYS = ["method", "precision", "update", "trainable", "train_samples", "test_samples", "accuracy_before",
         "accuracy_before_method", "accuracy_after", "accuracy_exported", "epochs", "steps", "samples_per_s",
         "forward_macs", "backward_macs", "weights_changed_per_step", "history"]
 
@@ -26,7 +26,7 @@ def test_train_json_and_output(capsys, tmp_path):
                "--method", "fqt", "--precision", "int8", "--trainable", "last:1", "--epochs", "1",
                "--batch", "64", "--lr", "0.003", "--json", "-o", str(out))
     assert list(res) == KEYS
-    assert res["precision"] == "int8" and res["trainable"] == "last:1"
+    assert res["precision"] == "int8" and res["trainable"] == "last:1" and res["update"] == "float"
     assert res["steps"] == 23 and len(res["history"]) == 1
     assert (res["train_samples"], res["test_samples"]) == (1438, 359)
     assert res["accuracy_after"] > res["accuracy_before"]

@@ -47,8 +47,8 @@ MEMORY_KEYS = ("library_ram_bytes", "library_flash_bytes", "harness_ram_bytes", 
                "planned_ram_bytes", "planned_flash_bytes", "ram_limit", "flash_limit", "fits")
 """The image split into the library (what `plan` plans and the board's budget holds) and the
 harness (its data buffers, newlib's stdio, 8 KB heap), with the planner's verdict on the library."""
-CONFIG_KEYS = ("method", "batch", "trainable", "lr", "queries", "perturb", "precision", "partial")
-"""What a training run ran (zo: queries, perturb; fqt: precision, partial), so a reader such as
+CONFIG_KEYS = ("method", "batch", "trainable", "lr", "queries", "perturb", "precision", "partial", "update")
+"""What a training run ran (zo: queries, perturb; fqt: precision, partial, update), so a reader such as
 `mcutrain report` tells a run's configuration without its command line."""
 
 
@@ -260,7 +260,7 @@ def run_config(r: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     if args.method == "zo":
         doc.update(queries=args.queries, perturb=args.perturb)
     if args.method == "fqt":
-        doc.update(precision=args.precision, partial=args.partial)
+        doc.update(precision=args.precision, partial=args.partial, update=factory.fqt_update(args))
     return doc
 
 

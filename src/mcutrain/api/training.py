@@ -47,11 +47,12 @@ from mcutrain.methods.trainable import internal_spec, resolve_trainable, source_
 from mcutrain.options import check_lr
 from mcutrain.qmodel import QuantModel
 
-JSON_ORDER = ("method", "precision", "trainable", "train_samples", "test_samples", "accuracy_before",
-              "accuracy_before_method", "accuracy_after", "accuracy_exported", "epochs", "steps",
-              "samples_per_s", "forward_macs", "backward_macs", "queries", "forward_passes",
+JSON_ORDER = ("method", "precision", "update", "trainable", "train_samples", "test_samples",
+              "accuracy_before", "accuracy_before_method", "accuracy_after", "accuracy_exported", "epochs",
+              "steps", "samples_per_s", "forward_macs", "backward_macs", "queries", "forward_passes",
               "weights_changed_per_step", "source_names", "preprocessing", "history")
-"""The keys of `train --json`, in this order (zo and bp-qas add queries, zo forward_passes; an
+"""The keys of `train --json`, in this order (fqt adds `update`, float or integer, the int8 weight
+update that ran; zo and bp-qas add queries, zo forward_passes; an
 imported model whose trained layers were renamed adds `source_names`, {IR name: original name};
 a method that trains integer weights adds `weights_changed_per_step`, {"overall": f, "layers":
 {layer: f}}: the mean over steps of the fraction of them each step changed, `methods/update_share`;

@@ -105,10 +105,11 @@ def _sub(x: np.ndarray, y: np.ndarray, n: int | None, seed: int = 0):
 
 
 def train_fqt(graph: Graph, precision: str, x, y, xt, yt, *, epochs: int, seed: int, batch: int,
-              trainable: str = "all", lmin: float = 1.0, lr: float | None = None) -> dict[str, Any]:
+              trainable: str = "all", lmin: float = 1.0, lr: float | None = None,
+              update: str = "float") -> dict[str, Any]:
     """One FQT run; returns accuracy, history, MACs and the backward time."""
     calib = x[np.random.default_rng([seed, 3]).permutation(len(x))[:64]]
-    cfg = FQTConfig(precision=precision, trainable=trainable, lambda_min=lmin, seed=seed)
+    cfg = FQTConfig(precision=precision, trainable=trainable, lambda_min=lmin, seed=seed, update=update)
     m = FQT(graph, cfg, calib)
     t0 = time.perf_counter()
     r = fit(m, x, y, xt, yt, epochs=epochs, batch=batch, lr=LR if lr is None else lr, seed=seed,
@@ -116,6 +117,17 @@ def train_fqt(graph: Graph, precision: str, x, y, xt, yt, *, epochs: int, seed: 
     return {"accuracy": r.accuracy_after, "accuracy_before": r.accuracy_before, "history": r.history,
             "backward_macs": r.backward_macs, "forward_macs": r.forward_macs,
             "backward_seconds": m.backward_seconds, "seconds": time.perf_counter() - t0}
+
+
+def variants(grid: dict[str, list]) -> list[tuple[str, str]]:
+    """The (precision, update) pairs of a sweep grid: int8 with each `update` of the grid (float32
+    or the integer-only update, docs/integer-semantics.md 13.9), the other precisions float only."""
+    return [(p, u) for p in grid["precision"] for u in grid["update"] if p == "int8" or u == "float"]
+
+
+def variant_label(precision: str, update: str) -> str:
+    """How tables and plots name a variant: the precision, with a non-default update after it."""
+    return precision if update == "float" else f"{precision} ({update} update)"
 
 
 def lr_of(lr: float | dict[str, float], precision: str) -> float:

@@ -18,7 +18,7 @@ import numpy as np
 
 from mcutrain import zoo
 from mcutrain.bench import files
-from mcutrain.bench.fqt import BUDGET, QUICK, lr_of, mean_std, task_data, train_fqt
+from mcutrain.bench.fqt import BUDGET, QUICK, lr_of, mean_std, task_data, train_fqt, variant_label, variants
 from mcutrain.bench.subset import Only
 from mcutrain.bench.sweep_stage import fresh_start, run_cells, sweep_dir
 from mcutrain.sweep.spec import keyed_cell
@@ -31,8 +31,8 @@ def scratch_cell(config: dict[str, Any], target: str | None = None) -> dict[str,
     x, y, xt, yt, k, shape = task_data(config["dataset"], config["n_train"], config["n_test"])
     g = zoo.build(config["arch"], k, shape, seed=config["seed"])
     r = train_fqt(g, config["precision"], x, y, xt, yt, epochs=config["epochs"], seed=config["seed"],
-                  batch=config["batch"], lr=config["lr"])
-    return {"run": {k: config[k] for k in ("dataset", "precision", "seed", "epochs", "lr")}
+                  batch=config["batch"], lr=config["lr"], update=config["update"])
+    return {"run": {k: config[k] for k in ("dataset", "precision", "update", "seed", "epochs", "lr")}
             | {"accuracy": r["accuracy"], "curve": [[h["loss"], h["test_accuracy"]] for h in r["history"]]}}
 
 
@@ -46,11 +46,12 @@ def scratch_cells(quick: bool, only: Only | None = None):
     cells = []
     for spec, arch, epochs, n, lr in tasks:
         for seed in seeds:
-            for prec in grid["precision"]:
+            for prec, upd in variants(grid):
                 config = {"dataset": spec, "arch": arch, "epochs": epochs, "n_train": n,
                           "n_test": 200 if quick else None, "lr": lr_of(lr, prec), "precision": prec,
-                          "seed": seed, "batch": b.batch}
-                cells.append(keyed_cell(config, {"task": spec, "seed": seed, "precision": prec}, NAME))
+                          "update": upd, "seed": seed, "batch": b.batch}
+                axes = {"task": spec, "seed": seed, "precision": prec, "update": upd}
+                cells.append(keyed_cell(config, axes, NAME))
     return b, tasks, cells
 
 
@@ -60,33 +61,36 @@ def run_scratch(work: Path, results: Path, quick: bool = False, log=print, docs:
     b, tasks, cells = scratch_cells(quick, only)
     out = sweep_dir(work, NAME, quick, bool(only))
     fresh_start(files.result_path(results, NAME, quick, bool(only)), out)
-    runs = run_cells(NAME, cells, ("task", "seed", "precision"), out, scratch_cell, 1 if quick else None, ray)
+    runs = run_cells(NAME, cells, ("task", "seed", "precision", "update"), out, scratch_cell,
+                     1 if quick else None, ray)
     for r in runs:
-        log(f"fqt-scratch {r['dataset']} {r['precision']} seed {r['seed']}: {r['accuracy']:.4f} "
-            f"({r['seconds']:.0f} s)")
-    rows, curves = rows_and_curves(runs, tasks, list(files.sweep_grid(NAME, only)["precision"]))
+        log(f"fqt-scratch {r['dataset']} {variant_label(r['precision'], r['update'])} seed {r['seed']}: "
+            f"{r['accuracy']:.4f} ({r['seconds']:.0f} s)")
+    rows, curves = rows_and_curves(runs, tasks, variants(files.sweep_grid(NAME, only)))
     files.write_results(results, NAME, rows, quick, bool(only), complete=True, runs=runs,
                         lr={t[0]: t[4] for t in tasks}, batch=b.batch, **({"only": only} if only else {}))
     if not quick and not only:
         files.update_docs(docs, NAME, files.markdown_table(
-            rows, ["dataset", "arch", "precision", "accuracy", "accuracy_std", "seeds", "epochs", "lr"],
+            rows, ["dataset", "arch", "precision", "update", "accuracy", "accuracy_std", "seeds", "epochs",
+                   "lr"],
             {"accuracy": ".4f", "accuracy_std": ".4f"}))
         plot_curves(curves, docs / "fqt-curves.png")
 
 
-def rows_and_curves(runs: list[dict[str, Any]], tasks, precisions: list[str]):
-    """One row per (task, precision): mean and std over the seeds; the curves per task and precision."""
+def rows_and_curves(runs: list[dict[str, Any]], tasks, pairs: list[tuple[str, str]]):
+    """One row per (task, precision, update): mean and std over the seeds; the curves per task and
+    variant (`variant_label`)."""
     rows, curves = [], {}
     for spec, arch, epochs, _, lr in tasks:
-        for prec in precisions:
-            mine = [r for r in runs if (r["dataset"], r["precision"], r["epochs"], r["lr"])
-                    == (spec, prec, epochs, lr_of(lr, prec))]
+        for prec, upd in pairs:
+            mine = [r for r in runs if (r["dataset"], r["precision"], r["update"], r["epochs"], r["lr"])
+                    == (spec, prec, upd, epochs, lr_of(lr, prec))]
             if not mine:
                 continue
             mean, std = mean_std([r["accuracy"] for r in mine])
-            rows.append({"dataset": spec, "arch": arch, "precision": prec, "accuracy": mean,
+            rows.append({"dataset": spec, "arch": arch, "precision": prec, "update": upd, "accuracy": mean,
                          "accuracy_std": std, "seeds": len(mine), "epochs": epochs, "lr": lr_of(lr, prec)})
-            curves.setdefault(spec, {})[prec] = [r["curve"] for r in mine]
+            curves.setdefault(spec, {})[variant_label(prec, upd)] = [r["curve"] for r in mine]
     return rows, curves
 
 

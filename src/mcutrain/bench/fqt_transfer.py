@@ -16,7 +16,17 @@ from typing import Any
 import numpy as np
 
 from mcutrain.bench import files
-from mcutrain.bench.fqt import BUDGET, LR, QUICK, mean_std, task_data, train_fqt, transfer_tasks
+from mcutrain.bench.fqt import (
+    BUDGET,
+    LR,
+    QUICK,
+    mean_std,
+    task_data,
+    train_fqt,
+    transfer_tasks,
+    variant_label,
+    variants,
+)
 from mcutrain.bench.subset import Only
 from mcutrain.bench.sweep_stage import fresh_start, run_cells, sweep_dir
 from mcutrain.sweep.spec import keyed_cell
@@ -32,7 +42,7 @@ def transfer_cell(config: dict[str, Any], target: str | None = None) -> dict[str
               if spec == config["dataset"])
     x, y, xt, yt, _, _ = task_data(config["dataset"], config["n_train"], config["n_test"])
     r = train_fqt(g0, config["precision"], x, y, xt, yt, epochs=config["epochs"], seed=config["seed"],
-                  batch=config["batch"], trainable=TRAINABLE)
+                  batch=config["batch"], trainable=TRAINABLE, update=config["update"])
     return {"run": {"accuracy": r["accuracy"], "accuracy_before": r["accuracy_before"],
                     "train_samples": len(x), "test_samples": len(xt)}}
 
@@ -46,23 +56,24 @@ def run_transfer(work: Path, results: Path, quick: bool = False, log=print, docs
     tasks = [(task, spec) for task, spec, _ in transfer_tasks(work, b, quick)]   # backbones trained here
     fixed = {"work": str(work), "quick": quick, "epochs": b.transfer_epochs, "n_train": b.transfer_samples,
              "n_test": 200 if quick else b.eval_samples, "batch": b.batch}
-    cells = [keyed_cell({**fixed, "dataset": spec, "precision": prec, "seed": seed},
-                        {"task": spec, "precision": prec, "seed": seed}, NAME, ("work",))
-             for _, spec in tasks for prec in grid["precision"] for seed in seeds]
+    cells = [keyed_cell({**fixed, "dataset": spec, "precision": prec, "update": upd, "seed": seed},
+                        {"task": spec, "precision": prec, "update": upd, "seed": seed}, NAME, ("work",))
+             for _, spec in tasks for prec, upd in variants(grid) for seed in seeds]
     out = sweep_dir(work, NAME, quick, bool(only))
     fresh_start(files.result_path(results, NAME, quick, bool(only)), out)
-    runs = run_cells(NAME, cells, ("task", "precision", "seed"), out, transfer_cell,
+    runs = run_cells(NAME, cells, ("task", "precision", "update", "seed"), out, transfer_cell,
                      1 if quick else None, ray)
     for r, c in zip(runs, cells):
-        log(f"fqt-transfer {c.config['dataset']} {c.config['precision']} seed {c.config['seed']}: "
+        label = variant_label(c.config["precision"], c.config["update"])
+        log(f"fqt-transfer {c.config['dataset']} {label} seed {c.config['seed']}: "
             f"{r['accuracy_before']:.4f} -> {r['accuracy']:.4f} ({r['seconds']:.0f} s)")
     rows: list[dict[str, Any]] = []
     for task, spec in tasks:
-        for prec in grid["precision"]:
+        for prec, upd in variants(grid):
             mine = [r for r, c in zip(runs, cells)
-                    if (c.config["dataset"], c.config["precision"]) == (spec, prec)]
+                    if (c.config["dataset"], c.config["precision"], c.config["update"]) == (spec, prec, upd)]
             mean, std = mean_std([r["accuracy"] for r in mine])
-            rows.append({"task": task, "dataset": spec, "precision": prec,
+            rows.append({"task": task, "dataset": spec, "precision": prec, "update": upd,
                          "accuracy_before": float(np.mean([r["accuracy_before"] for r in mine])),
                          "accuracy": mean, "accuracy_std": std, "seeds": len(mine),
                          "epochs": b.transfer_epochs, "train_samples": mine[0]["train_samples"],
@@ -71,9 +82,9 @@ def run_transfer(work: Path, results: Path, quick: bool = False, log=print, docs
                         batch=b.batch, **({"only": only} if only else {}))
     if not quick and not only:
         files.update_docs(docs, NAME, files.markdown_table(
-            rows, ["task", "dataset", "precision", "accuracy_before", "accuracy", "accuracy_std", "seeds",
-                   "epochs", "train_samples", "test_samples"], {"accuracy": ".4f", "accuracy_std": ".4f",
-                                                                "accuracy_before": ".4f"}))
+            rows, ["task", "dataset", "precision", "update", "accuracy_before", "accuracy", "accuracy_std",
+                   "seeds", "epochs", "train_samples", "test_samples"],
+            {"accuracy": ".4f", "accuracy_std": ".4f", "accuracy_before": ".4f"}))
 
 
 def register(add) -> None:

@@ -61,6 +61,7 @@ from mcutrain.bench.mcu_cases import (
 from mcutrain.bench.mcu_symbols import instructions_by_phase
 from mcutrain.bench.mcu_tables import checks, markdown
 from mcutrain.mcu.footprint import library_footprint, runtime_symbols
+from mcutrain.methods import factory
 
 
 @dataclass
@@ -70,7 +71,8 @@ class Prepared:
     qm: Any
     provenance: str
     batches_f: list[tuple[np.ndarray, np.ndarray]]
-    sim: list[Any]
+    sim: dict[str, list[Any]]
+    """The simulated steps per FQT update kind (`factory.fqt_update`: the cores of a case may differ)."""
     data: str
     warm: tuple[np.ndarray, np.ndarray] | None = None
     """The warm-up samples (Case.warmup), before the measured ones."""
@@ -105,7 +107,7 @@ def prepare(case: Case) -> Prepared:
     bsz, w = case.batch, case.warmup
     batches_f = [(x[w + i * bsz:w + (i + 1) * bsz], y[w + i * bsz:w + (i + 1) * bsz])
                  for i in range(case.steps)]
-    return Prepared(qm, prov, batches_f, [], data, (x[:w], y[:w]) if w else None)
+    return Prepared(qm, prov, batches_f, {}, data, (x[:w], y[:w]) if w else None)
 
 
 _WARM: dict[tuple[str, str, int], tuple[dict[str, Any], dict[str, np.ndarray]]] = {}
@@ -158,17 +160,18 @@ def simulate(prep: Prepared, args: argparse.Namespace, src, case: Case | None = 
     from mcutrain.api.device import build_method
     from mcutrain.mcu.twin import simulate_fqt_steps, simulate_steps
 
-    if not prep.sim:
+    key = factory.fqt_update(args) if args.method == "fqt" else ""
+    if key not in prep.sim:
         method = (case_method(case, prep, args, c_twin=True) if case
                   else build_method(args, prep.qm, c_twin=True))
         if args.method == "fqt" and case and case.warmup:   # the MACs each measured step executed
             twin = case_method(case, prep, args, c_twin=True)
             prep.sim_macs = [dict(twin.step(x, y, LR).macs) for x, y in prep.batches_f]
         if args.method == "fqt":
-            prep.sim = simulate_fqt_steps(method, prep.batches_f, LR, src)
+            prep.sim[key] = simulate_fqt_steps(method, prep.batches_f, LR, src)
         else:
-            prep.sim = simulate_steps(method, prep.batches_f, LR, [e.name for e in src.state])
-    return prep.sim
+            prep.sim[key] = simulate_steps(method, prep.batches_f, LR, [e.name for e in src.state])
+    return prep.sim[key]
 
 
 def measure(case: Case, core: str, kernels: str, prep: Prepared | None,

@@ -16,6 +16,8 @@ from mcutrain.graph import Node, Op
 from mcutrain.plan.schedule import Kernel
 
 ACT_CODE = {"none": 0, "relu": 1, "relu6": 2}
+UPDATE_KERNEL = {"float": "mt_fqt_upd_s8", "integer": "mt_fqt_upd_s8_int"}
+"""The int8 update's kernel per `FQTConfig.update` (docs/integer-semantics.md 13.7 / 13.9)."""
 
 
 # ---------------------------------------------------------------- forward
@@ -337,7 +339,7 @@ def _update(e: FqtEmitter, k: Kernel) -> list[str]:
             f"const float s_e = {s_e};",
             f"const mt_fqt_upd_params up = {{lr, {c_float(c.alpha_norm)}, {c_float(c.alpha_w)}, "
             f"{e.act(n.inputs[0])}_scale * s_e, s_e}};",
-            *call("mt_fqt_upd_s8", ["&up", str(o), str(per), gw, gb, upd, f"{lid}_norm_mu",
+            *call(UPDATE_KERNEL[c.update], ["&up", str(o), str(per), gw, gb, upd, f"{lid}_norm_mu",
                                      f"{lid}_norm_sd", f"{lid}_norm_init", f"{lid}_weight", f"{lid}_s_w",
                                      f"{lid}_w_lo", f"{lid}_w_hi", f"{lid}_bias_step", "&r"])]
 

@@ -34,7 +34,7 @@ import numpy as np
 from mcutrain.graph import Graph
 from mcutrain.methods.base import TrainingMethod
 from mcutrain.methods.bp_qas import BPQASConfig
-from mcutrain.methods.fqt_state import PRECISIONS, FQTConfig, precision
+from mcutrain.methods.fqt_state import PRECISIONS, UPDATES, FQTConfig, precision
 from mcutrain.methods.qas import UPDATE_ROUNDINGS
 from mcutrain.methods.trainable import internal_spec
 from mcutrain.methods.zo import ZOConfig
@@ -48,6 +48,7 @@ from mcutrain.options import (
     unit_interval,
 )
 from mcutrain.qmodel import QuantModel
+from mcutrain.targets import TargetError, get_target
 
 TRAIN_METHODS = ("fqt", "zo", "bp-qas")
 """Methods `mcutrain train` simulates (fqt covers the float32 path with `--precision float32`)."""
@@ -59,6 +60,8 @@ INT8_METHODS = ("zo", "bp-qas")
 COMMAND_METHODS = {"train": TRAIN_METHODS, "plan": ALL_METHODS, "export": ("none", "zo", "bp-qas", "fqt"),
                    "run": ("none", "zo", "bp-qas", "fqt")}
 """The methods each command offers (a refusal names only these)."""
+FQT_UPDATES = ("auto", *UPDATES)
+"""`--update`'s choices: auto resolves per target (`fqt_update`)."""
 CALIB_SAMPLES = 64
 """Training samples that initialize the activation ranges of quantized methods."""
 
@@ -146,6 +149,10 @@ OPTIONS: tuple[Option, ...] = (
            type=unit_interval, metavar="LAMBDA_MAX"),
     Option("--partial-output", False, "fqt: prune the output layer too (default: it always trains fully)",
            ("fqt",), ("train", "plan")),
+    Option("--update", "auto", "fqt int8: how the weight update computes: float (float32, "
+           "docs/integer-semantics.md 13.6-13.7) | integer (fixed point, 13.9: no float32 per weight) | "
+           "auto (integer on a --target without an FPU, else float; default auto)", ("fqt",),
+           choices=FQT_UPDATES),
     Option("--alpha-a", 0.1, "fqt EMA rate of activation ranges (default 0.1)", ("fqt",),
            ("train", "export", "run"), unit_interval),
     Option("--alpha-e", 0.1, "fqt EMA rate of error ranges (default 0.1)", ("fqt",),
@@ -268,12 +275,31 @@ def check_values(v: argparse.Namespace, method: str) -> None:
 # ---------------------------------------------------------------- one builder per method
 
 
+def fqt_update(v: argparse.Namespace) -> str:
+    """`--update` resolved: auto is integer for int8 on a `--target` without an FPU (the M0+, RV32IMC:
+    the float32 update's soft-float calls dominate their step), float otherwise (no target: train)."""
+    update = getattr(v, "update", "auto")
+    if update == "integer" and v.precision != "int8":
+        raise FactoryError(f"--update integer: the integer update is int8's; --precision {v.precision} "
+                           "updates in float32 (use --precision int8, or leave --update out)")
+    if update != "auto":
+        return update
+    target = getattr(v, "target", None)
+    if v.precision != "int8" or not target:
+        return "float"
+    try:
+        return "float" if get_target(target).fpu else "integer"
+    except TargetError:                   # an unknown target is refused where it is used
+        return "float"
+
+
 def fqt_config(v: argparse.Namespace, c_twin: bool = False) -> FQTConfig:
     """FQT's config. `c_twin`: mixed/float32 sum floats in the C step's order (`exact_float_order`)."""
     return FQTConfig(precision=v.precision, trainable=v.trainable, alpha_a=v.alpha_a, alpha_e=v.alpha_e,
                      alpha_w=v.alpha_w, alpha_norm=v.alpha_norm, lambda_min=v.partial,
                      lambda_max=v.partial_max, partial_output=getattr(v, "partial_output", False),
-                     seed=v.seed, exact_float_order=c_twin and precision(v.precision).errors == "f32")
+                     seed=v.seed, exact_float_order=c_twin and precision(v.precision).errors == "f32",
+                     update=fqt_update(v))
 
 
 def zo_config(v: argparse.Namespace, trainable: str | None = None, mask: str = "none") -> ZOConfig:
@@ -366,7 +392,8 @@ def build_method(method: str, v: argparse.Namespace, model: Graph | QuantModel,
 
 
 def summary(method: str, v: argparse.Namespace) -> dict[str, Any]:
-    """The method's settings in `train --json`: its precision, and zo's queries (bp-qas: 0)."""
+    """The method's settings in `train --json`: its precision (fqt: and its update, `fqt_update`),
+    and zo's queries (bp-qas: 0)."""
     if method == "fqt":
-        return {"precision": v.precision}
+        return {"precision": v.precision, "update": fqt_update(v)}
     return {"precision": "int8", "queries": v.queries if method == "zo" else 0}

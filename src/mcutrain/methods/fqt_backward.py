@@ -327,6 +327,8 @@ class FQTBackward:
             real = gsum.astype(F32) * F32(qg.scale)
         elif self.prec.errors == "s8":
             real = gacc.astype(F32) * F32(sx * s_e)
+            if self.cfg.update == "integer":          # section 13.9 reads the integers themselves
+                rec.int_grads[name] = (gacc, gb, F32(sx * s_e), F32(s_e))
         elif sx is not None:                          # mixed
             real = (gacc * sx).astype(F32)
         else:

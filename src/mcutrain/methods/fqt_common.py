@@ -77,5 +77,7 @@ class _Batch:
     grad_ranges: dict[str, tuple[F32, F32]] = field(default_factory=dict)
     kept: dict[str, np.ndarray] = field(default_factory=dict)
     grads: dict[str, tuple] = field(default_factory=dict)
+    int_grads: dict[str, tuple] = field(default_factory=dict)
+    """The integer update's (G, Gb, g_scale, gb_scale) per int8 layer (FQTConfig.update "integer")."""
     macs: dict[str, int] = field(default_factory=lambda: {"forward": 0, "error": 0, "weight_grad": 0})
     fresh: set = field(default_factory=set)

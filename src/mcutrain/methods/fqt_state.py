@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 PRECISIONS = ("uint8", "mixed", "float32", "int8")
+UPDATES = ("float", "integer")
+"""The FQT int8 weight update: float32 (13.6-13.7) or integer-only fixed point (13.9)."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,22 @@ class FQTConfig:
     """Override of the precision's weight rounding (stochastic | nearest | floor), for ablations."""
     relative_update: bool | None = None
     """Override of the precision's relative step sizes, for ablations."""
+    update: str = "float"
+    """The int8 weight update: "float" (float32, 13.6-13.7) or "integer" (fixed point, 13.9: no
+    float32 per weight, for cores without an FPU); the other precisions update in float32."""
+
+    def __post_init__(self) -> None:
+        if self.update not in UPDATES:
+            raise ValueError(f"unknown FQT update {self.update!r}; use one of {', '.join(UPDATES)}")
+        if self.update == "integer" and (self.precision != "int8"
+                                         or self.weight_rounding not in (None, "stochastic")):
+            raise ValueError("the integer update is int8's, with stochastic weight rounding "
+                             f"(got precision {self.precision}, weight rounding {self.weight_rounding})")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The settings; `update` only when not the float32 default, so the configuration of a
+        float32-update run (a checkpoint, a model's provenance) reads as it did before the option."""
+        d = asdict(self)
+        if d["update"] == "float":
+            del d["update"]
+        return d

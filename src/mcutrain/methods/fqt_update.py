@@ -1,6 +1,7 @@
 """FQT phase 4: EMA ranges, gradient standardization and the in-place requantized update (a mixin of `FQT`).
 
-docs/integer-semantics.md, sections 13.6-13.7, define every operation here.
+docs/integer-semantics.md, sections 13.6-13.7, define every operation here; the integer-only
+int8 update (section 13.9) is `fqt_update_int`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from mcutrain.methods.fqt_common import (
     X_MAX,
     _Batch,
 )
+from mcutrain.methods.fqt_update_int import integer_update
 from mcutrain.quant.rounding import round_half_away, round_mode
 
 
@@ -37,10 +39,15 @@ class FQTUpdate:
             # NOTE: one draw call for the whole update: the same consecutive stream values as
             # one call per layer (layers in graph order), without a jump-ahead per layer
             sizes = [int(g[2].sum()) * int(np.prod(self.w[nm].shape[1:])) for nm, g in rec.grads.items()]
-            self._uniform = self.rng.uniform01(sum(sizes))
+            if self.cfg.update == "integer":        # the integer twin reads the stream's u32 as they are
+                self._u32 = self.rng.draw_u32(sum(sizes))
+            else:
+                self._uniform = self.rng.uniform01(sum(sizes))
         for n in self.graph.parametric():
             name = n.name
-            if name in rec.grads:
+            if name in rec.int_grads:
+                self._update_layer_int(name, rec.int_grads[name], rec.grads[name][2], lr32)
+            elif name in rec.grads:
                 self._update_layer(n, rec.grads[name], lr32)
             if self.prec.quantized_acts:
                 self._rescale_bias(n, old_acc_scale[name], rec.grads.get(name), lr32)
@@ -145,6 +152,22 @@ class FQTUpdate:
             w2[rows] = q
         self.w[name] = w2.reshape(w.shape)
         self.wqp[name] = qn
+
+    def _update_layer_int(self, name: str, grads: tuple, upd: np.ndarray, lr: F32) -> None:
+        """Section 13.9: the int8 layer's update in fixed point from its integer gradients."""
+        g, gb, g_scale, gb_scale = grads
+        o = g.shape[0]
+        st = self.norm.setdefault(name, {"mu": np.zeros(o, F32), "sd": np.zeros(o, F32),
+                                         "init": np.zeros(o, bool)})
+        lr_o = self._layer_lr(name, lr)
+        size = int(upd.sum()) * (g.size // max(o, 1))
+        u, self._u32 = self._u32[:size], self._u32[size:]
+        res = integer_update(g, gb, g_scale, gb_scale, upd, st, self.cfg.alpha_norm, self.w[name],
+                             self.wqp[name].scale, self.w_ema[name], lr_o, u)
+        self._bias_ghat[name] = res.ghat_bias
+        self._bias_lr[name] = lr_o
+        self.w[name] = res.w
+        self.wqp[name] = res.qparams
 
     def _bias_room(self, name: str) -> np.ndarray:
         """Largest |bias| per channel that keeps the int32 accumulator safe (as in PTQ).

@@ -181,6 +181,28 @@ mt_status mt_fqt_upd_s8(const mt_fqt_upd_params *p,
                         uint32_t *state);
 
 /*
+ * The same update in fixed point (docs/integer-semantics.md 13.9: integer sums, int32 per weight,
+ * float32 only per channel), for cores without an FPU; the same parameters and state. grad is
+ * overwritten with int32 intermediates of the updated rows; at most 65534 weights per channel
+ * (MT_ERR_ARG above).
+ */
+mt_status mt_fqt_upd_s8_int(const mt_fqt_upd_params *p,
+                            int32_t channels,
+                            int32_t per_channel,
+                            int32_t *grad,
+                            const int32_t *grad_bias,
+                            const uint8_t *upd,
+                            float *norm_mu,
+                            float *norm_sd,
+                            int8_t *norm_init,
+                            int8_t *w,
+                            float *s_w,
+                            float *w_lo,
+                            float *w_hi,
+                            float *bias_step,
+                            uint32_t *state);
+
+/*
  * Move an int32 bias to the new accumulator scale float32(s_x) * s_w[c] and apply its step
  * (fqt._rescale_bias): b = clamp(round_half_away((float32(b) * old[c] - step[c]) / new[c]), +-room)
  * for channels whose scale changed or that were updated; room = max(2^31 - 1 - 255 * sum|w[c]|, 0).
