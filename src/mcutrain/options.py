@@ -74,6 +74,11 @@ seed_int = _int_type("seed", 0, MAX_SEED)
 """Random seeds."""
 learning_rate = _float_type("learning_rate", 0.0, LR_MAX, lo_open=True)
 """A learning rate: finite, > 0 and at most `LR_MAX` (see `check_lr` for per-method bounds)."""
+
+
+def learning_rate_or_auto(text: str) -> float | str:
+    """`--lr` of `train`: `auto` (the rate chosen for the run, `methods.lr_auto`) or a `learning_rate`."""
+    return "auto" if str(text).strip().lower() == "auto" else learning_rate(text)
 unit_interval = _float_type("unit_interval", 0.0, 1.0)
 """Fractions and EMA rates in [0, 1] (`--partial`, `--alpha-*`)."""
 open_unit = _float_type("open_unit", 0.0, 1.0, lo_open=True)

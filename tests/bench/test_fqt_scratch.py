@@ -40,3 +40,16 @@ def test_sweep_file_declares_every_task_and_precision_of_the_budget():
     grid = sweep_grid("fqt-scratch")
     assert grid["task"] == [t[0] for t in BUDGET.scratch] and grid["precision"] == list(PRECISIONS)
     assert grid["seed"] == list(BUDGET.seeds) and grid["update"] == list(UPDATES)
+
+
+def test_ten_epoch_setting_is_the_full_fashion_mnist_at_the_auto_rate():
+    from mcutrain.bench.files import sweep_grid
+    from mcutrain.bench.fqt import BUDGET
+    from mcutrain.methods.lr_auto import fqt_rate
+    grid = sweep_grid(fqt_scratch.NAME_10EP)
+    assert grid == {"task": ["fashion-mnist"], "seed": [0, 1, 2], "precision": list(PRECISIONS),
+                    "update": ["float"]}
+    _, tasks, cells = fqt_scratch.scratch_cells(False, None, fqt_scratch.NAME_10EP)
+    (spec, arch, epochs, n, lr), = tasks
+    assert (spec, arch, epochs, n) == ("fashion-mnist", "small-cnn", 10, None)
+    assert lr == fqt_rate(10 * 60000 // BUDGET.batch).lr and len(cells) == 12

@@ -16,9 +16,9 @@ def test_registry_has_fqt_benchmarks():
     assert {"fqt-scratch", "fqt-transfer", "fqt-partial", "sim-speed"} <= set(names)
 
 
-EVERY = {"float-speed", "fqt-partial", "fqt-scratch", "fqt-transfer", "fqt-update", "int8-core", "mcu",
-         "mcu-inference", "mcu-partial", "mcu-rounding", "memory", "sim-speed", "tflm", "zo-ablation",
-         "zo-adapt", "zo-cost", "zo-diagnose", "update-share"}
+EVERY = {"float-speed", "fqt-partial", "fqt-scratch", "fqt-scratch-10ep", "fqt-transfer", "fqt-update",
+         "int8-core", "lr-defaults", "mcu", "mcu-inference", "mcu-partial", "mcu-rounding", "memory", "sim-speed",
+         "tflm", "zo-ablation", "zo-adapt", "zo-cost", "zo-diagnose", "update-share"}
 
 
 def test_list_names_every_benchmark_of_the_package(capsys):

@@ -11,8 +11,8 @@ from mcutrain import io
 from mcutrain.cli import main
 
 KEYS = ["method", "precision", "update", "trainable", "train_samples", "test_samples", "accuracy_before",
-        "accuracy_before_method", "accuracy_after", "accuracy_exported", "epochs", "steps", "samples_per_s",
-        "forward_macs", "backward_macs", "weights_changed_per_step", "history"]
+        "accuracy_before_method", "accuracy_after", "accuracy_exported", "epochs", "steps", "lr_used",
+        "lr_reason", "samples_per_s", "forward_macs", "backward_macs", "weights_changed_per_step", "history"]
 
 
 def _run(capsys, *argv):

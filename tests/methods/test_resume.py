@@ -14,6 +14,7 @@ from mcutrain.data import load_dataset
 from mcutrain.methods.fqt import FQT
 from mcutrain.methods.fqt_state import FQTConfig
 from mcutrain.methods.loop import fit
+from mcutrain.methods.lr_auto import fqt_rate
 from mcutrain.methods.state_file import StateFileError
 
 
@@ -90,7 +91,7 @@ def test_command_refuses_other_epochs_and_allows_them_by_name(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("mcutrain train: error: ") and len(err.strip().splitlines()) == 1
     assert "--epochs 2 differs from the checkpoint's 1" in err
-    assert "--lr 0.02 differs from the checkpoint's 0.01" in err
+    assert f"--lr 0.02 differs from the checkpoint's {fqt_rate(4).lr:g}" in err     # --lr auto: 4 steps
     assert "--resume-changed epochs,lr" in err
     assert main([*ARGV, "--epochs", "2", "--resume", str(ckpt), "--resume-changed", "epochs"]) == 0
     out = capsys.readouterr()

@@ -41,6 +41,7 @@ from mcutrain.graph import Graph, Op
 from mcutrain.methods import factory
 from mcutrain.methods.base import TrainingMethod
 from mcutrain.methods.loop import fit
+from mcutrain.methods.lr_auto import AUTO, RateChoice, choose_rate
 from mcutrain.methods.resume import check_allowed
 from mcutrain.methods.state_file import StateFileError, file_sha256
 from mcutrain.methods.trainable import internal_spec, resolve_trainable, source_names_of, user_names
@@ -49,11 +50,12 @@ from mcutrain.qmodel import QuantModel
 
 JSON_ORDER = ("method", "precision", "update", "trainable", "train_samples", "test_samples",
               "accuracy_before", "accuracy_before_method", "accuracy_after", "accuracy_exported", "epochs",
-              "steps", "samples_per_s", "forward_macs", "backward_macs", "queries", "forward_passes",
-              "weights_changed_per_step", "source_names", "preprocessing", "history")
-"""The keys of `train --json`, in this order (fqt adds `update`, float or integer, the int8 weight
-update that ran; zo and bp-qas add queries, zo forward_passes; an
-imported model whose trained layers were renamed adds `source_names`, {IR name: original name};
+              "steps", "lr_used", "lr_reason", "samples_per_s", "forward_macs", "backward_macs", "queries",
+              "forward_passes", "weights_changed_per_step", "source_names", "preprocessing", "history")
+"""The keys of `train --json`, in this order (`lr_used`: the rate the run used, `lr_reason`: why,
+"given (--lr)" or how `--lr auto` chose it, `methods.lr_auto`; fqt adds `update`, float or integer,
+the int8 weight update that ran; zo and bp-qas add queries, zo forward_passes; an imported model
+whose trained layers were renamed adds `source_names`, {IR name: original name};
 a method that trains integer weights adds `weights_changed_per_step`, {"overall": f, "layers":
 {layer: f}}: the mean over steps of the fraction of them each step changed, `methods/update_share`;
 data preprocessed in a way the device must repeat adds `preprocessing`, `Dataset.preprocessing`:
@@ -168,7 +170,8 @@ def train_args(args: argparse.Namespace,
     if args.method not in factory.TRAIN_METHODS:
         raise UserError(f"unknown method '{args.method}'; available: {', '.join(factory.TRAIN_METHODS)}")
     try:
-        check_lr(args.method, args.lr)
+        if args.lr != AUTO:
+            check_lr(args.method, args.lr)
     except ValueError as e:
         raise UserError(str(e)) from None
     if args.resume_changed and not args.resume:
@@ -188,6 +191,10 @@ def train_args(args: argparse.Namespace,
                                       source_names=args.source_names)
     except factory.FactoryError as e:
         raise UserError(str(e)) from None
+    choice = (choose_rate(args.method, method, x_tr, y_tr, epochs=args.epochs, batch=args.batch,
+                          seed=args.seed, progress=progress) if args.lr == AUTO
+              else RateChoice(args.lr, "given (--lr)"))
+    args.lr = choice.lr     # NOTE: what the run, its checkpoint and the saved history use
     try:
         res = fit(method, x_tr, y_tr, ds.x_test, ds.y_test, epochs=args.epochs, batch=args.batch, lr=args.lr,
                   seed=args.seed, checkpoint=args.checkpoint, resume=args.resume, progress=progress,
@@ -206,7 +213,8 @@ def train_args(args: argparse.Namespace,
            "accuracy_before": deployed_accuracy(model, ds, res.accuracy_before),
            "accuracy_before_method": res.accuracy_before, "accuracy_after": res.accuracy_after,
            "accuracy_exported": float(np.mean(int_engine.predict(trained, ds.x_test) == ds.y_test)),
-           "epochs": res.epochs, "steps": res.steps, "samples_per_s": res.samples_per_s,
+           "epochs": res.epochs, "steps": res.steps, "lr_used": choice.lr, "lr_reason": choice.reason,
+           "samples_per_s": res.samples_per_s,
            "forward_macs": res.forward_macs, "backward_macs": res.backward_macs,
            "history": [{"epoch": h["epoch"], "loss": h["loss"], "accuracy": h["test_accuracy"],
                         "train_accuracy": h["train_accuracy"]} for h in res.history]}

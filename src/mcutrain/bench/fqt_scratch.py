@@ -21,9 +21,21 @@ from mcutrain.bench import files
 from mcutrain.bench.fqt import BUDGET, QUICK, lr_of, mean_std, task_data, train_fqt, variant_label, variants
 from mcutrain.bench.subset import Only
 from mcutrain.bench.sweep_stage import fresh_start, run_cells, sweep_dir
+from mcutrain.methods.lr_auto import fqt_rate, run_steps
 from mcutrain.sweep.spec import keyed_cell
 
 NAME = "fqt-scratch"
+NAME_10EP = "fqt-scratch-10ep"
+"""The 10-epoch setting: small-cnn on the full Fashion-MNIST, every precision, 3 seeds
+(`bench/sweeps/fqt-scratch-10ep.toml`), at `--lr auto`'s rate for its 18,750 steps."""
+TEN_EPOCHS = 10
+FASHION_TRAIN = 60000
+SCRATCH_10EP = (("fashion-mnist", "small-cnn", TEN_EPOCHS, None,
+                 fqt_rate(run_steps(TEN_EPOCHS, FASHION_TRAIN, BUDGET.batch)).lr),)
+SCRATCH_10EP_QUICK = (("fashion-mnist", "small-cnn", 1, 300, fqt_rate(run_steps(1, 300, QUICK.batch)).lr),)
+"""The quick variant: one epoch on 300 samples, its own auto rate."""
+SETTINGS = {NAME: None, NAME_10EP: (SCRATCH_10EP, SCRATCH_10EP_QUICK)}
+"""Each setting's tasks (full, quick); None: `Budget.scratch` of `fqt`."""
 
 
 def scratch_cell(config: dict[str, Any], target: str | None = None) -> dict[str, Any]:
@@ -36,12 +48,14 @@ def scratch_cell(config: dict[str, Any], target: str | None = None) -> dict[str,
             | {"accuracy": r["accuracy"], "curve": [[h["loss"], h["test_accuracy"]] for h in r["history"]]}}
 
 
-def scratch_cells(quick: bool, only: Only | None = None):
+def scratch_cells(quick: bool, only: Only | None = None, name: str = NAME):
     """The cells in the order of the old loop: task, then seed, then precision (those of `only`)."""
     b = QUICK if quick else BUDGET
-    grid = files.sweep_grid(NAME, only)
-    tasks = ([t for t in b.scratch if t[0] in grid["task"]] if quick
-             else [t for name in grid["task"] for t in b.scratch if t[0] == name])
+    grid = files.sweep_grid(name, only)
+    setting = SETTINGS[name]
+    scratch = b.scratch if setting is None else setting[1 if quick else 0]
+    tasks = ([t for t in scratch if t[0] in grid["task"]] if quick
+             else [t for task in grid["task"] for t in scratch if t[0] == task])
     seeds = tuple(s for s in b.seeds if s in grid["seed"]) if quick else tuple(grid["seed"])
     cells = []
     for spec, arch, epochs, n, lr in tasks:
@@ -51,30 +65,36 @@ def scratch_cells(quick: bool, only: Only | None = None):
                           "n_test": 200 if quick else None, "lr": lr_of(lr, prec), "precision": prec,
                           "update": upd, "seed": seed, "batch": b.batch}
                 axes = {"task": spec, "seed": seed, "precision": prec, "update": upd}
-                cells.append(keyed_cell(config, axes, NAME))
+                cells.append(keyed_cell(config, axes, name))
     return b, tasks, cells
 
 
 def run_scratch(work: Path, results: Path, quick: bool = False, log=print, docs: Path = Path("docs"),
-                ray: str | None = None, only: Only | None = None) -> None:
+                ray: str | None = None, only: Only | None = None, name: str = NAME) -> None:
     """small-cnn / mnist1d-cnn / digits-cnn from scratch in every precision, 3 seeds (a sweep)."""
-    b, tasks, cells = scratch_cells(quick, only)
-    out = sweep_dir(work, NAME, quick, bool(only))
-    fresh_start(files.result_path(results, NAME, quick, bool(only)), out)
-    runs = run_cells(NAME, cells, ("task", "seed", "precision", "update"), out, scratch_cell,
+    b, tasks, cells = scratch_cells(quick, only, name)
+    out = sweep_dir(work, name, quick, bool(only))
+    fresh_start(files.result_path(results, name, quick, bool(only)), out)
+    runs = run_cells(name, cells, ("task", "seed", "precision", "update"), out, scratch_cell,
                      1 if quick else None, ray)
     for r in runs:
-        log(f"fqt-scratch {r['dataset']} {variant_label(r['precision'], r['update'])} seed {r['seed']}: "
+        log(f"{name} {r['dataset']} {variant_label(r['precision'], r['update'])} seed {r['seed']}: "
             f"{r['accuracy']:.4f} ({r['seconds']:.0f} s)")
-    rows, curves = rows_and_curves(runs, tasks, variants(files.sweep_grid(NAME, only)))
-    files.write_results(results, NAME, rows, quick, bool(only), complete=True, runs=runs,
+    rows, curves = rows_and_curves(runs, tasks, variants(files.sweep_grid(name, only)))
+    files.write_results(results, name, rows, quick, bool(only), complete=True, runs=runs,
                         lr={t[0]: t[4] for t in tasks}, batch=b.batch, **({"only": only} if only else {}))
     if not quick and not only:
-        files.update_docs(docs, NAME, files.markdown_table(
+        files.update_docs(docs, name, files.markdown_table(
             rows, ["dataset", "arch", "precision", "update", "accuracy", "accuracy_std", "seeds", "epochs",
                    "lr"],
             {"accuracy": ".4f", "accuracy_std": ".4f"}))
-        plot_curves(curves, docs / "fqt-curves.png")
+        plot_curves(curves, docs / ("fqt-curves.png" if name == NAME else "fqt-curves-10ep.png"))
+
+
+def run_scratch_10ep(work: Path, results: Path, quick: bool = False, log=print, docs: Path = Path("docs"),
+                     ray: str | None = None, only: Only | None = None) -> None:
+    """small-cnn from scratch on the full Fashion-MNIST for 10 epochs, every precision, 3 seeds (a sweep)."""
+    run_scratch(work, results, quick, log, docs, ray, only, NAME_10EP)
 
 
 def rows_and_curves(runs: list[dict[str, Any]], tasks, pairs: list[tuple[str, str]]):
@@ -122,3 +142,4 @@ def plot_curves(curves: dict[str, Any], out: Path) -> None:
 def register(add) -> None:
     """Hook for `mcutrain.bench`."""
     add(NAME, run_scratch)
+    add(NAME_10EP, run_scratch_10ep)

@@ -37,6 +37,9 @@ METHODS: dict[str, dict[str, Any]] = {
     "zo-mix": {"method": "zo", "perturb": "mix"},
     "bp-qas": {"method": "bp-qas"},
 }
+LR = 0.01
+"""The rate of every run: the factory's default when these were measured (now `--lr auto` chooses
+one per run); kept, so the shares stay comparable."""
 ROUNDED = ("zo-wp", "zo-np", "zo-mix", "bp-qas")
 """The methods that take `--update-rounding` (run with both)."""
 
@@ -97,10 +100,10 @@ def one_run(model: Path, task: str, name: str, rounding: str, seed: int, budget:
     t0 = time.perf_counter()
     r = train(str(model), DATASETS[task], method, train_samples=budget.of("train_samples", task),
               test_samples=budget.of("test_samples", task), epochs=budget.of("epochs", task), seed=seed,
-              **opts).result
+              lr=LR, **opts).result
     share = r.get("weights_changed_per_step") or {"overall": float("nan"), "layers": {}}
     return {"task": task, "dataset": DATASETS[task], "method": name, "update_rounding": rounding,
-            "seed": seed, "lr": 0.01, "steps": r["steps"], "accuracy_before": r["accuracy_before"],
+            "seed": seed, "lr": LR, "steps": r["steps"], "accuracy_before": r["accuracy_before"],
             "accuracy_after": r["accuracy_after"], "weights_changed_per_step": share["overall"],
             "weights_changed_per_layer": share["layers"], "seconds": time.perf_counter() - t0}
 

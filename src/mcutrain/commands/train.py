@@ -87,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
               f"after {counted(out['epochs'], 'epoch')} on {out['train_samples']:,} training samples "
               f"({counted(out['steps'], 'step')}, {out['samples_per_s']:.0f} samples/s; accuracy on "
               f"{out['test_samples']:,} test samples)")
+        print(f"learning rate {out['lr_used']:g}: {out['lr_reason']}")
         if args.output:
             print(f"saved {args.output} (the model and its training history)")
     return 0

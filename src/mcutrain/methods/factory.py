@@ -35,11 +35,12 @@ from mcutrain.graph import Graph
 from mcutrain.methods.base import TrainingMethod
 from mcutrain.methods.bp_qas import BPQASConfig
 from mcutrain.methods.fqt_state import PRECISIONS, UPDATES, FQTConfig, precision
+from mcutrain.methods.lr_auto import AUTO
 from mcutrain.methods.qas import UPDATE_ROUNDINGS
 from mcutrain.methods.trainable import internal_spec
 from mcutrain.methods.zo import ZOConfig
 from mcutrain.options import (
-    learning_rate,
+    learning_rate_or_auto,
     momentum,
     non_negative_int,
     open_unit,
@@ -94,6 +95,13 @@ class Option:
     """The validating parse (None with a bool default: a switch)."""
     choices: tuple[str, ...] | None = None
     metavar: str | None = None
+    command_defaults: tuple[tuple[str, Any], ...] = ()
+    """(command, default) where a command's default is not `default`: `--lr` is `auto` for train
+    (the rate is chosen per run) and 0.01 for export and run (a number the C API is given)."""
+
+    def default_for(self, command: str) -> Any:
+        """The option's default in `command`."""
+        return dict(self.command_defaults).get(command, self.default)
 
     @property
     def dest(self) -> str:
@@ -134,8 +142,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("--epochs", 10, "passes over the training set (default 10)", _TRAINING, ("train",),
            positive_int),
     Option("--batch", 32, "samples per training step (default 32)", _TRAINING, type=positive_int),
-    Option("--lr", 0.01, "learning rate (export: the one the README suggests, the C API takes it per "
-           "step; default 0.01)", _TRAINING, ("train", "export", "run"), learning_rate),
+    Option("--lr", AUTO, "learning rate. train: a number or auto (default: fqt's from the run's steps, "
+           "zo's and bp-qas's from a short search on a held-out slice of the training split; "
+           "docs/methods.md); export (the one the README suggests, the C API takes it per step) and run: "
+           "a number (default 0.01)", _TRAINING, ("train", "export", "run"), learning_rate_or_auto,
+           metavar="LR", command_defaults=(("export", 0.01), ("run", 0.01))),
     Option("--seed", 0, "seed of data draws, initialization and the method's random streams (default 0)",
            ALL_METHODS, ("train", "export", "run"), seed_int),
     # ------------------------------------------------------------ fqt
@@ -199,7 +210,7 @@ def options_of(command: str) -> tuple[Option, ...]:
 
 def defaults(command: str) -> dict[str, Any]:
     """{dest: default} of `command`'s options."""
-    return {o.dest: o.default for o in options_of(command)}
+    return {o.dest: o.default_for(command) for o in options_of(command)}
 
 
 def help_with_default(o: Option) -> str:
@@ -246,7 +257,10 @@ def resolve(args: argparse.Namespace, command: str, method: str) -> argparse.Nam
     refuse_foreign([o.dest for o in opts if getattr(args, o.dest, UNSET) is not UNSET], method, command)
     for o in opts:
         if getattr(args, o.dest, UNSET) is UNSET:
-            setattr(args, o.dest, o.default)
+            setattr(args, o.dest, o.default_for(command))
+    if command != "train" and getattr(args, "lr", None) == AUTO:
+        raise FactoryError(f"--lr auto chooses the rate of a simulated run (train); {command} takes a "
+                           "number, e.g. --lr 0.01 or the lr_used of `train --json`")
     check_values(args, method)
     return args
 

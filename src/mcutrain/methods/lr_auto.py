@@ -1,0 +1,139 @@
+"""`--lr auto`: the learning rate a run uses when the user names none, and why.
+
+Why not one fixed default: FQT's standardized step moves every weight by about lr per step
+whatever its gradient, so over many steps the weights random-walk away from their scale; a
+rate that suits 450 steps (digits, 0.01) diverges over 5,625 (full Fashion-MNIST: the loss
+climbs to 13 in epoch 2), so FQT's rate is derived from the run's length before training:
+`FQT_TRAVEL / steps`, at most `FQT_MAX`. ZO and BP-QAS multiply a QAS-scaled or GNS-shrunk
+estimate whose size depends on the model, its scales and the data (0.05 suits bp-qas on the
+pretrained small-cnn, 1 a 784-128-64-10 MLP), so no formula known before training fits them:
+they run a short rate search on the training split -- `SEARCH_RATES[method]`, each trained
+for `search_steps(steps)` steps under cosine decay from the same starting state on the
+training samples outside a held-out slice, scored by accuracy on that slice (ties: the lower
+training loss of the search's second half, then the lower rate); the method is then restored
+to its starting state exactly (`state()`/`load_state()`), so the run equals `--lr X` with
+the chosen X. The slice, the batches and the methods' random streams come from the seed
+alone: the search is deterministic. Its cost is at most `len(rates) * SEARCH_STEPS_MAX`
+steps, shown with a progress bar.
+
+Example:
+    >>> fqt_rate(5625).lr
+    0.0005333333333333334
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mcutrain.methods.base import TrainingMethod
+from mcutrain.methods.loop import cosine_lr, evaluate
+from mcutrain.progress import Progress
+
+AUTO = "auto"
+"""The `--lr` value (and the factory's default for `train`) that asks for this module's choice."""
+FQT_TRAVEL = 3.0
+"""lr x steps of FQT's auto rate: the stable runs measured so far have at most about 4.5 (digits,
+0.01 x 450 steps; Fashion-MNIST 12k samples, 0.003 x 1,125; full Fashion-MNIST 0.0005 x 5,625 =
+2.8), and 5.6 diverged (full Fashion-MNIST at 0.001, epoch 2)."""
+FQT_MAX = 0.003
+"""FQT's auto rate is never above this: int8 diverges above about 0.005 even on short runs
+(zo-adapt's probes), and on small-cnn from scratch (Fashion-MNIST 4k samples, 250 steps) 0.005
+ended 3.7 points below 0.003 (`bench lr-defaults`, its first run)."""
+SEARCH_RATES: dict[str, tuple[float, ...]] = {"zo": (0.03, 0.1, 0.3, 1.0, 3.0),
+                                             "bp-qas": (0.01, 0.03, 0.1, 0.3, 1.0)}
+"""The searched rates per method: half-decades around the rates the benchmarks tuned (zo-mix
+0.2, zo-wp 1, zo-np 0.1; bp-qas 0.05 with momentum 0.9) and the MLP's 1."""
+HOLDOUT_FRACTION = 0.2
+"""Share of the training split held out to score the searched rates (never the test split)."""
+HOLDOUT_MAX = 1000
+"""At most this many held-out samples: the score's cost stays bounded on large splits."""
+SEARCH_STEPS_MAX = 20
+"""Steps per searched rate: the run's own steps up to this many, under the run's cosine decay over
+them. A short run (zo-adapt's 20 steps) is searched as it will run; a first version trained each
+rate for a fifth of the run at a constant rate, and those 4-step probes chose rates 3 to 30 times
+too low on fog and zigzag (gaps of 4.6 to 9.6 points against the grid's best)."""
+
+
+@dataclass(frozen=True)
+class RateChoice:
+    """The rate a run uses and why (`train --json`: `lr_used`, `lr_reason`)."""
+
+    lr: float
+    reason: str
+    trials: tuple[dict[str, Any], ...] = field(default=())
+    """The searched rates: {lr, holdout_accuracy, loss} each (empty without a search)."""
+
+
+def run_steps(epochs: int, n_train: int, batch: int) -> int:
+    """Steps of a run, as the training loop counts them."""
+    return epochs * math.ceil(n_train / batch)
+
+
+def fqt_rate(steps: int) -> RateChoice:
+    """FQT's rate for a run of `steps` steps: `FQT_TRAVEL / steps`, at most `FQT_MAX`."""
+    lr = min(FQT_MAX, FQT_TRAVEL / max(steps, 1))
+    capped = " (the cap)" if lr == FQT_MAX else ""
+    return RateChoice(lr, f"auto: {FQT_TRAVEL:g} / {steps:,} steps, at most {FQT_MAX:g}{capped}: fqt's "
+                      "standardized step moves every weight by about lr per step, so the rate "
+                      "shrinks with the run's length")
+
+
+def search_steps(steps: int) -> int:
+    """Steps each searched rate trains for (see `SEARCH_STEPS_MAX`)."""
+    return min(steps, SEARCH_STEPS_MAX)
+
+
+def holdout_split(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(search training indices, held-out indices) of a training split of `n` samples, from `seed`."""
+    order = np.random.default_rng([seed, 11]).permutation(n)
+    k = min(HOLDOUT_MAX, max(1, int(n * HOLDOUT_FRACTION))) if n > 1 else 0
+    return order[k:] if k else order, order[:k] if k else order
+
+
+def search_rate(method_name: str, method: TrainingMethod, x: np.ndarray, y: np.ndarray, *, steps: int,
+                batch: int, seed: int, progress: bool | None = None) -> RateChoice:
+    """The best of `SEARCH_RATES[method_name]` on a held-out slice; `method` is left as it came."""
+    rates = SEARCH_RATES[method_name]
+    fit_idx, val_idx = holdout_split(len(x), seed)
+    k = search_steps(steps)
+    rng = np.random.default_rng([seed, 12])
+    order = np.concatenate([rng.permutation(fit_idx) for _ in range(math.ceil(k * batch / len(fit_idx)))])
+    batches = [order[i * batch:(i + 1) * batch] for i in range(k)]
+    start = method.state()
+    trials = []
+    with Progress(len(rates) * k, f"{method.name} lr search", show=progress) as bar:
+        for lr in rates:
+            losses = []
+            for i, idx in enumerate(batches):
+                losses.append(float(method.step(x[idx], y[idx], cosine_lr(lr, i, k)).loss))
+                bar.update(1, lr=lr)
+                if not math.isfinite(losses[-1]):
+                    break
+            finite = all(math.isfinite(v) for v in losses)
+            acc = evaluate(method, x[val_idx], y[val_idx]) if finite else float("nan")
+            trials.append({"lr": lr, "holdout_accuracy": acc,
+                           "loss": float(np.mean(losses[len(losses) // 2:])) if finite else float("nan")})
+            method.load_state(*start)
+    usable = [t for t in trials if math.isfinite(t["holdout_accuracy"])]
+    where = (f"{k} steps each on {len(fit_idx):,} training samples, scored on {len(val_idx):,} held out "
+             "of the training split")
+    if not usable:
+        return RateChoice(rates[0], f"auto: every searched rate diverged ({where}); the lowest, "
+                          f"{rates[0]:g}, is used", tuple(trials))
+    best = max(usable, key=lambda t: (t["holdout_accuracy"], -t["loss"], -t["lr"]))
+    searched = ", ".join(f"{r:g}" for r in rates)
+    return RateChoice(best["lr"], f"auto: search over {searched} ({where}): {best['lr']:g} reached held-out "
+                      f"accuracy {best['holdout_accuracy']:.3f}", tuple(trials))
+
+
+def choose_rate(method_name: str, method: TrainingMethod, x: np.ndarray, y: np.ndarray, *, epochs: int,
+                batch: int, seed: int, progress: bool | None = None) -> RateChoice:
+    """The auto rate of `method_name` (fqt: the rule; zo, bp-qas: the search) for this run."""
+    steps = run_steps(epochs, len(x), batch)
+    if method_name in SEARCH_RATES:
+        return search_rate(method_name, method, x, y, steps=steps, batch=batch, seed=seed, progress=progress)
+    return fqt_rate(steps)

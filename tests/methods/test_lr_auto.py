@@ -1,0 +1,86 @@
+"""`--lr auto`: FQT's rate from the run's steps, zo's and bp-qas's from a short search on a held-out
+slice of the training split; deterministic, reported, and leaving the method as it came."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from mcutrain import zoo
+from mcutrain.api.training import train
+from mcutrain.cli import main
+from mcutrain.data import load_dataset
+from mcutrain.engines import ptq
+from mcutrain.methods.bp_qas import BPQASConfig, BPQASMethod
+from mcutrain.methods.lr_auto import (
+    FQT_MAX,
+    FQT_TRAVEL,
+    SEARCH_RATES,
+    fqt_rate,
+    holdout_split,
+    run_steps,
+    search_rate,
+    search_steps,
+)
+
+RUN = {"train_samples": 96, "test_samples": 40, "epochs": 1, "batch": 32}
+
+
+def test_fqt_rate_shrinks_with_the_run_and_is_capped():
+    long, short = fqt_rate(5625), fqt_rate(10)
+    assert long.lr == FQT_TRAVEL / 5625 and "5,625 steps" in long.reason
+    assert short.lr == FQT_MAX and "(the cap)" in short.reason
+    assert run_steps(3, 60000, 32) == 5625
+
+
+def test_holdout_is_part_of_the_training_split_and_search_steps_are_bounded():
+    fit_idx, val_idx = holdout_split(100, seed=3)
+    assert len(val_idx) == 20 and sorted(np.concatenate([fit_idx, val_idx])) == list(range(100))
+    assert np.array_equal(holdout_split(100, seed=3)[1], val_idx)
+    assert not np.array_equal(holdout_split(100, seed=4)[1], val_idx)
+    assert [search_steps(s) for s in (2, 20, 60, 10_000)] == [2, 20, 20, 20]
+
+
+@pytest.fixture(scope="module")
+def digits():
+    ds = load_dataset("digits", seed=0)
+    return ds.x_train[:96], ds.y_train[:96]
+
+
+def test_search_is_deterministic_and_restores_the_method(digits):
+    x, y = digits
+    qm = ptq.quantize_model(zoo.build("digits-cnn", seed=0), x[:32])
+    method = BPQASMethod(qm, BPQASConfig())
+    before_meta, before = method.state()
+    choices = [search_rate("bp-qas", method, x, y, steps=3, batch=32, seed=0, progress=False)
+               for _ in range(2)]
+    assert choices[0] == choices[1]
+    assert choices[0].lr in SEARCH_RATES["bp-qas"] and len(choices[0].trials) == len(SEARCH_RATES["bp-qas"])
+    after_meta, after = method.state()
+    assert after_meta == before_meta and all(np.array_equal(after[k], before[k]) for k in before)
+
+
+def test_auto_is_the_default_and_equals_the_explicit_run_of_its_rate():
+    auto = train(None, "digits", "bp-qas", arch="digits-cnn", **RUN).result
+    assert auto["lr_used"] in SEARCH_RATES["bp-qas"] and auto["lr_reason"].startswith("auto: search over")
+    given = train(None, "digits", "bp-qas", arch="digits-cnn", lr=auto["lr_used"], **RUN).result
+    assert given["lr_reason"] == "given (--lr)" and given["lr_used"] == auto["lr_used"]
+    assert given["history"] == auto["history"] and given["accuracy_after"] == auto["accuracy_after"]
+
+
+def test_explicit_lr_is_used_as_given(capsys):
+    argv = ["train", "--arch", "digits-cnn", "--init", "random", "--dataset", "digits", "--method", "fqt",
+            "--train-samples", "64", "--test-samples", "40", "--epochs", "1"]
+    assert main([*argv, "--lr", "0.0123", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert (res["lr_used"], res["lr_reason"]) == (0.0123, "given (--lr)")
+    assert main(argv) == 0           # the human output says the rate and why
+    assert f"learning rate {fqt_rate(2).lr:g}: auto: 3 / 2 steps" in capsys.readouterr().out
+
+
+def test_lr_must_be_a_number_or_auto(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--arch", "digits-cnn", "--init", "random", "--dataset", "digits", "--lr", "fast"])
+    assert "must be a number, got 'fast'" in capsys.readouterr().err
