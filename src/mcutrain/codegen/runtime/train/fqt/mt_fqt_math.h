@@ -21,14 +21,28 @@ MT_INLINE float mt_s32_to_f32(int32_t v)
 /*
  * Seed A's float requantization (fqt_kernels.requant_f32_floor):
  * clamp(floor(float32(acc) * m) + float32(z), lo, hi), every step a float32 operation.
+ * NOTE: a few FPU instructions, not a float library: for |p| < 2^22 (p = float32(acc) * m) floor(p)
+ * is the truncating VCVT corrected by one compare, and floor(p) + z is exact in int32 as in float32
+ * (|floor(p) + z| < 2^24); p <= -2^22 (or NaN) and p >= 2^22 lie beyond every clamp when
+ * |z|, |lo|, |hi| < 2^21 (uint8 and int8 ranges), so they give lo and hi as the float32 steps do.
  */
 MT_INLINE int32_t mt_requant_f32_floor(int32_t acc, float m, int32_t z, int32_t lo, int32_t hi)
 {
-    float v = mt_floor_f32(mt_s64_to_f32(acc) * m) + (float)z;
-    if (!(v >= (float)lo)) {
+    const float p = mt_s32_to_f32(acc) * m;
+    int32_t v;
+    if (!(p > -4194304.0f)) {
         return lo;
     }
-    return v > (float)hi ? hi : (int32_t)v;
+    if (p >= 4194304.0f) {
+        return hi;
+    }
+    v = (int32_t)p;
+    v -= (float)v > p;
+    v += z;
+    if (v < lo) {
+        return lo;
+    }
+    return v > hi ? hi : v;
 }
 
 /* sqrt(x) of a float32 x >= 0, correctly rounded (what IEEE sqrtf gives), with integers only. */
