@@ -1,8 +1,10 @@
-"""`mt_requant_f32_floor` (seed A's float requantization in a few FPU instructions: a truncating
-conversion corrected by one compare, integer add and clamp) equals its Python twin
-`fqt_kernels.requant_f32_floor`, every step a float32 operation, over the whole int32 range, at
-the integers and half-integers where floor and truncation part, at the 2^22 edges of the fast path,
-and where the product overflows to infinity."""
+"""The float-to-uint8 roundings of seed A's format in a few FPU instructions against their Python
+twins: `mt_requant_f32_floor` (a truncating conversion corrected by one compare, integer add and
+clamp) equals `fqt_kernels.requant_f32_floor`, every step a float32 operation, over the whole int32
+range, at the integers and half-integers where floor and truncation part, at the 2^22 edges of the
+fast path and where the product overflows to infinity; `mt_round_clamp_u8` (the uint8 weight
+update's clamp(round_half_away(x), -z, 255 - z) + z from trunc(2x)) equals `round_half_away` and
+the clamp at every tie, next to them, and beyond its +-512 saturation."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from runtime_probe import build_probe
 
 from conftest import needs_gcc
 from mcutrain.engines.fqt_kernels import requant_f32_floor
+from mcutrain.quant.rounding import round_half_away
 
 pytestmark = needs_gcc
 
@@ -27,6 +30,10 @@ int main(void)
     while (scanf("%lld %u %lld %lld %lld", &a, &mbits, &z, &lo, &hi) == 5) {
         float m;
         memcpy(&m, &mbits, 4);
+        if (a == -1 - 2147483647LL - 1) { /* marker: mt_round_clamp_u8(m, z) */
+            printf("%d\n", (int)mt_round_clamp_u8(m, (int32_t)z));
+            continue;
+        }
         printf("%d\n", (int)mt_requant_f32_floor((int32_t)a, m, (int32_t)z, (int32_t)lo, (int32_t)hi));
     }
     return 0;
@@ -61,3 +68,22 @@ def test_fast_float_requantization_equals_the_float32_steps(tmp_path):
         want = requant_f32_floor(acc, np.float32(m[k]), int(z[k]), int(lo[k]), 255)
         np.testing.assert_array_equal(got[k], want, err_msg=f"multiplier {m[k]!r}, zero point {z[k]}")
     assert len(np.unique(got)) == 256        # the cases reach every uint8 value, not only the clamps
+
+
+ROUND_MARK = -(2**31) - 1
+
+
+def test_fast_weight_rounding_equals_round_half_away_and_the_clamp(tmp_path):
+    exe = build_probe(tmp_path, PROBE_C, training=True)
+    rng = np.random.default_rng(23)
+    ties = np.arange(-1100, 1101, dtype=np.float32) / np.float32(2)     # every half-integer and integer
+    near = np.concatenate([np.nextafter(ties, np.float32(np.inf)), np.nextafter(ties, np.float32(-np.inf))])
+    wide = rng.uniform(-3000, 3000, 4000).astype(np.float32)
+    x = np.concatenate([ties, near, wide, np.float32([3e38, -3e38, np.inf, -np.inf, 1e-40, -1e-40])])
+    z = rng.integers(0, 256, len(x))
+    lines = "\n".join(f"{ROUND_MARK} {xb} {zz} 0 0" for xb, zz in zip(x.view(np.uint32), z)) + "\n"
+    out = subprocess.run([str(exe)], input=lines, capture_output=True, text=True, check=True).stdout
+    got = np.array(out.split(), dtype=np.int64)
+    with np.errstate(invalid="ignore"):
+        want = np.clip(round_half_away(x).astype(np.float64), -z, 255 - z).astype(np.int64) + z
+    np.testing.assert_array_equal(got, want)
