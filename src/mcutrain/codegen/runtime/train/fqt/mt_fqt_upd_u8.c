@@ -12,6 +12,18 @@
 #include "mt_fqt.h"
 #include "mt_fqt_math.h"
 
+/* Rows longer than this many weights table their steps per gradient code (256 codes to compute). */
+#define MT_UPD_U8_STEP_TABLE_ABOVE 512
+
+/* step[v] = lr * ((g_real[v] - mu) / den): the update's step of gradient code v in one channel. */
+MT_INLINE void mt_upd_u8_steps(const float *g_real, float mu, float den, float lr, float *step)
+{
+    int32_t v;
+    for (v = 0; v < 256; ++v) {
+        step[v] = lr * ((g_real[v] - mu) / den);
+    }
+}
+
 mt_status mt_fqt_upd_u8(const mt_fqt_upd_params *p,
                         int32_t channels,
                         int32_t per_channel,
@@ -35,6 +47,8 @@ mt_status mt_fqt_upd_u8(const mt_fqt_upd_params *p,
        definition computes it per element, tabled once per call: 2 KB of stack for 256 codes each */
     float g_real[256];
     float w_real[256];
+    uint8_t still[256]; /* the new code of each old one in a channel with sd == 0 */
+    int have_still = 0;
     float lo = 0.0f, hi = 0.0f, s_new, step0;
     int32_t o, k, v, z_new;
     if (!p || !grad || !grad_bias || !norm_mu || !norm_sd || !norm_init || !w || !s_w || !w_zero_point ||
@@ -71,9 +85,19 @@ mt_status mt_fqt_upd_u8(const mt_fqt_upd_params *p,
         if (o == 0) {
             lo = hi = sd == 0.0f ? w_real[wr[0]] - step0 : w_real[wr[0]] - p->lr * ((g_real[g[0]] - mu) / den);
         }
-        if (sd == 0.0f) {
+        if (sd == 0.0f) { /* new = w_real[code] - step0 rises with the code (s_w > 0): its extremes */
+            int32_t c_lo = wr[0], c_hi = wr[0];
+            for (k = 1; k < per_channel; ++k) {
+                c_lo = wr[k] < c_lo ? wr[k] : c_lo;
+                c_hi = wr[k] > c_hi ? wr[k] : c_hi;
+            }
+            lo = w_real[c_lo] - step0 < lo ? w_real[c_lo] - step0 : lo;
+            hi = w_real[c_hi] - step0 > hi ? w_real[c_hi] - step0 : hi;
+        } else if (per_channel > MT_UPD_U8_STEP_TABLE_ABOVE) {
+            float step[256]; /* lr * g_hat of each gradient code: the same float32 steps, once per code */
+            mt_upd_u8_steps(g_real, mu, den, p->lr, step);
             for (k = 0; k < per_channel; ++k) {
-                const float nw = w_real[wr[k]] - step0;
+                const float nw = w_real[wr[k]] - step[g[k]];
                 lo = nw < lo ? nw : lo;
                 hi = nw > hi ? nw : hi;
             }
@@ -99,9 +123,23 @@ mt_status mt_fqt_upd_u8(const mt_fqt_upd_params *p,
         const float mu = norm_mu[o], sd = norm_sd[o], den = sd + 1e-12f;
         const float lr = p->lr, s_q = s_new; /* locals: the byte stores below may alias *p */
         const int32_t z_q = z_new;
-        if (sd == 0.0f) {
+        if (sd == 0.0f) { /* every weight's new code is a function of its old code: tabled once */
+            if (!have_still) {
+                for (v = 0; v < 256; ++v) {
+                    still[v] = mt_round_clamp_u8((w_real[v] - step0) / s_q, z_q);
+                }
+                have_still = 1;
+            }
             for (k = 0; k < per_channel; ++k) {
-                wr[k] = mt_round_clamp_u8((w_real[wr[k]] - step0) / s_q, z_q);
+                wr[k] = still[wr[k]];
+            }
+            continue;
+        }
+        if (per_channel > MT_UPD_U8_STEP_TABLE_ABOVE) {
+            float step[256];
+            mt_upd_u8_steps(g_real, mu, den, lr, step);
+            for (k = 0; k < per_channel; ++k) {
+                wr[k] = mt_round_clamp_u8((w_real[wr[k]] - step[g[k]]) / s_q, z_q);
             }
             continue;
         }
