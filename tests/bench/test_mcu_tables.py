@@ -55,3 +55,13 @@ def test_riscv_is_compared_with_the_m4_portable_c_of_the_same_setting():
     assert c["rv32imc_target_met"] is True
     assert checks([m4, {**rv, "instructions_per_step": 1400.0}])["rv32imc_target_met"] is False
     assert checks([m4])["rv32imc_target_met"] is None
+
+
+def test_first_and_steady_steps_stand_side_by_side():
+    row = {**_fqt_row(8, 1.28, first_step_instructions=29280.0), "instructions_per_step": 10240.0,
+           "instructions_per_sample": 1280.0, "est_ms_per_sample": 1.0, "clock_mhz": 64.0, "seed_ms": None,
+           "planned_ram": 1000, "linked_ram": 1000, "planned_flash": 1000, "linked_flash": 1000,
+           "flash_diff_pct": 0.0, "fits_board": True, "input_shape": [28, 28, 1]}
+    text = markdown([row])
+    assert "first step instr/MAC" in text
+    assert "| 1.28 | 3.66 |" in text      # steady 1.28, first 29280 / 8000 MACs

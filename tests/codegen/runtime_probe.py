@@ -13,13 +13,14 @@ from mcutrain.buildflags import HOST_SANITIZE
 from mcutrain.mcu.hostbuild import find_host_cc
 
 
-def build_probe(tmp_path: Path, source: str) -> Path:
-    """Write a DSP build's runtime and `source` under `tmp_path`, compile them warning-free."""
+def build_probe(tmp_path: Path, source: str, training: bool = False) -> Path:
+    """Write a DSP build's runtime (`training`: with the training kernels' folders) and `source`
+    under `tmp_path`, compile them warning-free."""
     from mcutrain.codegen.runtime_files import runtime_files
 
     rt = tmp_path / "rt"
     rt.mkdir()
-    for name, text in runtime_files("dsp").items():
+    for name, text in runtime_files("dsp", training=training).items():
         (rt / name).write_text(text)
     (tmp_path / "probe.c").write_text(source)
     exe = tmp_path / "probe"

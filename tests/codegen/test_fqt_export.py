@@ -38,10 +38,30 @@ def pool_graph() -> G.Graph:
     return zoo.he_init(G.Graph((8, 8, 1), nodes, "fqt-pool"), seed=3)
 
 
+def mlp_graph() -> G.Graph:
+    """flatten -> linear(relu) -> linear on 20x30x1: 600 weights a row, over the uint8 update's
+    per-code step table threshold (512), and ReLU-masked rows whose gradient is one code (sd 0)."""
+    nodes = [G.flatten("flat", G.INPUT), G.linear("fc1", "flat", 8, in_features=600, act="relu"),
+             G.linear("fc", "fc1", 5, in_features=8)]
+    return zoo.he_init(G.Graph((20, 30, 1), nodes, "fqt-mlp"), seed=3)
+
+
+def wide_graph() -> G.Graph:
+    """36 and 34 channels (uint8 kernels sum 32 channels at a time: a full chunk and a tail) with a
+    stride-2 conv over 36 input channels."""
+    nodes = [G.conv2d("conv1", G.INPUT, 36, 3, padding=1, act="relu", in_channels=1),
+             G.maxpool("pool", "conv1", 2),
+             G.conv2d("conv2", "pool", 34, 3, stride=2, padding=1, act="relu", in_channels=36),
+             G.flatten("flat", "conv2"),
+             G.linear("fc", "flat", 5, in_features=2 * 2 * 34)]
+    return zoo.he_init(G.Graph((8, 8, 1), nodes, "fqt-wide"), seed=3)
+
+
 def make(arch: str, steps: int, trainable: str = "all", seed: int = 5, precision: str = "int8",
          lambda_min: float = 1.0):
     rng = np.random.default_rng(0)
-    g = pool_graph() if arch == "pool" else zoo.build(arch, seed=1)
+    graphs = {"pool": pool_graph, "mlp": mlp_graph, "wide": wide_graph}
+    g = graphs[arch]() if arch in graphs else zoo.build(arch, seed=1)
     x = rng.random((8 + 4 * steps, *g.input_shape), dtype=np.float32)
     y = rng.integers(0, g.num_classes, 8 + 4 * steps)
     cfg = FQTConfig(precision=precision, trainable=trainable, seed=seed, lambda_min=lambda_min,
@@ -52,7 +72,8 @@ def make(arch: str, steps: int, trainable: str = "all", seed: int = 5, precision
 @needs_gcc
 @pytest.mark.parametrize(("arch", "trainable", "steps", "bsz", "precision", "lambda_min"), [
     ("digits-cnn", "all", 4, 1, "int8", 0.1), ("pool", "last:2", 3, 1, "int8", 1.0),
-    ("pool", "all", 3, 3, "int8", 1.0), ("pool", "all", 3, 1, "uint8", 1.0)])
+    ("pool", "all", 3, 3, "int8", 1.0), ("pool", "all", 3, 1, "uint8", 1.0),
+    ("mlp", "all", 3, 1, "uint8", 1.0), ("wide", "all", 2, 1, "uint8", 1.0)])
 def test_c_steps_equal_the_simulator(tmp_path, arch, trainable, steps, bsz, precision, lambda_min):
     """Batch 3: one sample at a time, gradients summed over the batch, error ranges of the whole
     batch on the first step (the seeding pass). uint8: seed A's format (per-sample uint8 gradients).

@@ -83,3 +83,14 @@ def test_a_tflite_run_dumps_the_device_state_state_to_model_takes(arm_tools, tmp
     assert trained.rounding == "tflite"
     for layer in ("conv2", "fc"):
         np.testing.assert_array_equal(trained.weights[layer].reshape(-1), mcu[f"{layer}.weight"].reshape(-1))
+
+
+def test_fqt_uint8_run_is_bit_exact_on_the_m4(arm_tools, tmp_path, capsys):
+    """Seed A's uint8 step on the FPU core: its float requantization, the zero-skipping conv kernels
+    and the tabled update, every state entry equal to the simulator's after each step."""
+    rc = main([*BASE, "--precision", "uint8", "--trainable", "all", "--batch", "1", "--steps", "2",
+               "--target", "cortex-m4", "--kernels", "ref"])
+    r = json.loads(capsys.readouterr().out)
+    assert rc == 0 and r["bit_exact"] is True and r["precision"] == "uint8" and r["steps"] == 2
+    for kernel in ("mt_conv2d_fwd_u8_range", "mt_conv2d_bwd_in_u8", "mt_conv2d_bwd_w_u8", "mt_fqt_upd_u8"):
+        assert r["per_function"][kernel] > 0

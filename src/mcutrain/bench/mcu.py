@@ -254,6 +254,7 @@ def measure(case: Case, core: str, kernels: str, prep: Prepared | None,
                                     for ph in prep.sim_macs[0]}
     if first is not None:
         row["first_step_instructions"] = first
+        row["first_step_instructions_per_mac"] = first / macs     # beside the steady instructions_per_mac
         row["counted_steps"] = steps
     log(f"{case.model:<11} {case.setting:<44} {core:<13} {kernels}  {row['instructions_per_mac']:6.2f} "
         f"instr/MAC {row['est_ms_per_sample']:9.1f} ms/sample @{row['clock_mhz']:.0f} MHz  RAM "

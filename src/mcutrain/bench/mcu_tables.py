@@ -80,6 +80,8 @@ def markdown(rows: list[dict[str, Any]]) -> str:
             "batch": r["batch"], "MACs/step": f"{r['macs_per_step']:,}",
             "instr/sample": f"{r['instructions_per_sample'] / 1e6:,.2f} M",
             "instr/MAC": r["instructions_per_mac"],
+            "first step instr/MAC": (r["first_step_instructions"] / r["macs_per_step"]
+                                     if "first_step_instructions" in r else None),
             "ref/dsp": (base / r["instructions_per_step"]) if (base and r["kernels"] == "dsp") else None,
             "est. ms/sample": f"{r['est_ms_per_sample']:,.1f} @{r['clock_mhz']:.0f} MHz",
             "seed ms": r["seed_ms"] if r["seed_ms"] is not None else (SEED_MCUNET if r["model"] != "small-cnn"
@@ -111,7 +113,13 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         "every step" + ("" if all(r["bit_exact"] for r in rows if "bit_exact" in r) else
                         " (rows marked NO do not; see `mismatch` in the JSON)") + ". Small-cnn rows train on "
         "Fashion-MNIST samples (when installed); FQT starts from ranges calibrated on uniform inputs.", "",
-        files.markdown_table(table, cols, {"instr/MAC": ".2f", "ref/dsp": ".2f"})]
+        "Batch > 1: instr/MAC is the steady step (every step after the first); the first step, beside it, "
+        "also seeds each error tensor's range from the whole batch: one round per error tensor (four in "
+        "small-cnn), each the forward pass of every sample and the backward pass down to that tensor, in "
+        "sequence (a tensor's range needs the one above quantized with its own), so its forward passes are "
+        "five times the step's. Batch-1 rows average their four steps.", "",
+        files.markdown_table(table, cols, {"instr/MAC": ".2f", "first step instr/MAC": ".2f",
+                                           "ref/dsp": ".2f"})]
     part = partial_table(rows)
     if part:
         text += ["", PARTIAL_TEXT, "", files.markdown_table(part, list(part[0]), {"step speedup": ".2f",

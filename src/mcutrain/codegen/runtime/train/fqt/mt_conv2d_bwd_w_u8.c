@@ -13,6 +13,7 @@
  */
 #include "mt_fqt.h"
 #include "mt_fqt_keep.h"
+#include "mt_conv2d_bwd_w_u8_tap.h"
 #include "mt_fqt_math.h"
 
 /* The gradients and bias sums of filters keep[0..n) (keep NULL: filters 0..n), for both kernels. */
@@ -21,48 +22,41 @@ MT_INLINE void bwd_w_u8_rows(const mt_conv_params *params, const int32_t *keep, 
                              const uint8_t *e, const mt_dims *filter_dims, float multiplier, int32_t grad_zero_point,
                              uint8_t *grad, int32_t *grad_bias, int32_t *g_min, int32_t *g_max)
 {
-    const int32_t h = input_dims->h, w = input_dims->w, c_n = input_dims->c;
+    const int32_t c_n = input_dims->c;
     const int32_t o_n = filter_dims->n, kh = filter_dims->h, kw = filter_dims->w;
-    const int32_t ho = output_dims->h, wo = output_dims->w;
-    const int32_t zx = params->input_zero_point;
-    int32_t t, i, j, c, y, x;
+    const int32_t positions = output_dims->h * output_dims->w;
+    int32_t lo = *g_min, hi = *g_max;
+    int32_t t, i, j, c, c0, y;
+    int32_t g[MT_U8_TAP_CHANNELS];
     for (t = 0; t < n; ++t) {
         const int32_t o = keep ? keep[t] : t;
         if (grad) {
             int32_t sb = 0;
-            for (y = 0; y < ho * wo; ++y) {
+            for (y = 0; y < positions; ++y) {
                 sb += (int32_t)e[y * o_n + o] - e_zero_point;
             }
             grad_bias[o] += sb;
         }
         for (i = 0; i < kh; ++i) {
             for (j = 0; j < kw; ++j) {
-                for (c = 0; c < c_n; ++c) {
-                    int32_t g = 0;
-                    for (y = 0; y < ho; ++y) {
-                        const int32_t iy = y * params->stride_h - params->pad_top + i;
-                        if (iy < 0 || iy >= h) {
-                            continue;
+                for (c0 = 0; c0 < c_n; c0 += MT_U8_TAP_CHANNELS) {
+                    const int32_t cn = c_n - c0 < MT_U8_TAP_CHANNELS ? c_n - c0 : MT_U8_TAP_CHANNELS;
+                    uint8_t *dst = grad ? grad + ((o * kh + i) * kw + j) * c_n + c0 : NULL;
+                    mt_conv2d_bwd_w_u8_tap(params, e_zero_point, input_dims, input, output_dims, e, o_n, o, i, j, c0,
+                                           cn, g);
+                    for (c = 0; c < cn; ++c) {
+                        lo = g[c] < lo ? g[c] : lo;
+                        hi = g[c] > hi ? g[c] : hi;
+                        if (dst) {
+                            dst[c] = (uint8_t)mt_requant_f32_floor(g[c], multiplier, grad_zero_point, 0, 255);
                         }
-                        for (x = 0; x < wo; ++x) {
-                            const int32_t ix = x * params->stride_w - params->pad_left + j;
-                            if (ix < 0 || ix >= w) {
-                                continue;
-                            }
-                            g += ((int32_t)e[(y * wo + x) * o_n + o] - e_zero_point) *
-                                 ((int32_t)input[(iy * w + ix) * c_n + c] - zx);
-                        }
-                    }
-                    *g_min = g < *g_min ? g : *g_min;
-                    *g_max = g > *g_max ? g : *g_max;
-                    if (grad) {
-                        grad[((o * kh + i) * kw + j) * c_n + c] =
-                            (uint8_t)mt_requant_f32_floor(g, multiplier, grad_zero_point, 0, 255);
                     }
                 }
             }
         }
     }
+    *g_min = lo;
+    *g_max = hi;
 }
 
 mt_status mt_conv2d_bwd_w_u8(const mt_conv_params *params,

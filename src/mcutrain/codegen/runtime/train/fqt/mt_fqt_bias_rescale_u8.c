@@ -16,7 +16,7 @@ mt_status mt_fqt_bias_rescale_u8(int32_t channels,
                                  int32_t *bias)
 {
     const float s_new = s_x * s_w;
-    int32_t c, k;
+    int32_t c, k, k0;
     if (!w || !acc_scale || !bias || channels < 1) {
         return MT_ERR_ARG;
     }
@@ -25,9 +25,15 @@ mt_status mt_fqt_bias_rescale_u8(int32_t channels,
         if (s_new == acc_scale[c] && bias_step == NULL) {
             continue;
         }
-        for (k = 0; k < per_channel; ++k) {
-            const int32_t v = (int32_t)w[c * per_channel + k] - w_zero_point;
-            l1 += v < 0 ? -v : v;
+        for (k0 = 0; k0 < per_channel; k0 += 65536) { /* NOTE: 65536 * 255 < 2^31: int32 within a block */
+            const uint8_t *row = w + c * per_channel + k0;
+            const int32_t n = per_channel - k0 < 65536 ? per_channel - k0 : 65536;
+            int32_t part = 0;
+            for (k = 0; k < n; ++k) {
+                const int32_t v = (int32_t)row[k] - w_zero_point;
+                part += v < 0 ? -v : v;
+            }
+            l1 += part;
         }
         bias[c] = mt_fqt_rescale_bias_one(bias[c], acc_scale[c], s_new, bias_step ? bias_step[c] : 0.0f, l1);
         acc_scale[c] = s_new;

@@ -21,14 +21,49 @@ MT_INLINE float mt_s32_to_f32(int32_t v)
 /*
  * Seed A's float requantization (fqt_kernels.requant_f32_floor):
  * clamp(floor(float32(acc) * m) + float32(z), lo, hi), every step a float32 operation.
+ * NOTE: a few FPU instructions, not a float library: for |p| < 2^22 (p = float32(acc) * m) floor(p)
+ * is the truncating VCVT corrected by one compare, and floor(p) + z is exact in int32 as in float32
+ * (|floor(p) + z| < 2^24); p <= -2^22 (or NaN) and p >= 2^22 lie beyond every clamp when
+ * |z|, |lo|, |hi| < 2^21 (uint8 and int8 ranges), so they give lo and hi as the float32 steps do.
  */
 MT_INLINE int32_t mt_requant_f32_floor(int32_t acc, float m, int32_t z, int32_t lo, int32_t hi)
 {
-    float v = mt_floor_f32(mt_s64_to_f32(acc) * m) + (float)z;
-    if (!(v >= (float)lo)) {
+    const float p = mt_s32_to_f32(acc) * m;
+    int32_t v;
+    if (!(p > -4194304.0f)) {
         return lo;
     }
-    return v > (float)hi ? hi : (int32_t)v;
+    if (p >= 4194304.0f) {
+        return hi;
+    }
+    v = (int32_t)p;
+    v -= (float)v > p;
+    v += z;
+    if (v < lo) {
+        return lo;
+    }
+    return v > hi ? hi : v;
+}
+
+/*
+ * clamp(round_half_away(x), -z, 255 - z) + z for a zero point z in [0, 255], in integers after one
+ * truncating conversion: with t2 = trunc(2x) (2x exact), round_half_away(x) =
+ * trunc((t2 + sign) / 2), sign = +1 for t2 >= 0, else -1 (|x| + 1/2 floored is (|t2| + 1) / 2
+ * floored). |2x| > 1024 (and NaN, which finite operands never produce) saturates first: every such
+ * value clamps to the same bound, and the conversion stays defined. The byte clamp is one USAT.
+ */
+MT_INLINE uint8_t mt_round_clamp_u8(float x, int32_t z)
+{
+    const float x2 = x + x;
+    uint32_t bits;
+    int32_t t2, t;
+    memcpy(&bits, &x2, 4);
+    if ((bits & 0x7FFFFFFFu) > 0x44800000u) { /* |2x| > 1024.0f, or NaN */
+        return (bits >> 31) ? 0u : 255u;
+    }
+    t2 = (int32_t)x2;
+    t = (t2 + (t2 < 0 ? -1 : 1)) / 2 + z;
+    return (uint8_t)(t < 0 ? 0 : (t > 255 ? 255 : t));
 }
 
 /* sqrt(x) of a float32 x >= 0, correctly rounded (what IEEE sqrtf gives), with integers only. */

@@ -12,9 +12,16 @@
 #include "mt_fqt.h"
 #include "mt_fqt_math.h"
 
-static float mt_upd_u8_grad(const uint8_t *grad, int32_t k, int32_t z, float s)
+/* Rows longer than this many weights table their steps per gradient code (256 codes to compute). */
+#define MT_UPD_U8_STEP_TABLE_ABOVE 512
+
+/* step[v] = lr * ((g_real[v] - mu) / den): the update's step of gradient code v in one channel. */
+MT_INLINE void mt_upd_u8_steps(const float *g_real, float mu, float den, float lr, float *step)
 {
-    return (float)((int32_t)grad[k] - z) * s;
+    int32_t v;
+    for (v = 0; v < 256; ++v) {
+        step[v] = lr * ((g_real[v] - mu) / den);
+    }
 }
 
 mt_status mt_fqt_upd_u8(const mt_fqt_upd_params *p,
@@ -36,24 +43,35 @@ mt_status mt_fqt_upd_u8(const mt_fqt_upd_params *p,
     const float kk = (float)(per_channel + 1);
     const float an = p ? p->alpha_norm : 0.0f;
     const float keep_n = 1.0f - an;
-    float lo = 0.0f, hi = 0.0f, s_new;
-    int32_t o, k, z_new;
+    /* NOTE: the real value of each uint8 gradient and weight code, float32(v - z) * s as the
+       definition computes it per element, tabled once per call: 2 KB of stack for 256 codes each */
+    float g_real[256];
+    float w_real[256];
+    uint8_t still[256]; /* the new code of each old one in a channel with sd == 0 */
+    int have_still = 0;
+    float lo = 0.0f, hi = 0.0f, s_new, step0;
+    int32_t o, k, v, z_new;
     if (!p || !grad || !grad_bias || !norm_mu || !norm_sd || !norm_init || !w || !s_w || !w_zero_point ||
         !w_lo || !w_hi || !bias_step || channels < 1 || per_channel < 1) {
         return MT_ERR_ARG;
     }
+    for (v = 0; v < 256; ++v) {
+        g_real[v] = (float)(v - grad_zero_point) * p->g_scale;
+        w_real[v] = (float)(v - *w_zero_point) * *s_w;
+    }
+    step0 = p->lr * 0.0f; /* lr * g_hat where g_hat is 0 (sd == 0) */
     for (o = 0; o < channels; ++o) { /* pass 1: statistics and the range of the new weights */
         const uint8_t *g = grad + o * per_channel;
         const uint8_t *wr = w + o * per_channel;
         const float gb = mt_s64_to_f32(grad_bias[o]) * p->gb_scale;
         float sum = 0.0f, var = 0.0f, mu_b, sd_b, mu, sd, den;
         for (k = 0; k < per_channel; ++k) {
-            sum += mt_upd_u8_grad(g, k, grad_zero_point, p->g_scale);
+            sum += g_real[g[k]];
         }
         sum += gb;
         mu_b = sum / kk;
         for (k = 0; k < per_channel; ++k) {
-            const float d = mt_upd_u8_grad(g, k, grad_zero_point, p->g_scale) - mu_b;
+            const float d = g_real[g[k]] - mu_b;
             var += d * d;
         }
         var += (gb - mu_b) * (gb - mu_b);
@@ -64,14 +82,31 @@ mt_status mt_fqt_upd_u8(const mt_fqt_upd_params *p,
         norm_sd[o] = sd;
         norm_init[o] = 1;
         den = sd + 1e-12f;
-        for (k = 0; k < per_channel; ++k) {
-            const float gh = sd == 0.0f ? 0.0f : (mt_upd_u8_grad(g, k, grad_zero_point, p->g_scale) - mu) / den;
-            const float nw = (float)((int32_t)wr[k] - *w_zero_point) * *s_w - p->lr * gh;
-            if ((o == 0 && k == 0) || nw < lo) {
-                lo = nw;
+        if (o == 0) {
+            lo = hi = sd == 0.0f ? w_real[wr[0]] - step0 : w_real[wr[0]] - p->lr * ((g_real[g[0]] - mu) / den);
+        }
+        if (sd == 0.0f) { /* new = w_real[code] - step0 rises with the code (s_w > 0): its extremes */
+            int32_t c_lo = wr[0], c_hi = wr[0];
+            for (k = 1; k < per_channel; ++k) {
+                c_lo = wr[k] < c_lo ? wr[k] : c_lo;
+                c_hi = wr[k] > c_hi ? wr[k] : c_hi;
             }
-            if ((o == 0 && k == 0) || nw > hi) {
-                hi = nw;
+            lo = w_real[c_lo] - step0 < lo ? w_real[c_lo] - step0 : lo;
+            hi = w_real[c_hi] - step0 > hi ? w_real[c_hi] - step0 : hi;
+        } else if (per_channel > MT_UPD_U8_STEP_TABLE_ABOVE) {
+            float step[256]; /* lr * g_hat of each gradient code: the same float32 steps, once per code */
+            mt_upd_u8_steps(g_real, mu, den, p->lr, step);
+            for (k = 0; k < per_channel; ++k) {
+                const float nw = w_real[wr[k]] - step[g[k]];
+                lo = nw < lo ? nw : lo;
+                hi = nw > hi ? nw : hi;
+            }
+        } else {
+            const float lr = p->lr;
+            for (k = 0; k < per_channel; ++k) {
+                const float nw = w_real[wr[k]] - lr * ((g_real[g[k]] - mu) / den);
+                lo = nw < lo ? nw : lo;
+                hi = nw > hi ? nw : hi;
             }
         }
         bias_step[o] = sd == 0.0f ? 0.0f : p->lr * ((gb - mu) / den);
@@ -86,13 +121,31 @@ mt_status mt_fqt_upd_u8(const mt_fqt_upd_params *p,
         const uint8_t *g = grad + o * per_channel;
         uint8_t *wr = w + o * per_channel;
         const float mu = norm_mu[o], sd = norm_sd[o], den = sd + 1e-12f;
+        const float lr = p->lr, s_q = s_new; /* locals: the byte stores below may alias *p */
+        const int32_t z_q = z_new;
+        if (sd == 0.0f) { /* every weight's new code is a function of its old code: tabled once */
+            if (!have_still) {
+                for (v = 0; v < 256; ++v) {
+                    still[v] = mt_round_clamp_u8((w_real[v] - step0) / s_q, z_q);
+                }
+                have_still = 1;
+            }
+            for (k = 0; k < per_channel; ++k) {
+                wr[k] = still[wr[k]];
+            }
+            continue;
+        }
+        if (per_channel > MT_UPD_U8_STEP_TABLE_ABOVE) {
+            float step[256];
+            mt_upd_u8_steps(g_real, mu, den, lr, step);
+            for (k = 0; k < per_channel; ++k) {
+                wr[k] = mt_round_clamp_u8((w_real[wr[k]] - step[g[k]]) / s_q, z_q);
+            }
+            continue;
+        }
         for (k = 0; k < per_channel; ++k) {
-            const float gh = sd == 0.0f ? 0.0f : (mt_upd_u8_grad(g, k, grad_zero_point, p->g_scale) - mu) / den;
-            const float nw = (float)((int32_t)wr[k] - *w_zero_point) * *s_w - p->lr * gh;
-            float v = mt_round_half_away_inline_f32(nw / s_new);
-            const float vlo = (float)(0 - z_new), vhi = (float)(255 - z_new);
-            v = v < vlo ? vlo : (v > vhi ? vhi : v);
-            wr[k] = (uint8_t)((int32_t)v + z_new);
+            const float nw = w_real[wr[k]] - lr * ((g_real[g[k]] - mu) / den);
+            wr[k] = mt_round_clamp_u8(nw / s_q, z_q);
         }
     }
     *s_w = s_new;

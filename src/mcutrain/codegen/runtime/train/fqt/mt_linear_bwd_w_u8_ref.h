@@ -9,6 +9,7 @@
 #define MT_LINEAR_BWD_W_U8_REF_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "mt_arch.h"
 #include "mt_fqt_math.h"
@@ -37,27 +38,54 @@ MT_INLINE void mt_linear_bwd_w_u8_ref(const int32_t *keep,
                                       int32_t *g_max,
                                       int32_t s16)
 {
-    int32_t t, i;
+    int32_t t, i, x_min = 255, x_max = 0, lo = *g_min, hi = *g_max;
+    for (i = 0; i < in_features; ++i) {
+        const int32_t xi = input[i];
+        x_min = xi < x_min ? xi : x_min;
+        x_max = xi > x_max ? xi : x_max;
+    }
     for (t = 0; t < n; ++t) {
         const int32_t o = keep ? keep[t] : t;
         const int32_t eo = (int32_t)e[o] - e_zero_point;
+        const int32_t idx = o * in_features;
         if (grad) {
             grad_bias[o] += eo;
         }
-        for (i = 0; i < in_features; ++i) {
-            const int32_t g = eo * ((int32_t)input[i] - input_zero_point);
-            const int32_t idx = o * in_features + i;
-            *g_min = g < *g_min ? g : *g_min;
-            *g_max = g > *g_max ? g : *g_max;
+        if (in_features > 0) { /* NOTE: eo * (x - z_x) is monotone in x: its extremes are at x's */
+            const int32_t a = eo * (x_min - input_zero_point), b = eo * (x_max - input_zero_point);
+            const int32_t row_lo = a < b ? a : b, row_hi = a < b ? b : a;
+            lo = row_lo < lo ? row_lo : lo;
+            hi = row_hi > hi ? row_hi : hi;
+        }
+        if (eo == 0) { /* a masked error (ReLU, max pool): the whole row is the quantized 0 */
+            const int32_t q0 = mt_requant_f32_floor(0, multiplier, grad_zero_point, 0, 255);
             if (s16) {
-                int16_t *g16 = (int16_t *)grad;
-                g16[idx] = (int16_t)(g16[idx] + mt_requant_f32_floor(g, multiplier, grad_zero_point, 0, 255) -
-                                     grad_zero_point);
+                int16_t *g16 = (int16_t *)grad + idx;
+                for (i = 0; i < in_features; ++i) {
+                    g16[i] = (int16_t)(g16[i] + q0 - grad_zero_point);
+                }
             } else if (grad) {
-                ((uint8_t *)grad)[idx] = (uint8_t)mt_requant_f32_floor(g, multiplier, grad_zero_point, 0, 255);
+                memset((uint8_t *)grad + idx, q0, (size_t)in_features);
+            }
+            continue;
+        }
+        if (s16) {
+            int16_t *g16 = (int16_t *)grad + idx;
+            for (i = 0; i < in_features; ++i) {
+                const int32_t g = eo * ((int32_t)input[i] - input_zero_point);
+                g16[i] = (int16_t)(g16[i] + mt_requant_f32_floor(g, multiplier, grad_zero_point, 0, 255) -
+                                   grad_zero_point);
+            }
+        } else if (grad) {
+            uint8_t *g8 = (uint8_t *)grad + idx;
+            for (i = 0; i < in_features; ++i) {
+                const int32_t g = eo * ((int32_t)input[i] - input_zero_point);
+                g8[i] = (uint8_t)mt_requant_f32_floor(g, multiplier, grad_zero_point, 0, 255);
             }
         }
     }
+    *g_min = lo;
+    *g_max = hi;
 }
 
 #endif /* MT_LINEAR_BWD_W_U8_REF_H */
