@@ -36,9 +36,14 @@ demo: $(CORE_STAMP)
 	@bash scripts/install-sysdeps.sh demo
 	$(BIN)/mcutrain demo
 
+# The suite on every core (pytest-xdist): whole modules go to one worker each (loadscope), so a
+# module's shared fixture (a C library, a QEMU benchmark run) is built once, not once per worker;
+# in collection order, where the modules of `slow` tests come first (tests/conftest.py).
+# `make test TEST_WORKERS=0` runs it in this process, one test after another.
+TEST_WORKERS ?= auto
 test: $(DEV_STAMP) sysdeps
 	$(BIN)/ruff check src tests
-	$(BIN)/python -m pytest -q --durations=15
+	$(BIN)/python -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check src tests

@@ -5,6 +5,10 @@
 cross toolchain or QEMU they skip with the command that installs them — except in CI as root, where
 `make test` installs both: there a missing tool is a broken set-up and fails loudly, so a
 green CI can never hide skipped MCU tests.
+
+Modules with a test marked `slow` (half a minute or more on a quiet machine) are collected first:
+`make test` hands whole modules to its workers in collection order, so the long ones start at
+once instead of leaving one worker busy with one of them after the other has finished.
 """
 
 from __future__ import annotations
@@ -30,6 +34,12 @@ def _cross_tools(arch: str):
             pytest.fail(f"CI runs as root, so 'make test' should have installed the tools: {e}")
         pytest.skip(str(e))
     return tools
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules holding a `slow` test first; the order inside a module and among the rest is kept."""
+    slow = {getattr(item, "module", None) for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: getattr(item, "module", None) not in slow)
 
 
 @pytest.fixture(scope="session")

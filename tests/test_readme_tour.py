@@ -63,6 +63,7 @@ def test_the_tour_commands_are_read_from_the_readme():
     assert any(c.startswith(LEFT_OUT[0]) for c in cmds) and any(c.startswith(LEFT_OUT[1]) for c in cmds)
 
 
+@pytest.mark.slow
 def test_the_tour_runs_as_written_with_one_configuration(arm_tools, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     zo: dict[str, list[str]] = {}

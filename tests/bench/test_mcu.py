@@ -26,6 +26,7 @@ def test_registered():
     assert "mcu" in bench.benchmarks()
 
 
+@pytest.mark.slow          # its fixture runs five rows in QEMU
 def test_quick_rows_are_bit_exact_and_consistent(quick_rows):
     rows = quick_rows["rows"]
     assert quick_rows["complete"] is True

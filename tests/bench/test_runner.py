@@ -52,7 +52,8 @@ def test_unknown_benchmark(capsys):
     assert "fqt-scratch" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name", ["fqt-scratch", "fqt-partial", "sim-speed", "fqt-transfer"])
+@pytest.mark.parametrize("name", [
+    "fqt-scratch", "fqt-partial", pytest.param("sim-speed", marks=pytest.mark.slow), "fqt-transfer"])
 def test_quick_benchmarks(name, tmp_path, capsys):
     if name == "sim-speed":
         pytest.importorskip("torch")

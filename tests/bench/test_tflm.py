@@ -17,6 +17,7 @@ from mcutrain.cli import main
 pytest.importorskip("tflite_micro.python.tflite_micro.runtime", reason="pip install tflite-micro (dev extra)")
 
 
+@pytest.mark.slow
 def test_quick_tflm_benchmark(arm_tools, tmp_path):
     assert main(["bench", "tflm", "--quick", "--results", str(tmp_path), "--docs", str(tmp_path),
                  "--work", str(tmp_path / "work")]) == 0

@@ -8,6 +8,8 @@ true (PyTorch for the CPU, training off the test split).
 from __future__ import annotations
 
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -109,14 +111,31 @@ def test_run_says_its_stages_on_stderr(tmp_path, arm_tools):
     assert "bit-exact" in r.stdout
 
 
+HELD = ("import pathlib, sys, time\n"
+        "deadline = time.monotonic() + 60\n"
+        "while not pathlib.Path(sys.argv[1]).exists() and time.monotonic() < deadline:\n"
+        "    time.sleep(0.02)\n")
+"""A job that runs until the file named by its argument exists (60 s at most, so a wait_all that never
+says the line releasing it fails the test instead of hanging it)."""
+
+
 def test_demo_says_each_job_as_it_ends_and_which_still_run(tmp_path):
-    from mcutrain.demo.jobs import start, wait_all
+    """The slow job is held until wait_all has said it still runs after the quick one ended: the
+    order of the lines is then the same however loaded the machine (a real training job raced
+    `datasets` and lost on a busy CI machine)."""
+    from mcutrain.demo.jobs import Job, start, wait_all
+    release = tmp_path / "release"
     said: list[str] = []
+
+    def log(line: str) -> None:
+        said.append(line)
+        if line.startswith("  still running: adapt with fqt ("):
+            release.touch()
+
     quick = start(["datasets", "--json"])
-    # Six epochs outlast `datasets` by over a second (two epochs did not, by 0.4 s, on a busy
-    # machine), so a "still running" line falls between the two ends whatever the load.
-    slow = start(["train", *RANDOM, "--dataset", "digits", "--epochs", "6"])
-    wait_all({"MCU inference": quick, "adapt with fqt": slow}, said.append, every=0.25)
+    slow = Job(["held"], subprocess.Popen([sys.executable, "-c", HELD, str(release)]),
+               tempfile.TemporaryFile(), tempfile.TemporaryFile())
+    wait_all({"MCU inference": quick, "adapt with fqt": slow}, log, every=0.25)
     ends = [s.split(" (")[0] for s in said if "still" not in s]
     assert ends == ["  MCU inference: done", "  adapt with fqt: done"]
     assert any(s.startswith("  still running: adapt with fqt (") for s in said)

@@ -10,12 +10,18 @@ answered with the cross toolchain's `gcc -c` and `nm`: symbols are matched by th
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 import tempfile
 from pathlib import Path
 
 from mcutrain.buildflags import C_STANDARD, CROSS_OPT, REF_KERNELS, SECTION_FLAGS, core_flags, libc_flags
+from mcutrain.io import atomic_write_bytes
+from mcutrain.mcu.plugin import cache_dir
 from mcutrain.mcu.toolchain import find_toolchain
+
+NAMES_FORMAT = 1
+"""Version of the cached name tables (`stored_runtime_symbols`): raise it when the table changes meaning."""
 
 _RUNTIME_NAMES: dict[tuple[str, bool, str, str], dict[str, str]] = {}
 
@@ -42,14 +48,42 @@ def runtime_symbols(lib: Path, target, kernels: str) -> dict[str, str]:
     """Symbol -> the runtime source (file stem) that defines it, static helpers included."""
     lib = Path(lib).resolve()      # the compiler runs in a scratch directory
     key = (target.core, target.fpu, kernels, runtime_kind(lib))
-    if key in _RUNTIME_NAMES:
-        return _RUNTIME_NAMES[key]
+    if key not in _RUNTIME_NAMES:
+        _RUNTIME_NAMES[key] = stored_runtime_symbols(lib, target, kernels)
+    return _RUNTIME_NAMES[key]
+
+
+def stored_runtime_symbols(lib: Path, target, kernels: str) -> dict[str, str]:
+    """`runtime_symbols` through a file cache (`$MCUTRAIN_CACHE/runtime-symbols`).
+
+    Why: finding the names compiles the whole runtime a second time, about as long as the build
+    itself; test workers running side by side and every later run on the machine share one compile
+    per kind. The key is the table's format, the compiler (path, size, mtime), its flags and the
+    bytes of every header and runtime source the library holds, so any change compiles again; a
+    cache that cannot be read or written is skipped.
+    """
+    lib = Path(lib).resolve()
     tools = find_toolchain(target.arch)
     flags = [*core_flags(target), *libc_flags(target), CROSS_OPT, *C_STANDARD, *SECTION_FLAGS,
              f"-I{lib}", f"-I{lib / 'runtime'}"] + ([f"-D{REF_KERNELS}"] if kernels == "ref" else [])
+    srcs = sorted((lib / "runtime").glob("*.c"))
+    h = hashlib.sha256()
+    st = Path(tools.gcc).stat()
+    key = [NAMES_FORMAT, tools.gcc, st.st_size, st.st_mtime_ns,
+           *(f.replace(str(lib), "<lib>") for f in flags)]
+    for part in key:
+        h.update(f"{part}\0".encode())
+    for f in sorted([*lib.glob("*.h"), *(lib / "runtime").glob("*.[ch]")]):
+        h.update(f.relative_to(lib).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    path = cache_dir() / "runtime-symbols" / f"{h.hexdigest()[:24]}.json"
+    try:
+        table = json.loads(path.read_text())
+        if isinstance(table, dict) and all(isinstance(v, str) for v in table.values()):
+            return table
+    except (OSError, ValueError):
+        pass
     with tempfile.TemporaryDirectory(prefix="mt-names-") as tmp:
-        srcs = [str(s) for s in sorted((lib / "runtime").glob("*.c"))]
-        subprocess.run([tools.gcc, *flags, "-c", *srcs], cwd=tmp, check=True, capture_output=True)
+        subprocess.run([tools.gcc, *flags, "-c", *map(str, srcs)], cwd=tmp, check=True, capture_output=True)
         out = subprocess.run([tools.nm, "--defined-only", *sorted(str(p) for p in Path(tmp).glob("*.o"))],
                              check=True, capture_output=True, text=True).stdout
     table: dict[str, str] = {}
@@ -59,7 +93,10 @@ def runtime_symbols(lib: Path, target, kernels: str) -> dict[str, str]:
             stem = Path(line[:-1]).stem
         elif len(line.split()) == 3:
             table.setdefault(line.split()[-1], stem)
-    _RUNTIME_NAMES[key] = table
+    try:
+        atomic_write_bytes(path, lambda f: f.write(json.dumps(table).encode()))
+    except OSError:
+        pass
     return table
 
 
