@@ -27,6 +27,8 @@ from mcutrain.mcu.twin import first_mismatch, simulate_fqt_steps
 from mcutrain.methods.fqt import FQT
 from mcutrain.methods.fqt_state import FQTConfig
 
+pytestmark = pytest.mark.slow  # minutes of QEMU in all: started first, beside the other modules
+
 LR = 0.05
 BATCH = 3
 

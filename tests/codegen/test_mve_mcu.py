@@ -18,6 +18,8 @@ from mcutrain.engines import int_engine, ptq
 from mcutrain.mcu.hostbuild import build_host
 from mcutrain.mcu.hostrun import run_host
 
+pytestmark = pytest.mark.slow  # minutes of QEMU in all: started first, beside the other modules
+
 
 def _linear(feats: int, outs: int) -> G.Graph:
     return G.Graph((feats,), [G.linear("a", G.INPUT, outs, act="relu", in_features=feats),
