@@ -65,8 +65,8 @@ def test_quick_benchmarks(name, tmp_path, capsys):
     row = doc["rows"][0]
     if name == "fqt-scratch":
         assert {r["precision"] for r in doc["rows"]} == {"uint8", "mixed", "float32", "int8"}
-        assert set(row) == {"dataset", "arch", "precision", "accuracy", "accuracy_std", "seeds", "epochs",
-                            "lr"}
+        assert set(row) == {"dataset", "arch", "precision", "update", "accuracy", "accuracy_std", "seeds",
+                            "epochs", "lr"}
         assert row["lr"] == 0.01                    # the quick budget's digits rate
     if name == "fqt-partial":
         assert doc["rows"][0]["backward_macs_ratio"] == 1.0

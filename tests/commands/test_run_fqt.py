@@ -53,12 +53,6 @@ def test_fqt_int8_on_the_m0plus_updates_in_integers(arm_tools, tmp_path, capsys)
     assert pf["mt_fqt_upd_s8_int"] > 0 and "mt_fqt_upd_s8" not in pf
 
 
-def test_fqt_partial_updates_of_a_batch_are_refused(capsys):
-    args = ["--precision", "mixed", "--partial", "0.5", "--batch", "2", "--target", "cortex-m4"]
-    assert main([*BASE, *args]) == 1
-    assert "partial updates (lambda_min < 1) run in C with --batch 1" in capsys.readouterr().err
-
-
 def test_a_tflite_run_dumps_the_device_state_state_to_model_takes(arm_tools, tmp_path, capsys):
     """`run model.tflite --method fqt --dump D` (TFLite's rounding in C) leaves D/state.bin beside the
     library D/build/lib; `state-to-model` turns them into the model the steps trained, weight for weight."""
