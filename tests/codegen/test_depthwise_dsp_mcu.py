@@ -80,12 +80,16 @@ ERROR_ARGS = {  # kind 2: n h w c kh kw stride pad z_x z_y act_min act_max shift
         [2, 1, 9, 9, 8, 3, 3, 1, 1, 0, 0, -128, 127, -20, -18, 1],
     "5x5 stride 1 on an 8x11 map (interior rows of five taps)":
         [2, 1, 8, 11, 4, 5, 5, 1, 2, 0, 0, -128, 127, -22, -20, 2],
+    "3x3 stride 2 on a 12x12 map (alternating runs of two and one taps)":
+        [2, 1, 12, 12, 8, 3, 3, 2, 1, 0, 0, -128, 127, -20, -18, 3],
+    "7x7 stride 2 on a 16x14 map (runs of four and three taps)":
+        [2, 1, 16, 14, 4, 7, 7, 2, 3, 0, 0, -128, 127, -22, -20, 4],
 }
 
 
 def test_depthwise_error_rows_are_bit_exact_on_the_m4(arm_tools, tmp_path):
-    """The error propagation's native assembly (whole kernel rows of interior inputs, which the graph
-    above is too small to have) against the reference kernel, both run on the M4."""
+    """The error propagation's native assembly (whole kernel rows of interior inputs at strides 1 and 2,
+    which the graph above is too small to have) against the reference kernel, both run on the M4."""
     rt = tmp_path / "rt"
     rt.mkdir()
     for name, text in runtime_files("dsp", training=True).items():

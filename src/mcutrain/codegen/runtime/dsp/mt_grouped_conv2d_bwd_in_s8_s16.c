@@ -150,6 +150,56 @@ MT_INLINE int bwd_in_fast_ok(int32_t multiplier, int32_t shift)
     return multiplier != 0 && shift >= -31 && shift <= -2;
 }
 
+/* Four accumulators to four int8 errors in one word: the prepared requantization of each (SSAT to
+   [-128, 127]), the bytes packed, then -128 raised to -127 in one SIMD maximum. */
+MT_INLINE int32_t bwd_in_pack_err(int32_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t multiplier, int32_t rsh,
+                                  int32_t c1)
+{
+#if defined(MT_DSP_NATIVE)
+    int32_t lo, hi; /* 5 instructions per error (mt_requantize_fast_single), then 5 to pack and 3 to clamp */
+    __asm__("asr    %[lo], %[a0], #31\n\t"
+            "add    %[hi], %[c1], %[lo]\n\t"
+            "smlal  %[lo], %[hi], %[a0], %[m]\n\t"
+            "asr    %[a0], %[hi], %[sh]\n\t"
+            "ssat   %[a0], #8, %[a0]\n\t"
+            "asr    %[lo], %[a1], #31\n\t"
+            "add    %[hi], %[c1], %[lo]\n\t"
+            "smlal  %[lo], %[hi], %[a1], %[m]\n\t"
+            "asr    %[a1], %[hi], %[sh]\n\t"
+            "ssat   %[a1], #8, %[a1]\n\t"
+            "asr    %[lo], %[a2], #31\n\t"
+            "add    %[hi], %[c1], %[lo]\n\t"
+            "smlal  %[lo], %[hi], %[a2], %[m]\n\t"
+            "asr    %[a2], %[hi], %[sh]\n\t"
+            "ssat   %[a2], #8, %[a2]\n\t"
+            "asr    %[lo], %[a3], #31\n\t"
+            "add    %[hi], %[c1], %[lo]\n\t"
+            "smlal  %[lo], %[hi], %[a3], %[m]\n\t"
+            "asr    %[a3], %[hi], %[sh]\n\t"
+            "ssat   %[a3], #8, %[a3]\n\t"
+            "pkhbt  %[a0], %[a0], %[a2], lsl #16\n\t" /* (y0, y2) as halfwords */
+            "pkhbt  %[a1], %[a1], %[a3], lsl #16\n\t"
+            "uxtb16 %[a0], %[a0]\n\t"                  /* bytes 0 and 2: y0, y2 */
+            "uxtb16 %[a1], %[a1]\n\t"
+            "orr    %[a0], %[a0], %[a1], lsl #8\n\t"   /* y0, y1, y2, y3 */
+            "mov    %[lo], #0x81818181\n\t"
+            "ssub8  %[hi], %[a0], %[lo]\n\t"
+            "sel    %[a0], %[a0], %[lo]"
+            : [a0] "+&r"(a0), [a1] "+&r"(a1), [a2] "+&r"(a2), [a3] "+&r"(a3), [lo] "=&r"(lo), [hi] "=&r"(hi)
+            : [m] "r"(multiplier), [sh] "r"(rsh), [c1] "r"(c1)
+            : "cc");
+    (void)hi;
+    return a0;
+#else  /* !MT_DSP_NATIVE */
+    const uint32_t y0 = (uint32_t)mt_requantize_fast_single(a0, multiplier, rsh, c1);
+    const uint32_t y1 = (uint32_t)mt_requantize_fast_single(a1, multiplier, rsh, c1);
+    const uint32_t y2 = (uint32_t)mt_requantize_fast_single(a2, multiplier, rsh, c1);
+    const uint32_t y3 = (uint32_t)mt_requantize_fast_single(a3, multiplier, rsh, c1);
+    const int32_t word = (int32_t)((y0 & 0xFFu) | ((y1 & 0xFFu) << 8) | ((y2 & 0xFFu) << 16) | (y3 << 24));
+    return mt_max_s8x4(word, (int32_t)0x81818181u);
+#endif /* MT_DSP_NATIVE */
+}
+
 /* Merges accumulator a into [vmin, vmax]; the common case (a already inside) is one subtraction,
    one compare and one branch against (tb, span) = (vmin, vmax - vmin). */
 #define BWD_IN_RANGE(a)                                                                                          \
@@ -200,6 +250,46 @@ MT_INLINE int bwd_in_fast_ok(int32_t multiplier, int32_t shift)
     } while (0)
 #endif /* MT_DSP_NATIVE */
 
+/* The four accumulators over the covering output rows of an interior input whose first tap's errors
+   are at e_at: `taps` walks one kernel row (pr along the errors, pw at its weights). */
+#define BWD_IN_ROWS(taps)                                                                                        \
+    do {                                                                                                         \
+        int32_t rr_, ei_ = e_at, wi_ = w_at;                                                                     \
+        a0 = a1 = a2 = a3 = 0;                                                                                   \
+        for (rr_ = rows; rr_ > 0; --rr_, ei_ += row_step, wi_ -= wrow_step) {                                    \
+            const int16_t *pr = e16 + ei_;                                                                       \
+            const int32_t *pw = wq + wi_;                                                                        \
+            taps;                                                                                                \
+        }                                                                                                        \
+    } while (0)
+
+/* K taps of a stride-2 kernel row: columns j0, j0 - 2, ... (weights 16 bytes apart) at successive outputs. */
+#define BWD_IN_S2_TAPS(K)                                                                                        \
+    do {                                                                                                         \
+        BWD_IN_STEP(pr, pw, 0);                                                                                  \
+        if ((K) >= 2) {                                                                                          \
+            BWD_IN_STEP(pr, pw, -16);                                                                            \
+        }                                                                                                        \
+        if ((K) >= 3) {                                                                                          \
+            BWD_IN_STEP(pr, pw, -32);                                                                            \
+        }                                                                                                        \
+        if ((K) >= 4) {                                                                                          \
+            BWD_IN_STEP(pr, pw, -48);                                                                            \
+        }                                                                                                        \
+    } while (0)
+
+/* The extremes of input x's four accumulators, then (store) their errors as one word. */
+#define BWD_IN_EMIT()                                                                                            \
+    do {                                                                                                         \
+        BWD_IN_RANGE(a0);                                                                                        \
+        BWD_IN_RANGE(a1);                                                                                        \
+        BWD_IN_RANGE(a2);                                                                                        \
+        BWD_IN_RANGE(a3);                                                                                        \
+        if (store) {                                                                                             \
+            mt_write_s8x4(e_x + row_at + x * c_n, bwd_in_pack_err(a0, a1, a2, a3, multiplier, rsh, c1));         \
+        }                                                                                                        \
+    } while (0)
+
 /*
  * Channels [c0, c0 + 4) to int8 errors with the prepared requantization (bwd_in_fast_ok): the loop
  * of bwd_in_channels without its float32 and general-requantization branches, so that its
@@ -222,8 +312,9 @@ MT_INLINE void bwd_in_quad_s8_body(const mt_conv_params *p, const mt_dims *out_d
     const int32_t rsh = store ? -1 - shift : 1, c1 = (int32_t)((uint32_t)1 << (rsh - 1));
     const int32_t e_step = 2 * c_n; /* bytes from one output position's errors to the next */
     const int32_t row_step = wo * c_n, wrow_step = 2 * sh * kw, wcol_step = 2 * sw;
-    /* stride 1: the inputs [x_a, x_b) that every kernel column links to an output (unrolled taps) */
-    const int32_t x_a = kw - 1 - p->pad_left, x_b = (kw == 3 || kw == 5 || kw == 7) ? wo - p->pad_left : x_a;
+    /* stride 1 and 2: the inputs [x_a, x_b) whose covering output columns need no clamp (unrolled taps) */
+    const int32_t x_a = kw - 1 - p->pad_left;
+    const int32_t x_b = (kw == 3 || kw == 5 || kw == 7) && sw <= 2 ? sw * wo - p->pad_left : x_a;
     int32_t wq[2 * MT_DW_TAPS_MAX];
     int32_t vmin = *lo, vmax = *hi;
     uint32_t tb = vmin <= vmax ? (uint32_t)vmin : (uint32_t)INT32_MIN;
@@ -247,58 +338,83 @@ MT_INLINE void bwd_in_quad_s8_body(const mt_conv_params *p, const mt_dims *out_d
             rows = oy_hi - oy_lo + 1;
             e_row = (n * ho + oy_lo) * row_step + c0;                           /* offsets, not pointers: */
             w_row = 2 * (y + p->pad_top - sh * oy_lo) * kw + 2 * p->pad_left; /* no row may exist */
-            for (x = 0; x < w; ++x) {
-                int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-                int32_t ox_lo, ox_hi, cols, word;
+            for (x = 0; x < w;) {
+                int32_t a0, a1, a2, a3, ox_lo, ox_hi, cols;
                 if (sw == 1 && rows > 0 && x >= x_a && x < x_b) {
-                    /* every kernel column covers x: ox = x + pad_left - j, j = kw - 1 ... 0 (3, 5, 7 unrolled) */
-                    const int16_t *pe = e16 + e_row + (x + p->pad_left - kw + 1) * c_n;
-                    int32_t wi = w_row + 2 * (kw - 1 - p->pad_left), rr;
-                    for (rr = rows; rr > 0; --rr, pe += row_step, wi -= wrow_step) {
-                        const int32_t *pw = wq + wi;
-                        const int16_t *pr = pe;
-                        BWD_IN_STEP(pr, pw, 0);
-                        BWD_IN_STEP(pr, pw, -8);
-                        BWD_IN_STEP(pr, pw, -16);
-                        if (kw >= 5) {
-                            BWD_IN_STEP(pr, pw, -24);
-                            BWD_IN_STEP(pr, pw, -32);
+                    /* a run of inputs that every kernel column covers: ox = x + pad_left - j for
+                       j = kw - 1 ... 0, whole kernel rows (3, 5 and 7 taps, one loop each) */
+                    const int32_t x_end = x_b < w ? x_b : w, w_at = w_row + 2 * (kw - 1 - p->pad_left);
+                    int32_t e_at = e_row + (x + p->pad_left - kw + 1) * c_n;
+                    if (kw == 3) {
+                        for (; x < x_end; ++x, e_at += c_n) {
+                            BWD_IN_ROWS(BWD_IN_STEP(pr, pw, 0); BWD_IN_STEP(pr, pw, -8); BWD_IN_STEP(pr, pw, -16));
+                            BWD_IN_EMIT();
                         }
-                        if (kw == 7) {
-                            BWD_IN_STEP(pr, pw, -40);
-                            BWD_IN_STEP(pr, pw, -48);
+                    } else if (kw == 5) {
+                        for (; x < x_end; ++x, e_at += c_n) {
+                            BWD_IN_ROWS(BWD_IN_STEP(pr, pw, 0); BWD_IN_STEP(pr, pw, -8); BWD_IN_STEP(pr, pw, -16);
+                                        BWD_IN_STEP(pr, pw, -24); BWD_IN_STEP(pr, pw, -32));
+                            BWD_IN_EMIT();
+                        }
+                    } else {
+                        for (; x < x_end; ++x, e_at += c_n) {
+                            BWD_IN_ROWS(BWD_IN_STEP(pr, pw, 0); BWD_IN_STEP(pr, pw, -8); BWD_IN_STEP(pr, pw, -16);
+                                        BWD_IN_STEP(pr, pw, -24); BWD_IN_STEP(pr, pw, -32);
+                                        BWD_IN_STEP(pr, pw, -40); BWD_IN_STEP(pr, pw, -48));
+                            BWD_IN_EMIT();
                         }
                     }
-                } else {
-                    bwd_in_covering(x, p->pad_left, sw, kw, wo, &ox_lo, &ox_hi);
-                    cols = ox_hi - ox_lo + 1;
-                    if (rows > 0 && cols > 0) {
-                        int32_t e_at = e_row + ox_lo * c_n;
-                        int32_t wi0 = w_row + 2 * (x - sw * ox_lo); /* tap (i, x + pad_left - sw * ox_lo) */
-                        int32_t rr;
-                        for (rr = rows; rr > 0; --rr, e_at += row_step, wi0 -= wrow_step) {
-                            const int16_t *pe = e16 + e_at;
-                            int32_t wi = wi0, k;
-                            for (k = cols; k > 0; --k, pe += c_n, wi -= wcol_step) {
-                                BWD_IN_TAP(pe, wq + wi);
+                    continue;
+                }
+                if (sw == 2 && rows > 0 && x >= x_a && x < x_b) {
+                    /* stride 2: input x links the kernel columns j = j0, j0 - 2, ... of one parity; j0 = kw - 1
+                       (the longer run, (kw + 1) / 2 taps) or kw - 2, alternately */
+                    const int32_t x_end = x_b < w ? x_b : w;
+                    for (; x < x_end; ++x) {
+                        const int32_t t_x = x + p->pad_left, longer = ((t_x - kw + 1) & 1) == 0;
+                        const int32_t j0 = longer ? kw - 1 : kw - 2;
+                        const int32_t e_at = e_row + ((t_x - j0) >> 1) * c_n;
+                        const int32_t w_at = w_row + 2 * (j0 - p->pad_left);
+                        if (kw == 3) {
+                            if (longer) {
+                                BWD_IN_ROWS(BWD_IN_S2_TAPS(2));
+                            } else {
+                                BWD_IN_ROWS(BWD_IN_S2_TAPS(1));
+                            }
+                        } else if (kw == 5) {
+                            if (longer) {
+                                BWD_IN_ROWS(BWD_IN_S2_TAPS(3));
+                            } else {
+                                BWD_IN_ROWS(BWD_IN_S2_TAPS(2));
+                            }
+                        } else {
+                            if (longer) {
+                                BWD_IN_ROWS(BWD_IN_S2_TAPS(4));
+                            } else {
+                                BWD_IN_ROWS(BWD_IN_S2_TAPS(3));
                             }
                         }
+                        BWD_IN_EMIT();
+                    }
+                    continue;
+                }
+                a0 = a1 = a2 = a3 = 0; /* a border input, or any stride: the covering outputs, visited */
+                bwd_in_covering(x, p->pad_left, sw, kw, wo, &ox_lo, &ox_hi);
+                cols = ox_hi - ox_lo + 1;
+                if (rows > 0 && cols > 0) {
+                    int32_t e_at = e_row + ox_lo * c_n;
+                    int32_t wi0 = w_row + 2 * (x - sw * ox_lo); /* tap (i, x + pad_left - sw * ox_lo) */
+                    int32_t rr;
+                    for (rr = rows; rr > 0; --rr, e_at += row_step, wi0 -= wrow_step) {
+                        const int16_t *pe = e16 + e_at;
+                        int32_t wi = wi0, k;
+                        for (k = cols; k > 0; --k, pe += c_n, wi -= wcol_step) {
+                            BWD_IN_TAP(pe, wq + wi);
+                        }
                     }
                 }
-                BWD_IN_RANGE(a0);
-                BWD_IN_RANGE(a1);
-                BWD_IN_RANGE(a2);
-                BWD_IN_RANGE(a3);
-                if (!store) {
-                    continue; /* the range-only pass of a first step */
-                }
-                a0 = mt_requantize_fast_single(a0, multiplier, rsh, c1);
-                a1 = mt_requantize_fast_single(a1, multiplier, rsh, c1);
-                a2 = mt_requantize_fast_single(a2, multiplier, rsh, c1);
-                a3 = mt_requantize_fast_single(a3, multiplier, rsh, c1);
-                word = (int32_t)(((uint32_t)a0 & 0xFFu) | (((uint32_t)a1 & 0xFFu) << 8) |
-                                 (((uint32_t)a2 & 0xFFu) << 16) | ((uint32_t)a3 << 24));
-                mt_write_s8x4(e_x + row_at + x * c_n, mt_max_s8x4(word, (int32_t)0x81818181u)); /* clamp -128 to -127 */
+                BWD_IN_EMIT();
+                ++x;
             }
         }
     }
@@ -324,6 +440,9 @@ static MT_NOINLINE void bwd_in_quad_range(const mt_conv_params *p, const mt_dims
 #undef BWD_IN_RANGE
 #undef BWD_IN_TAP
 #undef BWD_IN_STEP
+#undef BWD_IN_ROWS
+#undef BWD_IN_S2_TAPS
+#undef BWD_IN_EMIT
 
 /* One out-of-line loop for the quads, one for single channels. */
 static MT_NOINLINE void bwd_in_quad(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
