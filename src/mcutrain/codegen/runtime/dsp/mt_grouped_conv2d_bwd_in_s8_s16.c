@@ -12,9 +12,11 @@
  * output positions that cover (y, x): no stride test per tap. Four channels go together: their
  * weights are unpacked once per quad into int16 words (w[c], w[c + 1]) and (w[c + 2], w[c + 3])
  * per tap, the errors of four channels are two words as they lie in memory, and each tap is
- * four single MACs (SMLABB / SMLATT). The requantization to int8 is prepared once per call
- * (mt_requantize_fast_single, then the [-127, 127] clamp) and the accumulator extremes stay in
- * locals. Channels past the last quad take the plain loop.
+ * four single MACs (SMLABB / SMLATT). Int8 errors (and the first step's range-only pass) run
+ * bwd_in_quad_s8: runs of interior inputs take whole kernel rows in inline asm, the four errors
+ * of a position are requantized, clamped and stored as one word, and the extremes are one range
+ * test per value; float32 reals and error shifts without the prepared requantization run
+ * bwd_in_channels. Channels past the last quad take the plain loop.
  * NOTE: |e16 * w| <= 32512 * 127 and a depthwise sum has kh * kw <= MT_BWD_IN_TERMS products, so
  * it fits int32 in any order (the reference's int64 flush never triggers here).
  */
