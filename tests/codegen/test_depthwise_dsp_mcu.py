@@ -7,6 +7,8 @@ Needs the ARM cross toolchain and QEMU."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -15,7 +17,10 @@ from mcutrain import zoo
 from mcutrain.codegen.cross import build_mcu, build_mcu_train, run_mcu, run_mcu_train
 from mcutrain.codegen.emit_fqt import quantize_input
 from mcutrain.codegen.library import export_library, export_training_library
+from mcutrain.codegen.runtime_files import runtime_files
 from mcutrain.engines import int_engine, ptq
+from mcutrain.mcu.qemu import run_elf
+from mcutrain.mcu.toolchain import build
 from mcutrain.mcu.twin import first_mismatch, simulate_fqt_steps
 from mcutrain.methods.fqt import FQT
 from mcutrain.methods.fqt_state import FQTConfig
@@ -67,3 +72,31 @@ def test_depthwise_fqt_step_is_bit_exact_on_the_m4(arm_tools, tmp_path, model):
     ran = prof.region.per_function
     missing = [f for f in TWINS[1:] if not any(k.startswith(f) for k in ran)]
     assert missing == [], "every DSP depthwise loop of the step ran"
+
+
+DRIVER = Path(__file__).parent / "drivers" / "depthwise_kernels.c"
+ERROR_ARGS = {  # kind 2: n h w c kh kw stride pad z_x z_y act_min act_max shift_lo shift_hi seed
+    "3x3 stride 1 on a 9x9 map (interior rows of three taps)":
+        [2, 1, 9, 9, 8, 3, 3, 1, 1, 0, 0, -128, 127, -20, -18, 1],
+    "5x5 stride 1 on an 8x11 map (interior rows of five taps)":
+        [2, 1, 8, 11, 4, 5, 5, 1, 2, 0, 0, -128, 127, -22, -20, 2],
+    "3x3 stride 2 on a 12x12 map (alternating runs of two and one taps)":
+        [2, 1, 12, 12, 8, 3, 3, 2, 1, 0, 0, -128, 127, -20, -18, 3],
+    "7x7 stride 2 on a 16x14 map (runs of four and three taps)":
+        [2, 1, 16, 14, 4, 7, 7, 2, 3, 0, 0, -128, 127, -22, -20, 4],
+}
+
+
+def test_depthwise_error_rows_are_bit_exact_on_the_m4(arm_tools, tmp_path):
+    """The error propagation's native assembly (whole kernel rows of interior inputs at strides 1 and 2,
+    which the graph above is too small to have) against the reference kernel, both run on the M4."""
+    rt = tmp_path / "rt"
+    rt.mkdir()
+    for name, text in runtime_files("dsp", training=True).items():
+        (rt / name).write_text(text)
+    elfs = {k: build([DRIVER], CORE, tmp_path / f"{k}.elf", include_dirs=[rt], defines=d,
+                     heap_bytes=64 * 1024).elf
+            for k, d in (("ref", ["MT_KERNELS_REF"]), ("dsp", []))}
+    for what, args in ERROR_ARGS.items():
+        ref, dsp = (run_elf(elfs[k], CORE, [str(a) for a in args]).stdout for k in ("ref", "dsp"))
+        assert "status 0" in ref and dsp == ref, f"{what}: the native DSP error propagation differs"

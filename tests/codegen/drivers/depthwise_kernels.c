@@ -6,6 +6,7 @@
  *   kind 0: mt_depthwise_conv2d_fwd_s8        kind 1: mt_depthwise_conv2d_fwd_s8_range
  *   kind 2: mt_grouped_conv2d_bwd_in_s8_s16   kind 3: mt_grouped_conv2d_bwd_w_s8_s8
  *   kind 4: mt_grouped_conv2d_bwd_in_s8_s16 into float32 reals (a tensor with several consumers)
+ *   kind 5: mt_grouped_conv2d_bwd_in_s8_s16, range only from an empty range (a first step's range pass)
  */
 #include <string.h>
 #include <stdio.h>
@@ -82,6 +83,10 @@ int main(int argc, char **argv)
         printf("%d %d\n", (int)emin, (int)emax);
         for (i = 0; i < nx; ++i) { printf("%d ", (int)x[i]); } /* the error of the input, written over x */
         printf("\n");
+    } else if (a[0] == 5) {
+        int32_t emin = INT32_MAX, emax = INT32_MIN;
+        st = mt_grouped_conv2d_bwd_in_s8_s16(&p, &out_d, e16, &f_d, w, &in_d, 0, 0, 0, 0.0f, 0, &emin, &emax);
+        printf("%ld %ld\n", (long)emin, (long)emax);
     } else if (a[0] == 4) {
         int32_t emin = 0, emax = 0;
         float *er = malloc(4u * (size_t)nx);

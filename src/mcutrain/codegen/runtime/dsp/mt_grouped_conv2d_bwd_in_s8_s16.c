@@ -12,9 +12,11 @@
  * output positions that cover (y, x): no stride test per tap. Four channels go together: their
  * weights are unpacked once per quad into int16 words (w[c], w[c + 1]) and (w[c + 2], w[c + 3])
  * per tap, the errors of four channels are two words as they lie in memory, and each tap is
- * four single MACs (SMLABB / SMLATT). The requantization to int8 is prepared once per call
- * (mt_requantize_fast_single, then the [-127, 127] clamp) and the accumulator extremes stay in
- * locals. Channels past the last quad take the plain loop.
+ * four single MACs (SMLABB / SMLATT). Int8 errors (and the first step's range-only pass) run
+ * bwd_in_quad_s8: runs of interior inputs take whole kernel rows in inline asm, the four errors
+ * of a position are requantized, clamped and stored as one word, and the extremes are one range
+ * test per value; float32 reals and error shifts without the prepared requantization run
+ * bwd_in_channels. Channels past the last quad take the plain loop.
  * NOTE: |e16 * w| <= 32512 * 127 and a depthwise sum has kh * kw <= MT_BWD_IN_TERMS products, so
  * it fits int32 in any order (the reference's int64 flush never triggers here).
  */
@@ -141,6 +143,309 @@ MT_INLINE void bwd_in_channels(const mt_conv_params *p,
     *hi = vmax;
 }
 
+/* 1 when the error requantization (zero point 0, clamp [-127, 127]) has the prepared form: with a
+   zero point of 0 the rounding constant c1 = 2^(sh-1) stays below 2^30 for every sh = -1 - shift in
+   [1, 30], so mt_requantize_fast_single is exact there (mt_fixedpoint.h), a wider range than
+   mt_requant_fast_ok_single's (which leaves room for a zero point). */
+MT_INLINE int bwd_in_fast_ok(int32_t multiplier, int32_t shift)
+{
+    return multiplier != 0 && shift >= -31 && shift <= -2;
+}
+
+/* Four accumulators to four int8 errors in one word: the prepared requantization of each (SSAT to
+   [-128, 127]), the bytes packed, then -128 raised to -127 in one SIMD maximum. */
+MT_INLINE int32_t bwd_in_pack_err(int32_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t multiplier, int32_t rsh,
+                                  int32_t c1)
+{
+#if defined(MT_DSP_NATIVE)
+    int32_t lo, hi; /* 5 instructions per error (mt_requantize_fast_single), then 5 to pack and 3 to clamp */
+    __asm__("asr    %[lo], %[a0], #31\n\t"
+            "add    %[hi], %[c1], %[lo]\n\t"
+            "smlal  %[lo], %[hi], %[a0], %[m]\n\t"
+            "asr    %[a0], %[hi], %[sh]\n\t"
+            "ssat   %[a0], #8, %[a0]\n\t"
+            "asr    %[lo], %[a1], #31\n\t"
+            "add    %[hi], %[c1], %[lo]\n\t"
+            "smlal  %[lo], %[hi], %[a1], %[m]\n\t"
+            "asr    %[a1], %[hi], %[sh]\n\t"
+            "ssat   %[a1], #8, %[a1]\n\t"
+            "asr    %[lo], %[a2], #31\n\t"
+            "add    %[hi], %[c1], %[lo]\n\t"
+            "smlal  %[lo], %[hi], %[a2], %[m]\n\t"
+            "asr    %[a2], %[hi], %[sh]\n\t"
+            "ssat   %[a2], #8, %[a2]\n\t"
+            "asr    %[lo], %[a3], #31\n\t"
+            "add    %[hi], %[c1], %[lo]\n\t"
+            "smlal  %[lo], %[hi], %[a3], %[m]\n\t"
+            "asr    %[a3], %[hi], %[sh]\n\t"
+            "ssat   %[a3], #8, %[a3]\n\t"
+            "pkhbt  %[a0], %[a0], %[a2], lsl #16\n\t" /* (y0, y2) as halfwords */
+            "pkhbt  %[a1], %[a1], %[a3], lsl #16\n\t"
+            "uxtb16 %[a0], %[a0]\n\t"                  /* bytes 0 and 2: y0, y2 */
+            "uxtb16 %[a1], %[a1]\n\t"
+            "orr    %[a0], %[a0], %[a1], lsl #8\n\t"   /* y0, y1, y2, y3 */
+            "mov    %[lo], #0x81818181\n\t"
+            "ssub8  %[hi], %[a0], %[lo]\n\t"
+            "sel    %[a0], %[a0], %[lo]"
+            : [a0] "+&r"(a0), [a1] "+&r"(a1), [a2] "+&r"(a2), [a3] "+&r"(a3), [lo] "=&r"(lo), [hi] "=&r"(hi)
+            : [m] "r"(multiplier), [sh] "r"(rsh), [c1] "r"(c1)
+            : "cc");
+    (void)hi;
+    return a0;
+#else  /* !MT_DSP_NATIVE */
+    const uint32_t y0 = (uint32_t)mt_requantize_fast_single(a0, multiplier, rsh, c1);
+    const uint32_t y1 = (uint32_t)mt_requantize_fast_single(a1, multiplier, rsh, c1);
+    const uint32_t y2 = (uint32_t)mt_requantize_fast_single(a2, multiplier, rsh, c1);
+    const uint32_t y3 = (uint32_t)mt_requantize_fast_single(a3, multiplier, rsh, c1);
+    const int32_t word = (int32_t)((y0 & 0xFFu) | ((y1 & 0xFFu) << 8) | ((y2 & 0xFFu) << 16) | (y3 << 24));
+    return mt_max_s8x4(word, (int32_t)0x81818181u);
+#endif /* MT_DSP_NATIVE */
+}
+
+/* Merges accumulator a into [vmin, vmax]; the common case (a already inside) is one subtraction,
+   one compare and one branch against (tb, span) = (vmin, vmax - vmin). */
+#define BWD_IN_RANGE(a)                                                                                          \
+    do {                                                                                                         \
+        if ((uint32_t)(a) - tb > span) {                                                                         \
+            vmin = (a) < vmin ? (a) : vmin;                                                                      \
+            vmax = (a) > vmax ? (a) : vmax;                                                                      \
+            tb = (uint32_t)vmin;                                                                                 \
+            span = (uint32_t)vmax - (uint32_t)vmin;                                                             \
+        }                                                                                                        \
+    } while (0)
+
+/* One tap of four channels: their errors at pe (two words), their unpacked weights at pw. */
+#define BWD_IN_TAP(pe, pw)                                                                                       \
+    do {                                                                                                         \
+        const int32_t e01_ = mt_read_s16x2(pe), e23_ = mt_read_s16x2((pe) + 2);                                 \
+        a0 = mt_smlabb(e01_, (pw)[0], a0);                                                                       \
+        a1 = mt_smlatt(e01_, (pw)[0], a1);                                                                       \
+        a2 = mt_smlabb(e23_, (pw)[1], a2);                                                                       \
+        a3 = mt_smlatt(e23_, (pw)[1], a3);                                                                       \
+    } while (0)
+
+/* One tap of four channels from a kernel row walked along the errors: errors at pr (then pr moves to
+   the next output column, e_step bytes on), unpacked weights at byte offset `off` from pw. Native:
+   2 LDR, 1 LDRD, 1 ADD and the 4 MACs, with the walk kept in registers. */
+#if defined(MT_DSP_NATIVE)
+#define BWD_IN_STEP(pr, pw, off)                                                                                 \
+    do {                                                                                                         \
+        int32_t e01_, e23_, w0_, w1_;                                                                            \
+        __asm__("ldr    %[e01], [%[pr]]\n\t"                                                                     \
+                "ldr    %[e23], [%[pr], #4]\n\t"                                                                \
+                "ldrd   %[w0], %[w1], [%[pw], #%c[o]]\n\t"                                                      \
+                "add    %[pr], %[pr], %[es]\n\t"                                                                \
+                "smlabb %[a0], %[e01], %[w0], %[a0]\n\t"                                                        \
+                "smlatt %[a1], %[e01], %[w0], %[a1]\n\t"                                                        \
+                "smlabb %[a2], %[e23], %[w1], %[a2]\n\t"                                                        \
+                "smlatt %[a3], %[e23], %[w1], %[a3]"                                                            \
+                : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [pr] "+r"(pr),                   \
+                  [e01] "=&r"(e01_), [e23] "=&r"(e23_), [w0] "=&r"(w0_), [w1] "=&r"(w1_)                          \
+                : [pw] "r"(pw), [o] "n"(off), [es] "r"(e_step)                                                   \
+                : "memory");                                                                                     \
+    } while (0)
+#else /* !MT_DSP_NATIVE */
+#define BWD_IN_STEP(pr, pw, off)                                                                                 \
+    do {                                                                                                         \
+        BWD_IN_TAP(pr, (pw) + (off) / 4);                                                                        \
+        pr = (const int16_t *)(const void *)((const char *)(pr) + e_step);                                      \
+    } while (0)
+#endif /* MT_DSP_NATIVE */
+
+/* The four accumulators over the covering output rows of an interior input whose first tap's errors
+   are at e_at: `taps` walks one kernel row (pr along the errors, pw at its weights). */
+#define BWD_IN_ROWS(taps)                                                                                        \
+    do {                                                                                                         \
+        int32_t rr_, ei_ = e_at, wi_ = w_at;                                                                     \
+        a0 = a1 = a2 = a3 = 0;                                                                                   \
+        for (rr_ = rows; rr_ > 0; --rr_, ei_ += row_step, wi_ -= wrow_step) {                                    \
+            const int16_t *pr = e16 + ei_;                                                                       \
+            const int32_t *pw = wq + wi_;                                                                        \
+            taps;                                                                                                \
+        }                                                                                                        \
+    } while (0)
+
+/* K taps of a stride-2 kernel row: columns j0, j0 - 2, ... (weights 16 bytes apart) at successive outputs. */
+#define BWD_IN_S2_TAPS(K)                                                                                        \
+    do {                                                                                                         \
+        BWD_IN_STEP(pr, pw, 0);                                                                                  \
+        if ((K) >= 2) {                                                                                          \
+            BWD_IN_STEP(pr, pw, -16);                                                                            \
+        }                                                                                                        \
+        if ((K) >= 3) {                                                                                          \
+            BWD_IN_STEP(pr, pw, -32);                                                                            \
+        }                                                                                                        \
+        if ((K) >= 4) {                                                                                          \
+            BWD_IN_STEP(pr, pw, -48);                                                                            \
+        }                                                                                                        \
+    } while (0)
+
+/* The extremes of input x's four accumulators, then (store) their errors as one word. */
+#define BWD_IN_EMIT()                                                                                            \
+    do {                                                                                                         \
+        BWD_IN_RANGE(a0);                                                                                        \
+        BWD_IN_RANGE(a1);                                                                                        \
+        BWD_IN_RANGE(a2);                                                                                        \
+        BWD_IN_RANGE(a3);                                                                                        \
+        if (store) {                                                                                             \
+            mt_write_s8x4(e_x + row_at + x * c_n, bwd_in_pack_err(a0, a1, a2, a3, multiplier, rsh, c1));         \
+        }                                                                                                        \
+    } while (0)
+
+/*
+ * Channels [c0, c0 + 4) to int8 errors with the prepared requantization (bwd_in_fast_ok): the loop
+ * of bwd_in_channels without its float32 and general-requantization branches, so that its
+ * registers hold the four accumulators and the walk only. Per input position: the covering output
+ * rows and columns, their taps (a row of output columns walks the errors by c_n and the unpacked
+ * weights by -2 sw), then the four errors requantized, clamped to [-127, 127] in one SIMD maximum
+ * and stored as one word, and the extremes merged (BWD_IN_RANGE).
+ * NOTE: |acc| <= MT_DW_TAPS_MAX * 32512 * 127 < 2^31 - 1, so no accumulator is INT32_MIN: an
+ * empty starting range (*lo > *hi, e.g. INT32_MAX / INT32_MIN) is the test (INT32_MIN, 0), which
+ * lets every first value through to the exact merge, after which vmin <= vmax.
+ */
+MT_INLINE void bwd_in_quad_s8_body(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
+                                   const mt_dims *f_d, const int8_t *filter, const mt_dims *in_d,
+                                   int32_t multiplier, int32_t shift, int8_t *e_x, int32_t *lo, int32_t *hi,
+                                   int32_t c0, const int store)
+{
+    const int32_t h = in_d->h, w = in_d->w, c_n = in_d->c;
+    const int32_t kh = f_d->h, kw = f_d->w, kk = kh * kw;
+    const int32_t ho = out_d->h, wo = out_d->w, sh = p->stride_h, sw = p->stride_w;
+    const int32_t rsh = store ? -1 - shift : 1, c1 = (int32_t)((uint32_t)1 << (rsh - 1));
+    const int32_t e_step = 2 * c_n; /* bytes from one output position's errors to the next */
+    const int32_t row_step = wo * c_n, wrow_step = 2 * sh * kw, wcol_step = 2 * sw;
+    /* stride 1 and 2: the inputs [x_a, x_b) whose covering output columns need no clamp (unrolled taps) */
+    const int32_t x_a = kw - 1 - p->pad_left;
+    const int32_t x_b = (kw == 3 || kw == 5 || kw == 7) && sw <= 2 ? sw * wo - p->pad_left : x_a;
+    int32_t wq[2 * MT_DW_TAPS_MAX];
+    int32_t vmin = *lo, vmax = *hi;
+    uint32_t tb = vmin <= vmax ? (uint32_t)vmin : (uint32_t)INT32_MIN;
+    uint32_t span = vmin <= vmax ? (uint32_t)vmax - (uint32_t)vmin : 0u;
+    int32_t t, n, y, x;
+    int32_t r[4];
+    mt_dw_used_taps(p, in_d, f_d, out_d, r);
+    for (t = 0; t < kk; ++t) {
+        const int8_t *f = filter + c0 * kk + t;
+        if (t / kw < r[0] || t / kw >= r[1] || t % kw < r[2] || t % kw >= r[3]) {
+            continue; /* a tap that links no input to an output: never read */
+        }
+        wq[2 * t] = (int32_t)(((uint32_t)(int32_t)f[0] & 0xFFFFu) | ((uint32_t)(int32_t)f[kk] << 16));
+        wq[2 * t + 1] = (int32_t)(((uint32_t)(int32_t)f[2 * kk] & 0xFFFFu) | ((uint32_t)(int32_t)f[3 * kk] << 16));
+    }
+    for (n = 0; n < in_d->n; ++n) {
+        for (y = 0; y < h; ++y) {
+            int32_t oy_lo, oy_hi, e_row, w_row, rows;
+            const int32_t row_at = ((n * h + y) * w) * c_n + c0;
+            bwd_in_covering(y, p->pad_top, sh, kh, ho, &oy_lo, &oy_hi);
+            rows = oy_hi - oy_lo + 1;
+            e_row = (n * ho + oy_lo) * row_step + c0;                           /* offsets, not pointers: */
+            w_row = 2 * (y + p->pad_top - sh * oy_lo) * kw + 2 * p->pad_left; /* no row may exist */
+            for (x = 0; x < w;) {
+                int32_t a0, a1, a2, a3, ox_lo, ox_hi, cols;
+                if (sw == 1 && rows > 0 && x >= x_a && x < x_b) {
+                    /* a run of inputs that every kernel column covers: ox = x + pad_left - j for
+                       j = kw - 1 ... 0, whole kernel rows (3, 5 and 7 taps, one loop each) */
+                    const int32_t x_end = x_b < w ? x_b : w, w_at = w_row + 2 * (kw - 1 - p->pad_left);
+                    int32_t e_at = e_row + (x + p->pad_left - kw + 1) * c_n;
+                    if (kw == 3) {
+                        for (; x < x_end; ++x, e_at += c_n) {
+                            BWD_IN_ROWS(BWD_IN_STEP(pr, pw, 0); BWD_IN_STEP(pr, pw, -8); BWD_IN_STEP(pr, pw, -16));
+                            BWD_IN_EMIT();
+                        }
+                    } else if (kw == 5) {
+                        for (; x < x_end; ++x, e_at += c_n) {
+                            BWD_IN_ROWS(BWD_IN_STEP(pr, pw, 0); BWD_IN_STEP(pr, pw, -8); BWD_IN_STEP(pr, pw, -16);
+                                        BWD_IN_STEP(pr, pw, -24); BWD_IN_STEP(pr, pw, -32));
+                            BWD_IN_EMIT();
+                        }
+                    } else {
+                        for (; x < x_end; ++x, e_at += c_n) {
+                            BWD_IN_ROWS(BWD_IN_STEP(pr, pw, 0); BWD_IN_STEP(pr, pw, -8); BWD_IN_STEP(pr, pw, -16);
+                                        BWD_IN_STEP(pr, pw, -24); BWD_IN_STEP(pr, pw, -32);
+                                        BWD_IN_STEP(pr, pw, -40); BWD_IN_STEP(pr, pw, -48));
+                            BWD_IN_EMIT();
+                        }
+                    }
+                    continue;
+                }
+                if (sw == 2 && rows > 0 && x >= x_a && x < x_b) {
+                    /* stride 2: input x links the kernel columns j = j0, j0 - 2, ... of one parity; j0 = kw - 1
+                       (the longer run, (kw + 1) / 2 taps) or kw - 2, alternately */
+                    const int32_t x_end = x_b < w ? x_b : w;
+                    for (; x < x_end; ++x) {
+                        const int32_t t_x = x + p->pad_left, longer = ((t_x - kw + 1) & 1) == 0;
+                        const int32_t j0 = longer ? kw - 1 : kw - 2;
+                        const int32_t e_at = e_row + ((t_x - j0) >> 1) * c_n;
+                        const int32_t w_at = w_row + 2 * (j0 - p->pad_left);
+                        if (kw == 3) {
+                            if (longer) {
+                                BWD_IN_ROWS(BWD_IN_S2_TAPS(2));
+                            } else {
+                                BWD_IN_ROWS(BWD_IN_S2_TAPS(1));
+                            }
+                        } else if (kw == 5) {
+                            if (longer) {
+                                BWD_IN_ROWS(BWD_IN_S2_TAPS(3));
+                            } else {
+                                BWD_IN_ROWS(BWD_IN_S2_TAPS(2));
+                            }
+                        } else {
+                            if (longer) {
+                                BWD_IN_ROWS(BWD_IN_S2_TAPS(4));
+                            } else {
+                                BWD_IN_ROWS(BWD_IN_S2_TAPS(3));
+                            }
+                        }
+                        BWD_IN_EMIT();
+                    }
+                    continue;
+                }
+                a0 = a1 = a2 = a3 = 0; /* a border input, or any stride: the covering outputs, visited */
+                bwd_in_covering(x, p->pad_left, sw, kw, wo, &ox_lo, &ox_hi);
+                cols = ox_hi - ox_lo + 1;
+                if (rows > 0 && cols > 0) {
+                    int32_t e_at = e_row + ox_lo * c_n;
+                    int32_t wi0 = w_row + 2 * (x - sw * ox_lo); /* tap (i, x + pad_left - sw * ox_lo) */
+                    int32_t rr;
+                    for (rr = rows; rr > 0; --rr, e_at += row_step, wi0 -= wrow_step) {
+                        const int16_t *pe = e16 + e_at;
+                        int32_t wi = wi0, k;
+                        for (k = cols; k > 0; --k, pe += c_n, wi -= wcol_step) {
+                            BWD_IN_TAP(pe, wq + wi);
+                        }
+                    }
+                }
+                BWD_IN_EMIT();
+                ++x;
+            }
+        }
+    }
+    *lo = vmin;
+    *hi = vmax;
+}
+
+/* The loop out of line, with int8 errors and range only (e_x NULL: a first step's range pass). */
+static MT_NOINLINE void bwd_in_quad_s8(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
+                                       const mt_dims *f_d, const int8_t *filter, const mt_dims *in_d,
+                                       int32_t multiplier, int32_t shift, int8_t *e_x, int32_t *lo, int32_t *hi,
+                                       int32_t c0)
+{
+    bwd_in_quad_s8_body(p, out_d, e16, f_d, filter, in_d, multiplier, shift, e_x, lo, hi, c0, 1);
+}
+
+static MT_NOINLINE void bwd_in_quad_range(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
+                                          const mt_dims *f_d, const int8_t *filter, const mt_dims *in_d,
+                                          int32_t *lo, int32_t *hi, int32_t c0)
+{
+    bwd_in_quad_s8_body(p, out_d, e16, f_d, filter, in_d, 0, 0, 0, lo, hi, c0, 0);
+}
+#undef BWD_IN_RANGE
+#undef BWD_IN_TAP
+#undef BWD_IN_STEP
+#undef BWD_IN_ROWS
+#undef BWD_IN_S2_TAPS
+#undef BWD_IN_EMIT
+
 /* One out-of-line loop for the quads, one for single channels. */
 static MT_NOINLINE void bwd_in_quad(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
                                     const mt_dims *f_d, const int8_t *filter, const mt_dims *in_d, int32_t multiplier,
@@ -180,6 +485,15 @@ mt_status mt_grouped_conv2d_bwd_in_s8_s16(const mt_conv_params *params,
         filter_dims->h * filter_dims->w <= MT_DW_TAPS_MAX) {
         int32_t c;
         for (c = 0; c + 4 <= input_dims->c; c += 4) {
+            if (e_x && bwd_in_fast_ok(multiplier, shift)) {
+                bwd_in_quad_s8(params, output_dims, e16, filter_dims, filter, input_dims, multiplier, shift, e_x,
+                               acc_min, acc_max, c);
+                continue;
+            }
+            if (!e_x && !e_real) {
+                bwd_in_quad_range(params, output_dims, e16, filter_dims, filter, input_dims, acc_min, acc_max, c);
+                continue;
+            }
             bwd_in_quad(params, output_dims, e16, filter_dims, filter, input_dims, multiplier, shift, e_x, s_acc, e_real,
                         acc_min, acc_max, c);
         }
