@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from mcutrain import zoo
+from mcutrain.api import training
 from mcutrain.api.training import train
 from mcutrain.cli import main
 from mcutrain.data import load_dataset
@@ -84,3 +85,31 @@ def test_lr_must_be_a_number_or_auto(capsys):
     with pytest.raises(SystemExit):
         main(["train", "--arch", "digits-cnn", "--init", "random", "--dataset", "digits", "--lr", "fast"])
     assert "must be a number, got 'fast'" in capsys.readouterr().err
+
+
+def test_resume_reuses_the_rate_the_first_run_chose(tmp_path, capsys, monkeypatch):
+    argv = ["train", "--arch", "digits-cnn", "--init", "random", "--dataset", "digits", "--method", "bp-qas",
+            "--train-samples", "64", "--test-samples", "20", "--batch", "16", "--json"]
+    ckpt = tmp_path / "c.npz"
+    assert main([*argv, "--epochs", "1", "--checkpoint", str(ckpt)]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["lr_reason"].startswith("auto: search over")
+
+    def no_second_choice(*args, **kwargs):
+        raise AssertionError("a resumed --lr auto run chose its rate again")
+
+    monkeypatch.setattr(training, "choose_rate", no_second_choice)
+    assert main([*argv, "--epochs", "2", "--resume", str(ckpt), "--resume-changed", "epochs"]) == 0
+    resumed = json.loads(capsys.readouterr().out)
+    assert resumed["lr_used"] == first["lr_used"] and "the run resumed from 'c.npz'" in resumed["lr_reason"]
+    assert len(resumed["history"]) == 2
+
+
+def test_resume_from_an_unreadable_checkpoint_is_a_clear_error(tmp_path, capsys):
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a checkpoint")
+    argv = ["train", "--arch", "digits-cnn", "--init", "random", "--dataset", "digits", "--method", "bp-qas",
+            "--train-samples", "64", "--test-samples", "20", "--resume", str(bad)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("mcutrain train: error: ") and "bad.npz" in err
