@@ -21,6 +21,7 @@ from mcutrain.methods.lr_auto import (
     SEARCH_RATES,
     fqt_rate,
     holdout_split,
+    pick,
     run_steps,
     search_rate,
     search_steps,
@@ -42,6 +43,24 @@ def test_holdout_is_part_of_the_training_split_and_search_steps_are_bounded():
     assert np.array_equal(holdout_split(100, seed=3)[1], val_idx)
     assert not np.array_equal(holdout_split(100, seed=4)[1], val_idx)
     assert [search_steps(s) for s in (2, 20, 60, 10_000)] == [2, 20, 20, 20]
+
+
+def _trials(losses, scores):
+    return [{"lr": lr, "start_loss": 2.0, "loss": loss, "score": score}
+            for lr, loss, score in zip((0.01, 0.03, 0.1, 0.3, 1.0), losses, scores, strict=True)]
+
+
+def test_pick_keeps_a_margin_below_a_collapsing_rate():
+    nan = float("nan")
+    # 0.1 scores best but 0.3 ends above its start loss and 1 diverged: 0.1 is at the edge, 0.03 wins
+    best, excluded = pick(_trials([1.0, 0.9, 1.1, 3.0, nan], [0.70, 0.72, 0.80, 0.10, nan]))
+    assert best["lr"] == 0.03 and excluded == 1
+    # nothing collapses: the top rate needs no higher neighbour; ties go to the lower loss
+    best, excluded = pick(_trials([1.5, 1.4, 1.3, 1.2, 1.1], [0.5, 0.6, 0.6, 0.7, 0.7]))
+    assert best["lr"] == 1.0 and excluded == 0
+    best, _ = pick(_trials([1.5, 1.4, 1.3, 1.2, 1.25], [0.5, 0.6, 0.6, 0.7, 0.7]))
+    assert best["lr"] == 0.3
+    assert pick(_trials([1.0, 3.0, 3.0, nan, nan], [0.7, 0.1, 0.1, nan, nan])) == (None, 1)
 
 
 @pytest.fixture(scope="module")
