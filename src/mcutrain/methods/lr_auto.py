@@ -62,8 +62,8 @@ HOLDOUT_MAX = 1000
 SCORE_SAMPLES = 1000
 """Samples of the training split each searched rate is scored on: the held-out slice and, when it has
 fewer, the first search-training samples. zo-adapt's 100 samples hold out 20, whose accuracy moves in
-steps of 5 points: on fog bp-qas it preferred 0.01 (test 61.4%) over 0.03 (71.0%); scored on all 100
-the search picks 0.03 (`bench lr-defaults`, its second run)."""
+steps of 5 points: on fog bp-qas it preferred 0.01 (test 61.4%) over 0.03 (70.0%); scored on all 100
+the search picks 0.03 (`bench lr-defaults`; docs/methods.md compares the candidate rules)."""
 SEARCH_STEPS_MAX = 20
 """Steps per searched rate: the run's own steps up to this many, under the run's cosine decay over
 them. A short run (zo-adapt's 20 steps) is searched as it will run; a first version trained each
