@@ -61,6 +61,8 @@ def test_pick_keeps_a_margin_below_a_collapsing_rate():
     best, _ = pick(_trials([1.5, 1.4, 1.3, 1.2, 1.25], [0.5, 0.6, 0.6, 0.7, 0.7]))
     assert best["lr"] == 0.3
     assert pick(_trials([1.0, 3.0, 3.0, nan, nan], [0.7, 0.1, 0.1, nan, nan])) == (None, 1)
+    one_step = [{**t, "steps": 1} for t in _trials([2.0] * 5, [0.5, 0.6, 0.7, 0.6, 0.5])]
+    assert pick(one_step)[0]["lr"] == 0.1          # one step: no second half to judge a collapse by
 
 
 @pytest.fixture(scope="module")

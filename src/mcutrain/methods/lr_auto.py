@@ -110,8 +110,11 @@ def holdout_split(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 def collapsed(trial: dict[str, Any]) -> bool:
     """A searched rate that diverged or ended no better than it started: its loss over the search's
     second half is not below the loss of the first step (taken before any update, the same for every
-    rate), or not finite."""
-    return not (math.isfinite(trial["loss"]) and trial["loss"] < trial["start_loss"])
+    rate), or not finite. A one-step search has no second half to compare: only a non-finite loss
+    counts there."""
+    if not math.isfinite(trial["loss"]):
+        return True
+    return trial.get("steps", 2) > 1 and not trial["loss"] < trial["start_loss"]
 
 
 def score_indices(fit_idx: np.ndarray, val_idx: np.ndarray) -> np.ndarray:
@@ -158,7 +161,7 @@ def search_rate(method_name: str, method: TrainingMethod, x: np.ndarray, y: np.n
                     break
             finite = all(math.isfinite(v) for v in losses)
             nan = float("nan")
-            trials.append({"lr": lr, "start_loss": losses[0],
+            trials.append({"lr": lr, "steps": len(losses), "start_loss": losses[0],
                            "holdout_accuracy": evaluate(method, x[val_idx], y[val_idx]) if finite else nan,
                            "score": evaluate(method, x[score_idx], y[score_idx]) if finite else nan,
                            "loss": float(np.mean(losses[len(losses) // 2:])) if finite else nan})
