@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from mcutrain import zoo
+from mcutrain.api import training
 from mcutrain.api.training import train
 from mcutrain.cli import main
 from mcutrain.data import load_dataset
@@ -20,6 +21,7 @@ from mcutrain.methods.lr_auto import (
     SEARCH_RATES,
     fqt_rate,
     holdout_split,
+    pick,
     run_steps,
     search_rate,
     search_steps,
@@ -41,6 +43,26 @@ def test_holdout_is_part_of_the_training_split_and_search_steps_are_bounded():
     assert np.array_equal(holdout_split(100, seed=3)[1], val_idx)
     assert not np.array_equal(holdout_split(100, seed=4)[1], val_idx)
     assert [search_steps(s) for s in (2, 20, 60, 10_000)] == [2, 20, 20, 20]
+
+
+def _trials(losses, scores):
+    return [{"lr": lr, "start_loss": 2.0, "loss": loss, "score": score}
+            for lr, loss, score in zip((0.01, 0.03, 0.1, 0.3, 1.0), losses, scores, strict=True)]
+
+
+def test_pick_keeps_a_margin_below_a_collapsing_rate():
+    nan = float("nan")
+    # 0.1 scores best but 0.3 ends above its start loss and 1 diverged: 0.1 is at the edge, 0.03 wins
+    best, excluded = pick(_trials([1.0, 0.9, 1.1, 3.0, nan], [0.70, 0.72, 0.80, 0.10, nan]))
+    assert best["lr"] == 0.03 and excluded == 1
+    # nothing collapses: the top rate needs no higher neighbour; ties go to the lower loss
+    best, excluded = pick(_trials([1.5, 1.4, 1.3, 1.2, 1.1], [0.5, 0.6, 0.6, 0.7, 0.7]))
+    assert best["lr"] == 1.0 and excluded == 0
+    best, _ = pick(_trials([1.5, 1.4, 1.3, 1.2, 1.25], [0.5, 0.6, 0.6, 0.7, 0.7]))
+    assert best["lr"] == 0.3
+    assert pick(_trials([1.0, 3.0, 3.0, nan, nan], [0.7, 0.1, 0.1, nan, nan])) == (None, 1)
+    one_step = [{**t, "steps": 1} for t in _trials([2.0] * 5, [0.5, 0.6, 0.7, 0.6, 0.5])]
+    assert pick(one_step)[0]["lr"] == 0.1          # one step: no second half to judge a collapse by
 
 
 @pytest.fixture(scope="module")
@@ -84,3 +106,31 @@ def test_lr_must_be_a_number_or_auto(capsys):
     with pytest.raises(SystemExit):
         main(["train", "--arch", "digits-cnn", "--init", "random", "--dataset", "digits", "--lr", "fast"])
     assert "must be a number, got 'fast'" in capsys.readouterr().err
+
+
+def test_resume_reuses_the_rate_the_first_run_chose(tmp_path, capsys, monkeypatch):
+    argv = ["train", "--arch", "digits-cnn", "--init", "random", "--dataset", "digits", "--method", "bp-qas",
+            "--train-samples", "64", "--test-samples", "20", "--batch", "16", "--json"]
+    ckpt = tmp_path / "c.npz"
+    assert main([*argv, "--epochs", "1", "--checkpoint", str(ckpt)]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["lr_reason"].startswith("auto: search over")
+
+    def no_second_choice(*args, **kwargs):
+        raise AssertionError("a resumed --lr auto run chose its rate again")
+
+    monkeypatch.setattr(training, "choose_rate", no_second_choice)
+    assert main([*argv, "--epochs", "2", "--resume", str(ckpt), "--resume-changed", "epochs"]) == 0
+    resumed = json.loads(capsys.readouterr().out)
+    assert resumed["lr_used"] == first["lr_used"] and "the run resumed from 'c.npz'" in resumed["lr_reason"]
+    assert len(resumed["history"]) == 2
+
+
+def test_resume_from_an_unreadable_checkpoint_is_a_clear_error(tmp_path, capsys):
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a checkpoint")
+    argv = ["train", "--arch", "digits-cnn", "--init", "random", "--dataset", "digits", "--method", "bp-qas",
+            "--train-samples", "64", "--test-samples", "20", "--resume", str(bad)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("mcutrain train: error: ") and "bad.npz" in err

@@ -41,7 +41,7 @@ from mcutrain.graph import Graph, Op
 from mcutrain.methods import factory
 from mcutrain.methods.base import TrainingMethod
 from mcutrain.methods.loop import fit
-from mcutrain.methods.lr_auto import AUTO, RateChoice, choose_rate
+from mcutrain.methods.lr_auto import AUTO, RateChoice, choose_rate, resumed_rate
 from mcutrain.methods.resume import check_allowed
 from mcutrain.methods.state_file import StateFileError, file_sha256
 from mcutrain.methods.trainable import internal_spec, resolve_trainable, source_names_of, user_names
@@ -191,9 +191,7 @@ def train_args(args: argparse.Namespace,
                                       source_names=args.source_names)
     except factory.FactoryError as e:
         raise UserError(str(e)) from None
-    choice = (choose_rate(args.method, method, x_tr, y_tr, epochs=args.epochs, batch=args.batch,
-                          seed=args.seed, progress=progress) if args.lr == AUTO
-              else RateChoice(args.lr, "given (--lr)"))
+    choice = rate_choice(args, method, x_tr, y_tr, progress)
     args.lr = choice.lr     # NOTE: what the run, its checkpoint and the saved history use
     try:
         res = fit(method, x_tr, y_tr, ds.x_test, ds.y_test, epochs=args.epochs, batch=args.batch, lr=args.lr,
@@ -232,6 +230,20 @@ def train_args(args: argparse.Namespace,
     if args.output:
         save_trained(args.output, method, out, args, trained)
     return out, method
+
+
+def rate_choice(args: argparse.Namespace, method: TrainingMethod, x_train: np.ndarray, y_train: np.ndarray,
+                progress: bool | None) -> RateChoice:
+    """The run's rate: `--lr` as given; with `--lr auto`, the resumed checkpoint's rate, else the choice."""
+    if args.lr != AUTO:
+        return RateChoice(args.lr, "given (--lr)")
+    if args.resume is not None:
+        try:
+            return resumed_rate(args.resume)
+        except StateFileError as e:
+            raise UserError(str(e)) from None
+    return choose_rate(args.method, method, x_train, y_train, epochs=args.epochs, batch=args.batch,
+                       seed=args.seed, progress=progress)
 
 
 def deployed_accuracy(model: Model, ds: Dataset, method_accuracy: float) -> float:

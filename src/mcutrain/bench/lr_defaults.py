@@ -97,8 +97,9 @@ BUDGET = Budget(cases=(
 QUICK = Budget(cases=(
     Case("scratch", "digits", "fqt", "digits", "digits-cnn", 1, 128, 100, (("precision", "int8"),)),
     _adapt("stripe", "zo", "digits-c:{}:5", 100, 1, 2, "all"),
-    _adapt("stripe", "bp-qas", "digits-c:{}:5", 100, 1, 2, "all"),
 ), pretrained="digits", workers=1)
+"""One case per branch of `one_run` (a zoo architecture from scratch; the pretrained model with a
+searching method); bp-qas's search is tested on its own in tests/methods/test_lr_auto.py."""
 
 
 def mlp(num_classes: int = 10, input_shape=(28, 28, 1), seed: int = 0) -> Graph:

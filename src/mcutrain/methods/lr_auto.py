@@ -9,12 +9,18 @@ estimate whose size depends on the model, its scales and the data (0.05 suits bp
 pretrained small-cnn, 1 a 784-128-64-10 MLP), so no formula known before training fits them:
 they run a short rate search on the training split -- `SEARCH_RATES[method]`, each trained
 for `search_steps(steps)` steps under cosine decay from the same starting state on the
-training samples outside a held-out slice, scored by accuracy on that slice (ties: the lower
+training samples outside a held-out slice. A rate that collapsed (its loss over the search's
+second half not below its first step's) is out, and so is a rate whose next higher neighbour
+collapsed: the chosen rate keeps a half-decade margin from divergence, since a rate at the edge
+can hold up for the search's steps and diverge in the run (bp-qas on gaussian noise: 0.1 won a
+20-step search, then reached 22% against 73% at 0.01). The rest are scored by accuracy on the
+held-out slice topped up to `SCORE_SAMPLES` with search-training samples (ties: the lower
 training loss of the search's second half, then the lower rate); the method is then restored
 to its starting state exactly (`state()`/`load_state()`), so the run equals `--lr X` with
 the chosen X. The slice, the batches and the methods' random streams come from the seed
 alone: the search is deterministic. Its cost is at most `len(rates) * SEARCH_STEPS_MAX`
-steps, shown with a progress bar.
+steps, shown with a progress bar. A resumed run (`--resume`) chooses nothing: it continues at
+the rate its checkpoint's run configuration stores (`resumed_rate`), the one the first run chose.
 
 Example:
     >>> fqt_rate(5625).lr
@@ -25,12 +31,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from mcutrain.methods.base import TrainingMethod
+from mcutrain.methods.base import TrainingMethod, read_state
 from mcutrain.methods.loop import cosine_lr, evaluate
+from mcutrain.methods.resume import check_run_types
 from mcutrain.progress import Progress
 
 AUTO = "auto"
@@ -51,6 +59,11 @@ HOLDOUT_FRACTION = 0.2
 """Share of the training split held out to score the searched rates (never the test split)."""
 HOLDOUT_MAX = 1000
 """At most this many held-out samples: the score's cost stays bounded on large splits."""
+SCORE_SAMPLES = 1000
+"""Samples of the training split each searched rate is scored on: the held-out slice and, when it has
+fewer, the first search-training samples. zo-adapt's 100 samples hold out 20, whose accuracy moves in
+steps of 5 points: on fog bp-qas it preferred 0.01 (test 61.4%) over 0.03 (70.0%); scored on all 100
+the search picks 0.03 (`bench lr-defaults`; docs/methods.md compares the candidate rules)."""
 SEARCH_STEPS_MAX = 20
 """Steps per searched rate: the run's own steps up to this many, under the run's cosine decay over
 them. A short run (zo-adapt's 20 steps) is searched as it will run; a first version trained each
@@ -94,11 +107,44 @@ def holdout_split(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return order[k:] if k else order, order[:k] if k else order
 
 
+def collapsed(trial: dict[str, Any]) -> bool:
+    """A searched rate that diverged or ended no better than it started: its loss over the search's
+    second half is not below the loss of the first step (taken before any update, the same for every
+    rate), or not finite. A one-step search has no second half to compare: only a non-finite loss
+    counts there."""
+    if not math.isfinite(trial["loss"]):
+        return True
+    return trial.get("steps", 2) > 1 and not trial["loss"] < trial["start_loss"]
+
+
+def score_indices(fit_idx: np.ndarray, val_idx: np.ndarray) -> np.ndarray:
+    """The samples a searched rate is scored on: the held-out slice, topped up with search-training
+    samples to `SCORE_SAMPLES` when the split is small (see `SCORE_SAMPLES`)."""
+    return np.concatenate([val_idx, fit_idx[:max(0, SCORE_SAMPLES - len(val_idx))]])
+
+
+def pick(trials: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, int]:
+    """(the chosen trial or None, how many rates the margin rule excluded) of trials in rising rate order.
+
+    A rate is eligible when neither it nor the next higher searched rate collapsed (`collapsed`): a
+    half-decade margin from divergence (the grid's top rate has no higher neighbour and needs only
+    itself). The eligible rate of the highest score wins; ties: the lower second-half training loss,
+    then the lower rate.
+    """
+    eligible = [t for i, t in enumerate(trials) if not collapsed(t)
+                and (i + 1 == len(trials) or not collapsed(trials[i + 1]))]
+    margin = sum(1 for i, t in enumerate(trials) if not collapsed(t)) - len(eligible)
+    if not eligible:
+        return None, margin
+    return max(eligible, key=lambda t: (t["score"], -t["loss"], -t["lr"])), margin
+
+
 def search_rate(method_name: str, method: TrainingMethod, x: np.ndarray, y: np.ndarray, *, steps: int,
                 batch: int, seed: int, progress: bool | None = None) -> RateChoice:
-    """The best of `SEARCH_RATES[method_name]` on a held-out slice; `method` is left as it came."""
+    """The best of `SEARCH_RATES[method_name]` by `pick`; `method` is left as it came."""
     rates = SEARCH_RATES[method_name]
     fit_idx, val_idx = holdout_split(len(x), seed)
+    score_idx = score_indices(fit_idx, val_idx)
     k = search_steps(steps)
     rng = np.random.default_rng([seed, 12])
     order = np.concatenate([rng.permutation(fit_idx) for _ in range(math.ceil(k * batch / len(fit_idx)))])
@@ -114,20 +160,35 @@ def search_rate(method_name: str, method: TrainingMethod, x: np.ndarray, y: np.n
                 if not math.isfinite(losses[-1]):
                     break
             finite = all(math.isfinite(v) for v in losses)
-            acc = evaluate(method, x[val_idx], y[val_idx]) if finite else float("nan")
-            trials.append({"lr": lr, "holdout_accuracy": acc,
-                           "loss": float(np.mean(losses[len(losses) // 2:])) if finite else float("nan")})
+            nan = float("nan")
+            trials.append({"lr": lr, "steps": len(losses), "start_loss": losses[0],
+                           "holdout_accuracy": evaluate(method, x[val_idx], y[val_idx]) if finite else nan,
+                           "score": evaluate(method, x[score_idx], y[score_idx]) if finite else nan,
+                           "loss": float(np.mean(losses[len(losses) // 2:])) if finite else nan})
             method.load_state(*start)
-    usable = [t for t in trials if math.isfinite(t["holdout_accuracy"])]
-    where = (f"{k} steps each on {len(fit_idx):,} training samples, scored on {len(val_idx):,} held out "
-             "of the training split")
-    if not usable:
-        return RateChoice(rates[0], f"auto: every searched rate diverged ({where}); the lowest, "
-                          f"{rates[0]:g}, is used", tuple(trials))
-    best = max(usable, key=lambda t: (t["holdout_accuracy"], -t["loss"], -t["lr"]))
+    where = (f"{k} steps each on {len(fit_idx):,} training samples, scored on {len(score_idx):,} of the "
+             f"training split, {len(val_idx):,} of them held out")
+    best, margin = pick(trials)
+    if best is None:
+        return RateChoice(rates[0], f"auto: every searched rate collapsed or had a collapsing neighbour "
+                          f"({where}); the lowest, {rates[0]:g}, is used", tuple(trials))
     searched = ", ".join(f"{r:g}" for r in rates)
-    return RateChoice(best["lr"], f"auto: search over {searched} ({where}): {best['lr']:g} reached held-out "
-                      f"accuracy {best['holdout_accuracy']:.3f}", tuple(trials))
+    skipped = f"; {margin} rate(s) below a collapsing one excluded" if margin else ""
+    return RateChoice(best["lr"], f"auto: search over {searched} ({where}): {best['lr']:g} scored accuracy "
+                      f"{best['score']:.3f}{skipped}", tuple(trials))
+
+
+def resumed_rate(checkpoint: str | Path) -> RateChoice:
+    """The rate stored in `checkpoint`'s run configuration: `--lr auto` on resume continues the first
+    run at its rate (choosing again could pick another one, and the resume would be refused).
+
+    Raises `StateFileError` (a ValueError) for an unreadable checkpoint.
+    """
+    doc, _ = read_state(checkpoint)
+    check_run_types(doc.get("run"), checkpoint)
+    lr = doc["run"]["lr"]
+    return RateChoice(lr, f"auto: the rate of the run resumed from '{Path(checkpoint).name}', stored with "
+                      "its checkpoint's run configuration")
 
 
 def choose_rate(method_name: str, method: TrainingMethod, x: np.ndarray, y: np.ndarray, *, epochs: int,
