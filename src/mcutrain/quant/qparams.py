@@ -203,6 +203,11 @@ def _finite_f32(name: str, v: np.ndarray | float) -> np.ndarray:
         if abs(f) > F32_MAX:
             raise ValueError(f"range {name} {np.float64(f)} does not fit in float32")
         return np.array(f, np.float32)
+    if isinstance(v, np.ndarray) and v.dtype == np.float32:
+        # NOTE: FQT's per-channel ranges: a finite float32 fits float32, so one check and a copy
+        if not np.isfinite(v).all():
+            raise ValueError(f"range {name} must be finite, got {v.astype(np.float64)}")
+        return v.copy()
     arr = np.asarray(v, dtype=np.float64)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"range {name} must be finite, got {arr}")
