@@ -49,7 +49,7 @@ def fl(x) -> int:
 
 
 def pow2_qp(lo, hi):
-    from mcutrain.methods.fqt import pow2_symmetric_qparams
+    from mcutrain.methods.fqt_common import pow2_symmetric_qparams
     return pow2_symmetric_qparams(lo, hi)
 
 

@@ -9,7 +9,8 @@ import pytest
 from reference_fqt import Ref, tiny_graph
 
 from mcutrain.methods.base import load_state, save_state
-from mcutrain.methods.fqt import FQT, pow2_symmetric_qparams
+from mcutrain.methods.fqt import FQT
+from mcutrain.methods.fqt_common import pow2_symmetric_qparams
 from mcutrain.methods.fqt_state import PRECISIONS, FQTConfig
 from mcutrain.methods.loop import fit
 from mcutrain.plan.schedule import Role

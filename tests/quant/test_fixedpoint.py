@@ -76,6 +76,24 @@ def test_multiplier_limits() -> None:
     assert s.tolist() == [30, -31, 0]
 
 
+EDGE_MULTIPLIERS = [0.0, 2.0**-33, 2.0**-32, 2.0**-32 * 0.999, 1 - 2.0**-33, 0.5, 2.0**29,
+                    2.0**30 * 0.999, 5e-324, float(np.float32(0.3)) * float(np.float32(0.7)) / 0.9]
+"""Zero, the flush-to-zero edge, a mantissa that rounds up to 2^31 (the carry), the largest
+accepted, a subnormal: where the scalar and the per-channel forms could part."""
+
+
+def test_one_multiplier_and_an_array_of_them_agree() -> None:
+    q, s = quantize_multiplier(np.array(EDGE_MULTIPLIERS))
+    for i, m in enumerate(EDGE_MULTIPLIERS):
+        qi, si = quantize_multiplier(m)
+        assert qi.shape == () and qi.dtype == np.int32 and si.dtype == np.int32
+        assert (int(qi), int(si)) == (int(q[i]), int(s[i])), m
+    for bad in (-1.0, float("nan"), float("inf"), 2.0**30):
+        for arg in (bad, np.array([0.5, bad])):
+            with pytest.raises(ValueError, match=r"cannot be requantized|finite and >= 0"):
+                quantize_multiplier(arg)
+
+
 @settings(deadline=None)
 @given(st.lists(int32s, min_size=1, max_size=30), pos_floats)
 def test_requantize_matches_exact_rounding(acc: list[int], m: float) -> None:

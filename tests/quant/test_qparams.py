@@ -164,6 +164,22 @@ def test_qparams_validation() -> None:
         QParams(np.float32(1.0), 0, "int4")
 
 
+def test_per_channel_float32_qparams_are_checked_as_any_other() -> None:
+    """float32 scales with int32 zero points (what FQT builds every step) take a short check: it
+    refuses what the general one refuses, and keeps its own copies."""
+    s, z = np.array([0.5, 0.25], F32), np.array([3, -4], np.int32)
+    qp = QParams(s, z)
+    s[0], z[0] = 9.0, 9
+    assert qp.scale.tolist() == [0.5, 0.25] and qp.zero_point.tolist() == [3, -4]
+    for bad in (0.0, -1.0, np.nan, np.inf):
+        with pytest.raises(ValueError, match="finite and > 0"):
+            QParams(np.array([0.5, bad], F32), np.zeros(2, np.int32))
+    with pytest.raises(ValueError, match="outside"):
+        QParams(np.array([0.5, 0.5], F32), np.array([0, 200], np.int32))
+    with pytest.raises(ValueError, match="outside"):
+        QParams(np.array([0.5, 0.5], F32), np.array([0, -1], np.int32), "uint8")
+
+
 @settings(deadline=None)
 @given(st.lists(st.floats(width=32, min_value=2.0**-126, max_value=2.0**126), min_size=1, max_size=5),
        st.integers(-128, 127))

@@ -74,7 +74,7 @@ def requant_bwd_f32(e_y: np.ndarray, y: np.ndarray, slope: np.ndarray, act_min: 
                     act_max: int) -> np.ndarray:
     """``e_acc = e_y * slope[c] * [act_min < y < act_max]``, channels last; slope = M_c float32."""
     mask = (y > act_min) & (y < act_max)
-    return np.where(mask, e_y * np.asarray(slope, np.float32), np.float32(0)).astype(np.float32)
+    return np.where(mask, e_y * np.asarray(slope, np.float32), np.float32(0)).astype(np.float32, copy=False)
 
 
 def add_rows_f32(acc: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -102,7 +102,13 @@ def add_rows_f32(acc: np.ndarray, rows: np.ndarray) -> np.ndarray:
 def bias_bwd_f32(e_acc: np.ndarray) -> np.ndarray:
     """Bias gradient: column sums of the (rows, O) accumulator error from +0.0 in row order."""
     o = e_acc.shape[-1]
-    return add_rows_f32(np.zeros(o, np.float32), e_acc.reshape(-1, o))
+    rows = np.asarray(e_acc, np.float32).reshape(-1, o)
+    if o < 2 or rows.shape[0] == 0:
+        return add_rows_f32(np.zeros(o, np.float32), rows)
+    # NOTE: a reduction over the outer axis of a C-contiguous (rows, O >= 2) array adds the rows
+    # in turn (numpy sums pairwise only along the contiguous axis; `fqt_update._column_sums`), one
+    # pass instead of add_rows_f32's copy and accumulate; "+ 0" turns -0.0 into C's +0.0
+    return (np.add.reduce(np.ascontiguousarray(rows), axis=0) + np.float32(0)).astype(np.float32)
 
 
 def _is_depthwise(w_shape: tuple[int, ...], c: int, groups: int) -> bool:

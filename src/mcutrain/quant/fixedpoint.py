@@ -33,6 +33,8 @@ Example:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from mcutrain.quant.qparams import QParams
@@ -65,20 +67,41 @@ def quantize_multiplier(m: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     2^30 with ``shift + 1``. ``m == 0`` and ``m < 2^-32`` give ``(0, 0)``.
     """
     arr = np.asarray(m, dtype=np.float64)
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+    if arr.ndim == 0:
+        return _quantize_multiplier_scalar(float(arr))
+    # NOTE: min >= 0 is False for a NaN too; max < inf then leaves only finite values >= 0
+    if arr.size and not (arr.min() >= 0 and arr.max() < math.inf):
         raise ValueError(f"real multiplier must be finite and >= 0, got {arr}")
     f, e = np.frexp(arr)
-    q = np.floor(f * 2.0**31 + 0.5).astype(np.int64)   # f * 2^31 > 0: floor(x + .5) is half-away here
-    carry = q == 2**31
-    q = np.where(carry, 2**30, q)
-    e = e.astype(np.int64) + carry
-    if np.any((arr > 0) & (e > 31 - MIN_RIGHT_SHIFT)):
+    q = (f * 2.0**31 + 0.5).astype(np.int64)   # > 0 and exact (f has 53 bits): truncation is floor
+    carry = q >> 31                            # 1 where q rounded up to 2^31 (q <= 2^31), else 0
+    q >>= carry                                # 2^31 becomes 2^30 ...
+    e = e.astype(np.int64) + carry             # ... with shift + 1
+    if e.size and e.max() > 31 - MIN_RIGHT_SHIFT:     # m == 0 has e == 0: only m > 0 can be here
         raise ValueError(f"real multiplier {arr.max()} >= 2^30 cannot be requantized: the output scale "
                          "is far too small for its inputs; check the model's quantization ranges")
-    tiny = (arr == 0) | (e < 31 - MAX_RIGHT_SHIFT)
-    q = np.where(tiny, 0, q)
-    e = np.where(tiny, 0, e)
+    tiny = e < 31 - MAX_RIGHT_SHIFT            # m == 0 is (0, 0) already (frexp(0) = (0, 0))
+    if tiny.any():
+        q[tiny] = 0
+        e[tiny] = 0
     return q.astype(np.int32), e.astype(np.int32)
+
+
+def _quantize_multiplier_scalar(m: float) -> tuple[np.ndarray, np.ndarray]:
+    """`quantize_multiplier` of one multiplier: the same steps in Python floats and ints
+    (math.frexp is numpy's frexp; the error path and the results are the array form's)."""
+    if not (m >= 0 and math.isfinite(m)):
+        raise ValueError(f"real multiplier must be finite and >= 0, got {np.float64(m)}")
+    f, e = math.frexp(m)
+    q = int(f * 2.0**31 + 0.5)
+    if q == 2**31:
+        q, e = 2**30, e + 1
+    if m > 0 and e > 31 - MIN_RIGHT_SHIFT:
+        raise ValueError(f"real multiplier {np.float64(m)} >= 2^30 cannot be requantized: the output scale "
+                         "is far too small for its inputs; check the model's quantization ranges")
+    if e < 31 - MAX_RIGHT_SHIFT:
+        q = e = 0
+    return np.array(q, np.int32), np.array(e, np.int32)
 
 
 def output_multiplier(input_scale: float | np.ndarray, weight_scale: float | np.ndarray,

@@ -75,6 +75,8 @@ class QParams:
         if np.ndim(self.scale) == 0 and np.ndim(self.zero_point) == 0:
             self._init_per_tensor(lo, hi)
             return
+        if self._init_per_channel_f32(lo, hi):
+            return
         scale = np.asarray(self.scale, dtype=np.float64)
         zp = np.asarray(self.zero_point)
         if scale.ndim > 1:
@@ -91,6 +93,22 @@ class QParams:
             raise ValueError(f"zero point {zp} outside [{lo}, {hi}] of {self.dtype}")
         object.__setattr__(self, "scale", scale.astype(np.float32))
         object.__setattr__(self, "zero_point", zp.astype(np.int32))
+
+    def _init_per_channel_f32(self, lo: int, hi: int) -> bool:
+        """`__post_init__` of float32 scales with int32 zero points of one 1-D shape (what
+        `qparams_from_range` builds): the same checks in four reductions. False: another input."""
+        s, zp = self.scale, self.zero_point
+        if not (isinstance(s, np.ndarray) and isinstance(zp, np.ndarray) and s.dtype == np.float32
+                and zp.dtype == np.int32 and s.ndim == 1 and zp.shape == s.shape and s.size):
+            return False
+        # NOTE: min > 0 is False for a NaN; a float32 below inf fits float32
+        if not (s.min() > 0 and s.max() < np.inf):
+            return False                  # the general path raises with its message
+        if zp.min() < lo or zp.max() > hi:
+            return False
+        object.__setattr__(self, "scale", s.copy())
+        object.__setattr__(self, "zero_point", zp.copy())
+        return True
 
     def _init_per_tensor(self, lo: int, hi: int) -> None:
         """`__post_init__` of a per-tensor scale and zero point: the same checks and values in
@@ -203,6 +221,11 @@ def _finite_f32(name: str, v: np.ndarray | float) -> np.ndarray:
         if abs(f) > F32_MAX:
             raise ValueError(f"range {name} {np.float64(f)} does not fit in float32")
         return np.array(f, np.float32)
+    if isinstance(v, np.ndarray) and v.dtype == np.float32:
+        # NOTE: FQT's per-channel ranges: a finite float32 fits float32, so one check and a copy
+        if not np.isfinite(v).all():
+            raise ValueError(f"range {name} must be finite, got {v.astype(np.float64)}")
+        return v.copy()
     arr = np.asarray(v, dtype=np.float64)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"range {name} must be finite, got {arr}")
