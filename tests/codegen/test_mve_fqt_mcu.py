@@ -4,7 +4,8 @@ both rounding modes, batch 3, on graphs whose layers take the twins' less common
 reduction lengths below, at and above 16 with and without a tail, channel counts that are no
 multiple of 4 or 8, one input channel, odd output counts and more outputs than one prepared block
 (32), border pixels and stride 2, for the forward convs and linears with their accumulator extremes
-and the error propagation of the second conv and of the linears. Needs the ARM cross toolchain and QEMU."""
+and the error propagation of the second conv and of the linears; the one-channel forward
+(`mve/mt_conv_c1.c`) over 5 channels, a tail of one. Needs the ARM cross toolchain and QEMU."""
 
 from __future__ import annotations
 
@@ -76,6 +77,8 @@ def test_fqt_int8_steps_bit_exactly_with_the_mve_twins(arm_tools, tmp_path, name
     assert any(f.startswith("bwd_in_mve") for f in ran), "the MVE conv error propagation ran"
     assert any(f.startswith("linear_bwd_in_mve") for f in ran), "the MVE linear error propagation ran"
     assert "bwd_w_fill_e" in ran, "the MVE conv weight gradient ran (its errors here are all 0: skipped)"
+    if g.input_shape[2] == 1:
+        assert "c1_dots" in ran, "the MVE one-channel forward ran"
 
 
 
@@ -93,3 +96,4 @@ def test_the_mve_conv_weight_gradient_sums_nonzero_errors_bit_exactly(arm_tools,
     out = json.loads(r.stdout)
     assert out["bit_exact"] is True, out.get("mismatch")
     assert out["per_function"].get("bwd_w_dots", 0) > 0, "nonzero conv errors reached the MVE dot products"
+    assert {"c1_dots", "c1_requant_floor"} <= set(out["per_function"]), "the MVE one-channel forward ran"
