@@ -1,5 +1,5 @@
-"""The FQT int8 conv DSP paths (`mt_conv_c1.c`: one-channel forward and 3x3 weight gradient;
-`mt_conv_fwd_pairs.c`: interleaved column pairs; the transposed conv of
+"""The FQT int8 conv DSP paths (`mt_conv_c1.c`, `mt_conv_c1_bwd_w.c`: one-channel forward and 3x3
+weight gradient; `mt_conv_fwd_pairs.c`: interleaved column pairs; the transposed conv of
 `mt_conv2d_bwd_in_s8_s16.c` over listed nonzero error pairs, or densely when a sample has too
 many) against numpy, in their portable emulation on the host with the sanitizers (the native
 assembly runs bit-exact in the QEMU tests): outputs, running accumulator extremes (merged into
@@ -27,6 +27,7 @@ PROBE_C = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include "mt_conv_c1.c"
+#include "mt_conv_c1_bwd_w.c"
 #include "mt_conv_fwd_pairs.c"
 #include "mt_conv2d_bwd_in_s8_s16.c"
 #include "mt_conv2d_bwd_w_s8_s8.c"

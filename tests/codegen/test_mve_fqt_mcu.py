@@ -4,7 +4,9 @@ both rounding modes, batch 3, on graphs whose layers take the twins' less common
 reduction lengths below, at and above 16 with and without a tail, channel counts that are no
 multiple of 4 or 8, one input channel, odd output counts and more outputs than one prepared block
 (32), border pixels and stride 2, for the forward convs and linears with their accumulator extremes
-and the error propagation of the second conv and of the linears. Needs the ARM cross toolchain and QEMU."""
+and the error propagation of the second conv and of the linears; the one-channel forward
+(`mve/mt_conv_c1.c`) over 5 channels, a tail of one; the max-pool with argmax over 33 channels.
+Needs the ARM cross toolchain and QEMU."""
 
 from __future__ import annotations
 
@@ -33,11 +35,15 @@ LR = 0.05
 BATCH = 3
 
 
-def _net(shape: tuple[int, int, int], c1: int, k1, c2: int, k2, stride2: int = 1, hidden: int = 0) -> G.Graph:
-    """conv a (padding 1 for 3x3) -> ReLU -> conv b (stride2) -> ReLU -> [linear hidden ->] linear 5."""
+def _net(shape: tuple[int, int, int], c1: int, k1, c2: int, k2, stride2: int = 1, hidden: int = 0,
+         pool: bool = False) -> G.Graph:
+    """conv a (padding 1 for 3x3) -> ReLU -> [max-pool 2 ->] conv b (stride2) -> ReLU -> [linear hidden ->]
+    linear 5."""
     a = G.conv2d("a", G.INPUT, c1, k1, 1, 1 if k1 == 3 else 0, act="relu", in_channels=shape[2])
-    b = G.conv2d("b", "a", c2, k2, stride2, 1 if k2 == 3 else 0, act="relu", in_channels=c1)
-    nodes = [a, b, G.flatten("f", "b")]
+    pooled = [G.maxpool("p", "a", 2)] if pool else []
+    b = G.conv2d("b", pooled[-1].name if pool else "a", c2, k2, stride2, 1 if k2 == 3 else 0, act="relu",
+                 in_channels=c1)
+    nodes = [a, *pooled, b, G.flatten("f", "b")]
     feats = G.Graph(shape, nodes).shape("f")[0]
     if hidden:
         nodes += [G.linear("h", "f", hidden, act="relu", in_features=feats)]
@@ -48,7 +54,8 @@ def _net(shape: tuple[int, int, int], c1: int, k1, c2: int, k2, stride2: int = 1
 
 GRAPHS = {
     "one channel in (k 9), 5 then 6 outputs over k 45": _net((6, 7, 1), 5, 3, 6, 3),
-    "3 channels in, 33 outputs (two blocks), stride 2 over k 297": _net((7, 6, 3), 33, 3, 7, 3, stride2=2),
+    "3 channels in, 33 outputs (two blocks), max-pool, stride 2 over k 297":
+        _net((7, 6, 3), 33, 3, 7, 3, stride2=2, pool=True),
     "1x1 over 20 channels (k 20), 12 then 9 outputs, hidden linear 37 over k 81":
         _net((3, 3, 20), 12, 1, 9, 1, hidden=37),
     "3x3 over 4 channels (k 36), 8 then 16 outputs over k 72": _net((5, 5, 4), 8, 3, 16, 3),
@@ -78,6 +85,10 @@ def test_fqt_int8_steps_bit_exactly_with_the_mve_twins(arm_tools, tmp_path, name
     assert any(f.startswith("bwd_in_mve") for f in ran), "the MVE conv error propagation ran"
     assert any(f.startswith("linear_bwd_in_mve") for f in ran), "the MVE linear error propagation ran"
     assert "bwd_w_fill_e" in ran, "the MVE conv weight gradient ran (its errors here are all 0: skipped)"
+    if any(n.op == "maxpool" for n in g.nodes):
+        assert "pool_row_mve" in ran, "the MVE max-pool with argmax ran"
+    if g.input_shape[2] == 1:
+        assert "c1_dots" in ran, "the MVE one-channel forward ran"
 
 
 
@@ -95,3 +106,4 @@ def test_the_mve_conv_weight_gradient_sums_nonzero_errors_bit_exactly(arm_tools,
     out = json.loads(r.stdout)
     assert out["bit_exact"] is True, out.get("mismatch")
     assert out["per_function"].get("bwd_w_dots", 0) > 0, "nonzero conv errors reached the MVE dot products"
+    assert {"c1_dots", "c1_requant_floor"} <= set(out["per_function"]), "the MVE one-channel forward ran"

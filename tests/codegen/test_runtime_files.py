@@ -19,8 +19,8 @@ def test_inference_set_is_include_and_nn_and_includes_only_itself(kernels):
             assert inc in paths, f"{name} includes {inc}, which an inference library does not ship"
 
 
-STILL_SWITCHING = {"mt_conv_fwd_pairs.c", "mt_conv_c1.c", "mt_conv2d_fwd_s8_range.c", "mt_fqt_topk.c",
-                   "mt_fqt_bias_rescale_s32.c"}
+STILL_SWITCHING = {"mt_conv_fwd_pairs.c", "mt_conv_c1.c", "mt_conv_c1_bwd_w.c", "mt_conv2d_fwd_s8_range.c",
+                   "mt_fqt_topk.c", "mt_fqt_bias_rescale_s32.c"}
 """Reference files whose DSP paths have not moved to dsp/ yet: the FQT forward convs, and two whose
 moved form compiled to more instructions on some core (the moves must not cost cycles)."""
 
