@@ -182,7 +182,7 @@ def _seed_function(e: FqtEmitter, s: Schedule, in_size: int) -> str:
     fwd = ["st = fqt_forward(0);", "if (st != MT_OK) {", "    return st;", "}"]
     decl, restore_flag = "", ""
     if keep.tensors:
-        covered = {k.name for k in kernels} & set(keep.covered)
+        covered = set(keep.covered)
         served = [e.err(e.node_of(w)) for k in kernels if k.name in covered for w in k.writes
                   if w.startswith(("err:", "errm:")) and e.node_of(w) in e.err_key]
         stops = " || ".join(f"!{r}.initialized" for r in dict.fromkeys(served))

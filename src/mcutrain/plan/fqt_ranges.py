@@ -91,8 +91,13 @@ class SeedKeep:
 
 def seed_keep(s: Schedule, sample_grads: bool) -> SeedKeep:
     """The forward tensors a batch's first step keeps per sample (`SeedKeep`): those the seeding pass
-    reads in order, while together they take no more bytes than one input sample (or one sample's
-    logits, always kept): the kept batch costs at most the caller's batch buffer again."""
+    reads in order, while together they take no more bytes than one input sample (the logits, read
+    first, always): the kept batch then costs at most the caller's batch buffer again.
+
+    NOTE: restoring them at the start of a sample is safe: each is read after the loss, so all are
+    live together there, and a tensor the backward reads before them is live there too (or is
+    written after it): the planner gives none of those the storage of a kept tensor.
+    """
     forward = {w for k in s.kernels if k.loop is not None and k.phase == "forward" for w in k.writes}
     budget = s.tensors[INPUT].nbytes
     kept: list[str] = []
