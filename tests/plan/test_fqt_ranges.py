@@ -44,3 +44,34 @@ def test_range_scratch_is_sized_by_the_widest_layer_and_the_classes():
     scratch = range_scratch(_branchy())
     assert (scratch.channels, scratch.classes) == (6, 3)
     assert scratch.nbytes == 4 * (2 * 6 + 3)
+
+
+def _fqt_small(batch: int):
+    import numpy as np
+
+    from mcutrain import zoo
+    from mcutrain.methods.fqt import FQT
+    from mcutrain.methods.fqt_state import FQTConfig
+    from mcutrain.plan.schedules import schedule_for
+
+    x = np.random.default_rng(0).random((4, 8, 8, 1), dtype=np.float32)
+    m = FQT(zoo.build("digits-cnn"), FQTConfig(precision="int8", trainable="all"), x)
+    return m, schedule_for(m, batch=batch, kernels="ref")
+
+
+def test_a_batch_keeps_its_logits_and_small_tensors_for_the_seeding_rounds():
+    from mcutrain.codegen.emit_fqt import emit_fqt_training
+    from mcutrain.plan.fqt_ranges import seed_keep
+
+    m, s = _fqt_small(3)
+    keep = seed_keep(s, sample_grads=False)
+    assert keep.tensors[0] == m.graph.output            # the loss reads the logits first
+    assert keep.sample_bytes == sum(s.tensors[t].nbytes for t in keep.tensors) <= s.tensors[G.INPUT].nbytes
+    assert keep.covered[0] == "loss"
+    buf = s.tensors["state:seed_keep"]
+    assert (buf.role.value, buf.nbytes) == ("state", 3 * keep.sample_bytes)
+    others = sum(t.nbytes for n, t in s.tensors.items() if n != "state:seed_keep" and t.resident
+                 and t.role.value == "state")
+    assert s.resident_bytes()["state"] == others + buf.nbytes      # the planner counts it as method state
+    assert f"static int8_t fqt_seed_keep[{buf.nbytes}];" in emit_fqt_training(m, batch=3).source
+    assert "state:seed_keep" not in _fqt_small(1)[1].tensors      # batch 1 seeds from its one sample

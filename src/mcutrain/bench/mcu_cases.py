@@ -64,7 +64,8 @@ def _fqt(setting: str, precision: str, partial: bool, batch: int = 1, steps: int
     """Small-cnn FQT: one sample per step, as seed A trains; four steps, since dynamic partial
     updates keep every structure on the first sample (its loss is the largest seen so far).
     With a batch, two steps, counted after the first (which seeds the error ranges from the whole
-    batch: up to one forward and error pass of every sample per error tensor)."""
+    batch: an error pass of every sample per error tensor, with a forward pass where the tensors its
+    first round keeps do not reach)."""
     argv = ("--method", "fqt", "--precision", precision, "--trainable", "all")
     return Case("small-cnn", setting, argv + (("--partial", "0.1") if partial else ()), batch=batch,
                 steps=steps, runs=runs, seed_ms=SEED_SMALL_MS, steady=batch > 1, warmup=warmup,

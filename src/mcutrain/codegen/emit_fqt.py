@@ -60,7 +60,7 @@ from mcutrain.codegen.state_blob import STATE_HEADER_WORDS, STATE_MAGIC, state_f
 from mcutrain.codegen.templates import render
 from mcutrain.codegen.train_source import CTYPE, TrainSource
 from mcutrain.graph import INPUT, Op
-from mcutrain.plan.fqt_ranges import error_range_owners, range_scratch
+from mcutrain.plan.fqt_ranges import error_range_owners, range_scratch, seed_keep, seed_pass_kernels
 from mcutrain.plan.schedule import Kernel, Schedule
 from mcutrain.plan.schedules import schedule_for
 from mcutrain.plan.training import plan_training
@@ -164,37 +164,59 @@ def _seed_function(e: FqtEmitter, s: Schedule, in_size: int) -> str:
     One pass over the batch per error tensor that has no range yet (in backward order): forward,
     then backward until that tensor, whose range it records; the ranges seed their EMAs (fresh,
     as the simulator's `_err_qparams`). Later steps find every range set and skip it.
+    The first round keeps each sample's small forward tensors (`plan.fqt_ranges.seed_keep`: the
+    logits, small relu outputs); a round that stops where only they are read restores them instead
+    of running the forward pass again (the forward's values do not change within the step).
     """
     e.seed_pass = True
     body: list[str] = []
     grads = method_grad_ranges(e)     # uint8: the per-sample gradient ranges seed the same way
-    skip = ("zero",) if grads else ("linear_bwd_w", "conv2d_bwd_w", "zero")
-    for k in s.kernels:
-        if k.loop is None or k.phase == "forward" or k.op in skip:
-            continue
+    kernels = seed_pass_kernels(s, bool(grads))
+    for k in kernels:
         body += _block(e.emit[k.op](e, k), k, "            ")
     e.seed_pass = False
     ranges = [f"err_{e.ids[key]}" for key in e.err_keys] + grads
     unset = " || ".join(f"!{r}.initialized" for r in ranges)
     seeds = "\n".join(f"        mt_fqt_range_seed(&{r});" for r in ranges)
-    return f"""
+    keep = seed_keep(s, bool(grads))
+    fwd = ["st = fqt_forward(0);", "if (st != MT_OK) {", "    return st;", "}"]
+    decl, restore_flag = "", ""
+    if keep.tensors:
+        covered = set(keep.covered)
+        served = [e.err(e.node_of(w)) for k in kernels if k.name in covered for w in k.writes
+                  if w.startswith(("err:", "errm:")) and e.node_of(w) in e.err_key]
+        stops = " || ".join(f"!{r}.initialized" for r in dict.fromkeys(served))
+        store, back, off = [], [], 0
+        for t in keep.tensors:
+            n = s.tensors[t].nbytes
+            store.append(f"    memcpy(fqt_seed_keep + b * {keep.sample_bytes} + {off}, {e.t(t)}, {n});")
+            back.append(f"    memcpy({e.t(t)}, fqt_seed_keep + b * {keep.sample_bytes} + {off}, {n});")
+            off += n
+        fwd = ["if (restore) { /* this round stops where only the kept tensors are read */", *back,
+               "} else {", *("    " + x for x in fwd), "    if (!kept_ready) {", *("    " + x for x in store),
+               "    }", "}"]
+        decl = (f"\n/* The first round's copies of {c_comment(', '.join(keep.tensors))}, per sample "
+                f"(plan: state:seed_keep). */\nstatic int8_t fqt_seed_keep[{s.batch * keep.sample_bytes}];\n")
+        restore_flag = f"        const int32_t restore = kept_ready && ({stops});\n"
+    fwd_text = "\n".join(f"            {x}" for x in fwd)
+    return f"""{decl}
 /* A batch's first step: every error tensor gets the range of the whole batch (see emit_fqt). */
 static mt_status fqt_seed(const int32_t *labels)
 {{
     mt_status st = MT_OK;
     int32_t round;
     int32_t b;
+    int32_t kept_ready = 0; /* the first round has kept every sample's tensors */
     for (round = 0; round < {len(e.err_keys) + bool(grads)} && ({unset}); ++round) {{
-        for (b = 0; b < {s.batch}; ++b) {{
+{restore_flag}        for (b = 0; b < {s.batch}; ++b) {{
             memcpy({e.t(INPUT)}, fqt_batch_in + b * {in_size}, {in_size});
-            st = fqt_forward(0);
-            if (st != MT_OK) {{
-                return st;
-            }}
+{fwd_text}
 {chr(10).join(body)}
         }}
+        kept_ready = 1;
 {seeds}
     }}
+    (void)kept_ready;
     return st;
 }}
 """

@@ -7,7 +7,13 @@ from dataclasses import dataclass, replace
 from mcutrain.graph import INPUT, PARAMETRIC, Graph, Node, Op
 from mcutrain.methods.decisions import Formats, StepDecisions
 from mcutrain.plan import plan_inference_arena
-from mcutrain.plan.fqt_ranges import ACT_QPARAMS_BYTES, RANGE_RECORD_BYTES, error_range_owners, range_scratch
+from mcutrain.plan.fqt_ranges import (
+    ACT_QPARAMS_BYTES,
+    RANGE_RECORD_BYTES,
+    error_range_owners,
+    range_scratch,
+    seed_keep,
+)
 from mcutrain.plan.schedule import Role, Schedule
 from mcutrain.plan.schedule_builder import RANGE_BYTES, StepBuilder, error_path, is_depthwise, prepare
 
@@ -324,6 +330,12 @@ def fqt_schedule(g: Graph, decisions: StepDecisions, batch: int = 1, kernels: st
     cfg = _Backprop(decisions, fmt, 1, batch, "act", combine_real=f.error != "f32", prescale=f.error == "s8",
                     sample_grad_ranges=f.grad == "u8")
     s = _backprop_schedule(g, "fqt", cfg, kernels)
+    if batch > 1 and "state:err_ranges" in s.tensors:   # the first step seeds the error ranges in rounds
+        keep = seed_keep(s, cfg.sample_grad_ranges)
+        if keep.tensors:
+            s.tensor("state:seed_keep", (batch * keep.sample_bytes,), "u8", Role.STATE,
+                     f"the first step's copies of {', '.join(keep.tensors)} per sample, for its "
+                     "range-seeding rounds")
     s.trainable = list(decisions.weight_layers)
     s.decisions = decisions
     s.options.update({"precision": decisions.precision, "partial": bool(decisions.partial),
