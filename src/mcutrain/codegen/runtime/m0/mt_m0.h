@@ -12,6 +12,7 @@
  *                   assembly; a portable C loop elsewhere)
  *   mt_m0_requantize mt_requantize of the library's mode, its 32x32->64 product built from four
  *                   16x16 partial products (exact for every uint32 pair), no __muldi3
+ *   mt_m0_requantize_single  the same for mt_requantize_single (FQT's error requantizations)
  *
  * Both are bit-exact with the reference on every core (every sum is the same exact integer sum),
  * so an m0/ library also builds and runs, with the same results, on any host.
@@ -224,51 +225,19 @@ MT_INLINE uint32_t mt_m0_round_shift_sat16(uint32_t hi, uint32_t lo, uint32_t ad
 }
 
 /*
- * mt_requantize (mt_fixedpoint.h) of the library's mode, bit for bit, without a 64-bit multiply:
- * the same formulas on the product's two words. Arguments as mt_requantize.
+ * mt_requantize_single (mt_fixedpoint.h), bit for bit, without a 64-bit multiply: one rounding of
+ * acc * multiplier / 2^n, n = 31 - shift in [1, 62], on the product's two words. Arguments as
+ * mt_requantize_single; the inference layers' mode "single" and FQT's error requantizations.
  */
-MT_INLINE int8_t mt_m0_requantize(int32_t acc,
-                                  int32_t multiplier,
-                                  int32_t shift,
-                                  int32_t zero_point,
-                                  int32_t act_min,
-                                  int32_t act_max)
+MT_INLINE int8_t mt_m0_requantize_single(int32_t acc,
+                                         int32_t multiplier,
+                                         int32_t shift,
+                                         int32_t zero_point,
+                                         int32_t act_min,
+                                         int32_t act_max)
 {
     uint32_t hi, lo, r;
     int32_t y;
-#if MT_ROUNDING_TFLITE
-    /* MultiplyByQuantizedMultiplier: x = wrap32(acc * 2^l), |h| = (|x| m + 2^30 - [x < 0]) >> 31,
-       then the half-away division by 2^right (mt_mbqm_magnitude) */
-    const int32_t left = shift > 0 ? shift : 0;
-    const int32_t right = shift > 0 ? 0 : -shift;
-    const int32_t x = (int32_t)((uint32_t)acc << left);
-    const uint32_t neg = x < 0 ? 1u : 0u;
-    const uint32_t mag = neg ? (uint32_t)0 - (uint32_t)x : (uint32_t)x;
-    uint32_t lo2, hi2, h;
-    if (neg ? act_min >= zero_point : act_max <= zero_point) {
-        return (int8_t)(neg ? act_min : act_max); /* the clamp wins whatever |h| is (see below) */
-    }
-    if (multiplier != 0 && ((mag >> right) >> 1) >= 256u) {
-        /* |h| >= floor(|x| m / 2^31) >= floor(|x| / 2) (m >= 2^30), so the result is >= 256 */
-        return (int8_t)(neg ? act_min : act_max);
-    }
-    if (mag < 0x10000u) {
-        /* |x| < 2^16: with m = mh 2^16 + ml, p + c = D 2^16 + E, D = |x| mh + (|x| ml >> 16) < 2^31 + 2^16,
-           E = (|x| ml & 0xFFFF) + c < 2^31, so h = floor((D + E / 2^16) / 2^15) = (D + (E >> 16)) >> 15 */
-        const uint32_t b = mag * ((uint32_t)multiplier & 0xFFFFu);
-        const uint32_t d = mag * ((uint32_t)multiplier >> 16) + (b >> 16);
-        const uint32_t e = (b & 0xFFFFu) + (((uint32_t)1 << 30) - neg);
-        h = (d + (e >> 16)) >> 15;
-    } else {
-        mt_m0_mul_u32(mag, (uint32_t)multiplier, &hi, &lo); /* < 2^62 */
-        lo2 = lo + (((uint32_t)1 << 30) - neg);
-        hi2 = hi + (lo2 < lo ? 1u : 0u);
-        h = (hi2 << 1) | (lo2 >> 31); /* < 2^31 */
-    }
-    r = (h + (((uint32_t)1 << right) >> 1)) >> right;
-    r = r > 0xFFFFu ? 0xFFFFu : r;
-    y = (neg ? -(int32_t)r : (int32_t)r) + zero_point;
-#else  /* !MT_ROUNDING_TFLITE: one rounding of acc * multiplier / 2^n, n = 31 - shift in [1, 62] */
     const int32_t n = 31 - shift;
     const uint32_t mag = acc < 0 ? (uint32_t)0 - (uint32_t)acc : (uint32_t)acc;
     if (acc < 0 ? act_min >= zero_point : act_max <= zero_point) {
@@ -302,10 +271,62 @@ MT_INLINE int8_t mt_m0_requantize(int32_t acc,
         r = mt_m0_round_shift_sat16(hi, lo, (uint32_t)1 << (n - 1), n);
     }
     y = (acc < 0 ? -(int32_t)r : (int32_t)r) + zero_point;
-#endif /* MT_ROUNDING_TFLITE */
     y = y < act_min ? act_min : y;
     y = y > act_max ? act_max : y;
     return (int8_t)y;
+}
+
+/*
+ * mt_requantize (mt_fixedpoint.h) of the library's mode, bit for bit, without a 64-bit multiply:
+ * the same formulas on the product's two words. Arguments as mt_requantize.
+ */
+MT_INLINE int8_t mt_m0_requantize(int32_t acc,
+                                  int32_t multiplier,
+                                  int32_t shift,
+                                  int32_t zero_point,
+                                  int32_t act_min,
+                                  int32_t act_max)
+{
+#if MT_ROUNDING_TFLITE
+    uint32_t hi, lo, r;
+    int32_t y;
+    /* MultiplyByQuantizedMultiplier: x = wrap32(acc * 2^l), |h| = (|x| m + 2^30 - [x < 0]) >> 31,
+       then the half-away division by 2^right (mt_mbqm_magnitude) */
+    const int32_t left = shift > 0 ? shift : 0;
+    const int32_t right = shift > 0 ? 0 : -shift;
+    const int32_t x = (int32_t)((uint32_t)acc << left);
+    const uint32_t neg = x < 0 ? 1u : 0u;
+    const uint32_t mag = neg ? (uint32_t)0 - (uint32_t)x : (uint32_t)x;
+    uint32_t lo2, hi2, h;
+    if (neg ? act_min >= zero_point : act_max <= zero_point) {
+        return (int8_t)(neg ? act_min : act_max); /* the clamp wins whatever |h| is (see below) */
+    }
+    if (multiplier != 0 && ((mag >> right) >> 1) >= 256u) {
+        /* |h| >= floor(|x| m / 2^31) >= floor(|x| / 2) (m >= 2^30), so the result is >= 256 */
+        return (int8_t)(neg ? act_min : act_max);
+    }
+    if (mag < 0x10000u) {
+        /* |x| < 2^16: with m = mh 2^16 + ml, p + c = D 2^16 + E, D = |x| mh + (|x| ml >> 16) < 2^31 + 2^16,
+           E = (|x| ml & 0xFFFF) + c < 2^31, so h = floor((D + E / 2^16) / 2^15) = (D + (E >> 16)) >> 15 */
+        const uint32_t b = mag * ((uint32_t)multiplier & 0xFFFFu);
+        const uint32_t d = mag * ((uint32_t)multiplier >> 16) + (b >> 16);
+        const uint32_t e = (b & 0xFFFFu) + (((uint32_t)1 << 30) - neg);
+        h = (d + (e >> 16)) >> 15;
+    } else {
+        mt_m0_mul_u32(mag, (uint32_t)multiplier, &hi, &lo); /* < 2^62 */
+        lo2 = lo + (((uint32_t)1 << 30) - neg);
+        hi2 = hi + (lo2 < lo ? 1u : 0u);
+        h = (hi2 << 1) | (lo2 >> 31); /* < 2^31 */
+    }
+    r = (h + (((uint32_t)1 << right) >> 1)) >> right;
+    r = r > 0xFFFFu ? 0xFFFFu : r;
+    y = (neg ? -(int32_t)r : (int32_t)r) + zero_point;
+    y = y < act_min ? act_min : y;
+    y = y > act_max ? act_max : y;
+    return (int8_t)y;
+#else  /* !MT_ROUNDING_TFLITE */
+    return mt_m0_requantize_single(acc, multiplier, shift, zero_point, act_min, act_max);
+#endif /* MT_ROUNDING_TFLITE */
 }
 
 /* The output side of a layer: zero point and clamp (mt_conv_params / mt_linear_params). */
