@@ -83,27 +83,32 @@ def test_m0_twins_are_bit_exact_on_rv32imc(riscv_tools, tmp_path):
 
 
 
-FQT_TWINS = ("mt_m0_dot4_run",)
-"""The M0+ functions an FQT int8 step of every layer must run (the forward with ranges' dot product)."""
+FQT_TWINS = ("mt_m0_dot4_run", "mt_m0_col4_run")
+"""The Thumb-1 loops an FQT int8 step of every layer runs on the M0+: the forward with ranges' dot
+product and the error propagation's four-column sum (no reference file has either)."""
 
 
-def test_m0_fqt_int8_step_is_bit_exact_through_the_twins(arm_tools, tmp_path):
+@pytest.mark.parametrize("core", ["cortex-m0plus", "rv32imc"])
+def test_m0_fqt_int8_step_is_bit_exact_through_the_twins(request, tmp_path, core):
     """conv over 1 channel (the patch), maxpool, conv over 4 channels with 5 outputs (a channel tail),
-    linear: two steps of batch 2, every layer trained."""
-    g = zoo.he_init(_net((6, 6, 1), [G.conv2d("c1", G.INPUT, 4, 3, padding=1, act="relu", in_channels=1),
-                                     G.maxpool("p", "c1", 2),
-                                     G.conv2d("c2", "p", 5, 3, padding=1, act="relu", in_channels=4)]), seed=1)
+    linear: two steps of batch 2, every layer trained; RV32IMC runs the twins' portable C."""
+    request.getfixturevalue("arm_tools" if core == "cortex-m0plus" else "riscv_tools")
+    layers = [G.conv2d("c1", G.INPUT, 4, 3, padding=1, act="relu", in_channels=1), G.maxpool("p", "c1", 2),
+              G.conv2d("c2", "p", 5, 3, padding=1, act="relu", in_channels=4)]
+    g = zoo.he_init(_net((6, 6, 1), layers), seed=1)
     cfg = FQTConfig(precision="int8", trainable="all", seed=5)
     rng = np.random.default_rng(4)
     x = rng.random((8, *g.input_shape), dtype=np.float32)
     y = rng.integers(0, g.num_classes, 8)
     batches = [(x[4 + 2 * i:6 + 2 * i], y[4 + 2 * i:6 + 2 * i]) for i in range(2)]
     res = export_training_library(FQT(g, cfg, x[:4]), tmp_path / "lib", batch=2, kernels="ref",
-                                  target="cortex-m0plus")
-    b = build_mcu_train(tmp_path / "lib", "cortex-m0plus", tmp_path / "t.elf", kernels="ref")
+                                  target=core)
+    assert "ARMv6-M" in (tmp_path / "lib" / "runtime" / "mt_conv2d_bwd_in_s8_s16.c").read_text()
+    b = build_mcu_train(tmp_path / "lib", core, tmp_path / "t.elf", kernels="ref")
     q = FQT(g, cfg, x[:4])
-    mcu, prof, _ = run_mcu_train(b.elf, "cortex-m0plus", [(quantize_input(q, bx), by) for bx, by in batches],
+    mcu, prof, _ = run_mcu_train(b.elf, core, [(quantize_input(q, bx), by) for bx, by in batches],
                                  0.05, res.model, g.num_classes, tmp_path / "run")
     assert first_mismatch(simulate_fqt_steps(FQT(g, cfg, x[:4]), batches, 0.05, res.model), mcu) == ""
     ran = prof.region.per_function
-    assert all(ran.get(f, 0) > 0 for f in FQT_TWINS), {f: ran.get(f, 0) for f in FQT_TWINS}
+    if core == "cortex-m0plus":
+        assert all(ran.get(f, 0) > 0 for f in FQT_TWINS), {f: ran.get(f, 0) for f in FQT_TWINS}
