@@ -72,8 +72,6 @@ typedef struct {
     const int32_t *bias;
     const int32_t *multiplier;
     const int32_t *shift;
-    int32_t *acc_min;   /* [O] in/out: widened to every accumulator; NULL: no ranges (inference) */
-    int32_t *acc_max;   /* [O] in/out, as acc_min */
     int32_t outs;       /* output channels O */
     int32_t wch;        /* weight bytes of one output channel: kh * kw * C */
     int32_t wrow;       /* weight bytes of one kernel row: kw * C */
@@ -95,14 +93,19 @@ MT_INLINE void mt_m0_widen_ranges(const int32_t *acc, int32_t count, int32_t *ac
 
 /*
  * The O outputs of one pixel: `rows` runs of `len` bytes from `x` (rows xrow apart) against the
- * weights from byte `woff` of every channel (rows wrow apart), four channels per mt_m0_dot4_run.
+ * weights from byte `woff` of every channel (rows wrow apart), four channels per mt_m0_dot4_run;
+ * acc_min/acc_max [O] (in/out) widened to every accumulator, NULL for none (inference).
+ * NOTE: the ranges are arguments, not plan fields, so the inference conv's constant NULL reaches
+ * this static function (GCC's constant propagation) and its test folds away.
  */
 static MT_M0_UNUSED void mt_m0_conv_pixel(const mt_m0_conv_plan *c,
                                           const int8_t *x,
                                           int32_t woff,
                                           int32_t rows,
                                           int32_t len,
-                                          int8_t *y)
+                                          int8_t *y,
+                                          int32_t *acc_min,
+                                          int32_t *acc_max)
 {
     const int32_t outs = c->outs;
     mt_m0_dot d;
@@ -112,21 +115,21 @@ static MT_M0_UNUSED void mt_m0_conv_pixel(const mt_m0_conv_plan *c,
     d.wrow = c->wrow;
     d.xrow = c->xrow;
     for (o = 0; o < outs; o += 4) {
-        const int32_t count = outs - o < 4 ? outs - o : 4;
         d.x_end = x + len;
         d.rows = rows;
         mt_m0_dot4_channels(&d, c->filter + o * c->wch + woff, c->wch, o, outs, c->bias);
         if (rows > 0) {
             mt_m0_dot4_run(&d);
         }
-        if (c->acc_min) {
-            mt_m0_widen_ranges(d.acc, count, c->acc_min + o, c->acc_max + o);
+        /* NOTE: the channel count is computed after the dot product, not kept live across it */
+        if (acc_min) {
+            mt_m0_widen_ranges(d.acc, outs - o < 4 ? outs - o : 4, acc_min + o, acc_max + o);
         }
-        mt_m0_requantize_run(d.acc, c->multiplier + o, c->shift + o, count, &c->out, y + o);
+        mt_m0_requantize_run(d.acc, c->multiplier + o, c->shift + o, outs - o < 4 ? outs - o : 4, &c->out, y + o);
     }
 }
 
-/* The dense (groups == 1) conv, pixel by pixel; acc_min/acc_max as in mt_m0_conv_plan (NULL: none). */
+/* The dense (groups == 1) conv, pixel by pixel; acc_min/acc_max as in mt_m0_conv_pixel (NULL: none). */
 static MT_M0_UNUSED void mt_m0_conv_dense(const mt_conv_params *p,
                                           const mt_per_channel_quant *q,
                                           const mt_dims *in_d,
@@ -149,8 +152,6 @@ static MT_M0_UNUSED void mt_m0_conv_dense(const mt_conv_params *p,
     c.bias = bias;
     c.multiplier = q->multiplier;
     c.shift = q->shift;
-    c.acc_min = acc_min;
-    c.acc_max = acc_max;
     c.outs = f_d->n;
     c.wrow = f_d->w * ch;
     c.wch = f_d->h * c.wrow;
@@ -173,10 +174,10 @@ static MT_M0_UNUSED void mt_m0_conv_dense(const mt_conv_params *p,
                 len = (kx1 - kx0) * ch;
                 if (use_patch) {
                     mt_m0_fill_patch(patch, row + ix0 * ch, f_d->h, c.wrow, c.xrow, ky0, ky1, kx0 * ch, len, c.zx);
-                    mt_m0_conv_pixel(&c, patch, 0, 1, c.wch, y);
+                    mt_m0_conv_pixel(&c, patch, 0, 1, c.wch, y, acc_min, acc_max);
                 } else {
                     mt_m0_conv_pixel(&c, row + ky0 * c.xrow + (ix0 + kx0) * ch, ky0 * c.wrow + kx0 * ch,
-                                     len > 0 ? ky1 - ky0 : 0, len, y);
+                                     len > 0 ? ky1 - ky0 : 0, len, y, acc_min, acc_max);
                 }
                 y += c.outs;
             }
