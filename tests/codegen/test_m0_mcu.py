@@ -3,7 +3,9 @@ golden engine, one network per case: the first layer's one input channel (the wi
 output counts (the channel tail of the four-channel dot product), stride 2 with padding, long row
 runs over 16 channels, a one-row kernel, a grouped conv (the reference body), 2x2 and 3x3 stride-2
 max pooling and a linear tail, in both rounding modes; and RV32IMC, which runs the twins' portable
-C. Needs the ARM (and RISC-V) cross toolchains and QEMU."""
+C. Plus one FQT int8 step at batch 2 through the training twins (forward with ranges, error
+propagation, weight gradients), bit-exact with the simulated `FQT` after every step.
+Needs the ARM (and RISC-V) cross toolchains and QEMU."""
 
 from __future__ import annotations
 
@@ -11,9 +13,14 @@ import numpy as np
 import pytest
 
 from mcutrain import graph as G
-from mcutrain.codegen.cross import build_mcu, run_mcu
-from mcutrain.codegen.library import export_library
+from mcutrain import zoo
+from mcutrain.codegen.cross import build_mcu, build_mcu_train, run_mcu, run_mcu_train
+from mcutrain.codegen.emit_fqt import quantize_input
+from mcutrain.codegen.library import export_library, export_training_library
 from mcutrain.engines import int_engine, ptq
+from mcutrain.mcu.twin import first_mismatch, simulate_fqt_steps
+from mcutrain.methods.fqt import FQT
+from mcutrain.methods.fqt_state import FQTConfig
 
 
 def _net(shape: tuple[int, int, int], layers: list[G.Node]) -> G.Graph:
@@ -74,3 +81,34 @@ def test_m0_twins_are_bit_exact_on_rv32imc(riscv_tools, tmp_path):
     logits, _ = run_mcu(b.elf, "rv32imc", x_q, 5, tmp_path / "run")
     np.testing.assert_array_equal(logits, int_engine.forward(qm, x_q))
 
+
+
+FQT_TWINS = ("mt_m0_dot4_run", "mt_m0_col4_run")
+"""The Thumb-1 loops an FQT int8 step of every layer runs on the M0+: the forward with ranges' dot
+product and the error propagation's four-column sum (no reference file has either)."""
+
+
+@pytest.mark.parametrize("core", ["cortex-m0plus", "rv32imc"])
+def test_m0_fqt_int8_step_is_bit_exact_through_the_twins(request, tmp_path, core):
+    """conv over 1 channel (the patch), maxpool, conv over 4 channels with 5 outputs (a channel tail),
+    linear: two steps of batch 2, every layer trained; RV32IMC runs the twins' portable C."""
+    request.getfixturevalue("arm_tools" if core == "cortex-m0plus" else "riscv_tools")
+    layers = [G.conv2d("c1", G.INPUT, 4, 3, padding=1, act="relu", in_channels=1), G.maxpool("p", "c1", 2),
+              G.conv2d("c2", "p", 5, 3, padding=1, act="relu", in_channels=4)]
+    g = zoo.he_init(_net((6, 6, 1), layers), seed=1)
+    cfg = FQTConfig(precision="int8", trainable="all", seed=5)
+    rng = np.random.default_rng(4)
+    x = rng.random((8, *g.input_shape), dtype=np.float32)
+    y = rng.integers(0, g.num_classes, 8)
+    batches = [(x[4 + 2 * i:6 + 2 * i], y[4 + 2 * i:6 + 2 * i]) for i in range(2)]
+    res = export_training_library(FQT(g, cfg, x[:4]), tmp_path / "lib", batch=2, kernels="ref",
+                                  target=core)
+    assert "ARMv6-M" in (tmp_path / "lib" / "runtime" / "mt_conv2d_bwd_in_s8_s16.c").read_text()
+    b = build_mcu_train(tmp_path / "lib", core, tmp_path / "t.elf", kernels="ref")
+    q = FQT(g, cfg, x[:4])
+    mcu, prof, _ = run_mcu_train(b.elf, core, [(quantize_input(q, bx), by) for bx, by in batches],
+                                 0.05, res.model, g.num_classes, tmp_path / "run")
+    assert first_mismatch(simulate_fqt_steps(FQT(g, cfg, x[:4]), batches, 0.05, res.model), mcu) == ""
+    ran = prof.region.per_function
+    if core == "cortex-m0plus":
+        assert all(ran.get(f, 0) > 0 for f in FQT_TWINS), {f: ran.get(f, 0) for f in FQT_TWINS}

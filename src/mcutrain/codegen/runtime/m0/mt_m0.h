@@ -12,6 +12,10 @@
  *                   assembly; a portable C loop elsewhere)
  *   mt_m0_requantize mt_requantize of the library's mode, its 32x32->64 product built from four
  *                   16x16 partial products (exact for every uint32 pair), no __muldi3
+ *   mt_m0_requantize_single  the same for mt_requantize_single (FQT's error requantizations)
+ *   mt_m0_col4_run  four weight columns against a row of int16 errors (FQT's error propagation):
+ *                   per non-zero error one LDRSH, then LDRSB + MULS + ADD per column (19
+ *                   instructions per four MACs in Thumb-1 assembly; a portable C loop elsewhere)
  *
  * Both are bit-exact with the reference on every core (every sum is the same exact integer sum),
  * so an m0/ library also builds and runs, with the same results, on any host.
@@ -174,6 +178,118 @@ static MT_M0_UNUSED void mt_m0_dot4_run(mt_m0_dot *d)
 #endif /* MT_M0_ASM */
 
 /*
+ * One four-column weighted sum of int16 errors (mt_m0_col4_run): for t < n,
+ *     acc[k] += e[t] * w[t * wstride + k]     (k < 4)
+ * the error propagation's loop (a column block of the weights against the error row), with the
+ * errors addressed from their END (e_end = e + n, neg_bytes = -2n), so one index from -2n up to 0
+ * serves the error load and the loop's test. Zero errors are skipped (exact: they add nothing).
+ * n >= 1.
+ * NOTE: the sums are exact: the callers' bounds (|acc| < 2^31, checked at export) hold in any order.
+ * NOTE: the assembly reads the fields at the byte offsets of the comments (every field 4 bytes).
+ */
+typedef struct {
+    const int16_t *e_end; /*  0 */
+    const int8_t *w;      /*  4: row 0 of the four columns */
+    int32_t neg_bytes;    /*  8: -2n */
+    int32_t wstride;      /* 12: weight bytes from one error's row to the next */
+    int32_t acc[4];       /* 16, 20, 24, 28: in and out */
+} mt_m0_col4;
+
+typedef char mt_m0_col4_layout[(sizeof(void *) != 4 || sizeof(mt_m0_col4) == 32) ? 1 : -1];
+
+#if MT_M0_ASM
+/*
+ * The Thumb-1 loop: per non-zero error 19 instructions for four MACs (LDRSH, the weight step,
+ * the zero test, LDRB + SXTB for byte 0, LDRSB with the offsets 1-3 held in r4-r6, MULS and ADD
+ * into r8-r11), 5 per zero error; about 40 per call. Naked: the register use is all its own.
+ */
+static MT_M0_UNUSED void __attribute__((naked, noinline)) mt_m0_col4_run(mt_m0_col4 *c MT_M0_UNUSED)
+{
+    __asm__ volatile(".syntax unified\n\t"
+                     "push  {r4, r5, r6, r7, lr}\n\t"
+                     "mov   r1, r8\n\t"
+                     "mov   r2, r9\n\t"
+                     "mov   r3, r10\n\t"
+                     "mov   r4, r11\n\t"
+                     "push  {r0, r1, r2, r3, r4}\n\t"
+                     "ldr   r1, [r0, #16]\n\t"
+                     "mov   r8, r1\n\t"
+                     "ldr   r1, [r0, #20]\n\t"
+                     "mov   r9, r1\n\t"
+                     "ldr   r1, [r0, #24]\n\t"
+                     "mov   r10, r1\n\t"
+                     "ldr   r1, [r0, #28]\n\t"
+                     "mov   r11, r1\n\t"
+                     "ldr   r1, [r0, #12]\n\t"
+                     "mov   ip, r1\n\t"
+                     "ldr   r2, [r0, #0]\n\t"
+                     "ldr   r3, [r0, #4]\n\t"
+                     "ldr   r7, [r0, #8]\n\t"
+                     "movs  r4, #1\n\t"
+                     "movs  r5, #2\n\t"
+                     "movs  r6, #3\n\t"
+                     "1:\n\t"
+                     "ldrsh r0, [r2, r7]\n\t"
+                     "cmp   r0, #0\n\t"
+                     "beq   2f\n\t"
+                     "ldrb  r1, [r3, #0]\n\t"
+                     "sxtb  r1, r1\n\t"
+                     "muls  r1, r0, r1\n\t"
+                     "add   r8, r1\n\t"
+                     "ldrsb r1, [r3, r4]\n\t"
+                     "muls  r1, r0, r1\n\t"
+                     "add   r9, r1\n\t"
+                     "ldrsb r1, [r3, r5]\n\t"
+                     "muls  r1, r0, r1\n\t"
+                     "add   r10, r1\n\t"
+                     "ldrsb r1, [r3, r6]\n\t"
+                     "muls  r1, r0, r1\n\t"
+                     "add   r11, r1\n\t"
+                     "2:\n\t"
+                     "add   r3, ip\n\t"
+                     "adds  r7, r7, #2\n\t"
+                     "bne   1b\n\t"
+                     "pop   {r0, r1, r2, r3, r4}\n\t"
+                     "mov   r5, r8\n\t"
+                     "str   r5, [r0, #16]\n\t"
+                     "mov   r5, r9\n\t"
+                     "str   r5, [r0, #20]\n\t"
+                     "mov   r5, r10\n\t"
+                     "str   r5, [r0, #24]\n\t"
+                     "mov   r5, r11\n\t"
+                     "str   r5, [r0, #28]\n\t"
+                     "mov   r8, r1\n\t"
+                     "mov   r9, r2\n\t"
+                     "mov   r10, r3\n\t"
+                     "mov   r11, r4\n\t"
+                     "pop   {r4, r5, r6, r7, pc}\n\t");
+}
+#else  /* !MT_M0_ASM: the same sums in C */
+static MT_M0_UNUSED void mt_m0_col4_run(mt_m0_col4 *c)
+{
+    const int32_t n = -c->neg_bytes / 2;
+    const int16_t *e = c->e_end - n;
+    const int8_t *w = c->w;
+    int32_t a0 = c->acc[0], a1 = c->acc[1], a2 = c->acc[2], a3 = c->acc[3];
+    int32_t t;
+    for (t = 0; t < n; t++) {
+        const int32_t ev = e[t];
+        if (ev != 0) {
+            a0 += ev * w[0];
+            a1 += ev * w[1];
+            a2 += ev * w[2];
+            a3 += ev * w[3];
+        }
+        w += c->wstride;
+    }
+    c->acc[0] = a0;
+    c->acc[1] = a1;
+    c->acc[2] = a2;
+    c->acc[3] = a3;
+}
+#endif /* MT_M0_ASM */
+
+/*
  * Set up `d` for the four weight rows of channels [o, o + 4) of `outs` from `w` (channels `wch`
  * bytes apart), channels past the last repeating channel o, and the biases as the sums' start.
  */
@@ -224,51 +340,19 @@ MT_INLINE uint32_t mt_m0_round_shift_sat16(uint32_t hi, uint32_t lo, uint32_t ad
 }
 
 /*
- * mt_requantize (mt_fixedpoint.h) of the library's mode, bit for bit, without a 64-bit multiply:
- * the same formulas on the product's two words. Arguments as mt_requantize.
+ * mt_requantize_single (mt_fixedpoint.h), bit for bit, without a 64-bit multiply: one rounding of
+ * acc * multiplier / 2^n, n = 31 - shift in [1, 62], on the product's two words. Arguments as
+ * mt_requantize_single; the inference layers' mode "single" and FQT's error requantizations.
  */
-MT_INLINE int8_t mt_m0_requantize(int32_t acc,
-                                  int32_t multiplier,
-                                  int32_t shift,
-                                  int32_t zero_point,
-                                  int32_t act_min,
-                                  int32_t act_max)
+MT_INLINE int8_t mt_m0_requantize_single(int32_t acc,
+                                         int32_t multiplier,
+                                         int32_t shift,
+                                         int32_t zero_point,
+                                         int32_t act_min,
+                                         int32_t act_max)
 {
     uint32_t hi, lo, r;
     int32_t y;
-#if MT_ROUNDING_TFLITE
-    /* MultiplyByQuantizedMultiplier: x = wrap32(acc * 2^l), |h| = (|x| m + 2^30 - [x < 0]) >> 31,
-       then the half-away division by 2^right (mt_mbqm_magnitude) */
-    const int32_t left = shift > 0 ? shift : 0;
-    const int32_t right = shift > 0 ? 0 : -shift;
-    const int32_t x = (int32_t)((uint32_t)acc << left);
-    const uint32_t neg = x < 0 ? 1u : 0u;
-    const uint32_t mag = neg ? (uint32_t)0 - (uint32_t)x : (uint32_t)x;
-    uint32_t lo2, hi2, h;
-    if (neg ? act_min >= zero_point : act_max <= zero_point) {
-        return (int8_t)(neg ? act_min : act_max); /* the clamp wins whatever |h| is (see below) */
-    }
-    if (multiplier != 0 && ((mag >> right) >> 1) >= 256u) {
-        /* |h| >= floor(|x| m / 2^31) >= floor(|x| / 2) (m >= 2^30), so the result is >= 256 */
-        return (int8_t)(neg ? act_min : act_max);
-    }
-    if (mag < 0x10000u) {
-        /* |x| < 2^16: with m = mh 2^16 + ml, p + c = D 2^16 + E, D = |x| mh + (|x| ml >> 16) < 2^31 + 2^16,
-           E = (|x| ml & 0xFFFF) + c < 2^31, so h = floor((D + E / 2^16) / 2^15) = (D + (E >> 16)) >> 15 */
-        const uint32_t b = mag * ((uint32_t)multiplier & 0xFFFFu);
-        const uint32_t d = mag * ((uint32_t)multiplier >> 16) + (b >> 16);
-        const uint32_t e = (b & 0xFFFFu) + (((uint32_t)1 << 30) - neg);
-        h = (d + (e >> 16)) >> 15;
-    } else {
-        mt_m0_mul_u32(mag, (uint32_t)multiplier, &hi, &lo); /* < 2^62 */
-        lo2 = lo + (((uint32_t)1 << 30) - neg);
-        hi2 = hi + (lo2 < lo ? 1u : 0u);
-        h = (hi2 << 1) | (lo2 >> 31); /* < 2^31 */
-    }
-    r = (h + (((uint32_t)1 << right) >> 1)) >> right;
-    r = r > 0xFFFFu ? 0xFFFFu : r;
-    y = (neg ? -(int32_t)r : (int32_t)r) + zero_point;
-#else  /* !MT_ROUNDING_TFLITE: one rounding of acc * multiplier / 2^n, n = 31 - shift in [1, 62] */
     const int32_t n = 31 - shift;
     const uint32_t mag = acc < 0 ? (uint32_t)0 - (uint32_t)acc : (uint32_t)acc;
     if (acc < 0 ? act_min >= zero_point : act_max <= zero_point) {
@@ -302,10 +386,62 @@ MT_INLINE int8_t mt_m0_requantize(int32_t acc,
         r = mt_m0_round_shift_sat16(hi, lo, (uint32_t)1 << (n - 1), n);
     }
     y = (acc < 0 ? -(int32_t)r : (int32_t)r) + zero_point;
-#endif /* MT_ROUNDING_TFLITE */
     y = y < act_min ? act_min : y;
     y = y > act_max ? act_max : y;
     return (int8_t)y;
+}
+
+/*
+ * mt_requantize (mt_fixedpoint.h) of the library's mode, bit for bit, without a 64-bit multiply:
+ * the same formulas on the product's two words. Arguments as mt_requantize.
+ */
+MT_INLINE int8_t mt_m0_requantize(int32_t acc,
+                                  int32_t multiplier,
+                                  int32_t shift,
+                                  int32_t zero_point,
+                                  int32_t act_min,
+                                  int32_t act_max)
+{
+#if MT_ROUNDING_TFLITE
+    uint32_t hi, lo, r;
+    int32_t y;
+    /* MultiplyByQuantizedMultiplier: x = wrap32(acc * 2^l), |h| = (|x| m + 2^30 - [x < 0]) >> 31,
+       then the half-away division by 2^right (mt_mbqm_magnitude) */
+    const int32_t left = shift > 0 ? shift : 0;
+    const int32_t right = shift > 0 ? 0 : -shift;
+    const int32_t x = (int32_t)((uint32_t)acc << left);
+    const uint32_t neg = x < 0 ? 1u : 0u;
+    const uint32_t mag = neg ? (uint32_t)0 - (uint32_t)x : (uint32_t)x;
+    uint32_t lo2, hi2, h;
+    if (neg ? act_min >= zero_point : act_max <= zero_point) {
+        return (int8_t)(neg ? act_min : act_max); /* the clamp wins whatever |h| is (see below) */
+    }
+    if (multiplier != 0 && ((mag >> right) >> 1) >= 256u) {
+        /* |h| >= floor(|x| m / 2^31) >= floor(|x| / 2) (m >= 2^30), so the result is >= 256 */
+        return (int8_t)(neg ? act_min : act_max);
+    }
+    if (mag < 0x10000u) {
+        /* |x| < 2^16: with m = mh 2^16 + ml, p + c = D 2^16 + E, D = |x| mh + (|x| ml >> 16) < 2^31 + 2^16,
+           E = (|x| ml & 0xFFFF) + c < 2^31, so h = floor((D + E / 2^16) / 2^15) = (D + (E >> 16)) >> 15 */
+        const uint32_t b = mag * ((uint32_t)multiplier & 0xFFFFu);
+        const uint32_t d = mag * ((uint32_t)multiplier >> 16) + (b >> 16);
+        const uint32_t e = (b & 0xFFFFu) + (((uint32_t)1 << 30) - neg);
+        h = (d + (e >> 16)) >> 15;
+    } else {
+        mt_m0_mul_u32(mag, (uint32_t)multiplier, &hi, &lo); /* < 2^62 */
+        lo2 = lo + (((uint32_t)1 << 30) - neg);
+        hi2 = hi + (lo2 < lo ? 1u : 0u);
+        h = (hi2 << 1) | (lo2 >> 31); /* < 2^31 */
+    }
+    r = (h + (((uint32_t)1 << right) >> 1)) >> right;
+    r = r > 0xFFFFu ? 0xFFFFu : r;
+    y = (neg ? -(int32_t)r : (int32_t)r) + zero_point;
+    y = y < act_min ? act_min : y;
+    y = y > act_max ? act_max : y;
+    return (int8_t)y;
+#else  /* !MT_ROUNDING_TFLITE */
+    return mt_m0_requantize_single(acc, multiplier, shift, zero_point, act_min, act_max);
+#endif /* MT_ROUNDING_TFLITE */
 }
 
 /* The output side of a layer: zero point and clamp (mt_conv_params / mt_linear_params). */

@@ -1,14 +1,16 @@
 /*
  * Conv forward with per-channel accumulator extremes (FQT; Python twin: fqt_kernels.conv2d_fwd_acc,
  * the bias add and requantize_output, with fqt._acc_range reading the extremes).
- * Plain loops: padding holds real 0, i.e. a centred 0, so out-of-bounds taps are skipped; with a
- * scratch of 2 * K bytes (the planner's conv scratch of DSP builds) an im2col column per position.
+ * Plain loops (mt_conv2d_fwd_s8_range_ref.h): padding holds real 0, i.e. a centred 0, so
+ * out-of-bounds taps are skipped; with a scratch of 2 * K bytes (the planner's conv scratch of DSP
+ * builds) an im2col column per position. m0/mt_conv2d_fwd_s8_range.c is its ARMv6-M twin.
  * NOTE: |acc| <= |b| + 255 * sum|w| < 2^31: the exporter bounds the bias by the same room
  * (fqt._bias_room), so the int32 accumulator cannot overflow.
  */
 #include <string.h>
 
 #include "mt_arch.h"
+#include "mt_conv2d_fwd_s8_range_ref.h"
 #include "mt_conv_c1.h"
 #include "mt_conv_fwd_pairs.h"
 #include "mt_fixedpoint.h"
@@ -373,13 +375,9 @@ mt_status mt_conv2d_fwd_s8_range(const mt_context *ctx,
                                  int32_t *acc_min,
                                  int32_t *acc_max)
 {
-    const int32_t hi_ = input_dims->h, wi = input_dims->w, ci = input_dims->c;
+    const int32_t ci = input_dims->c;
     const int32_t o_n = filter_dims->n, kh = filter_dims->h, kw = filter_dims->w, cig = filter_dims->c;
-    const int32_t ho = output_dims->h, wo = output_dims->w;
     const int32_t groups = params->groups;
-    const int32_t opg = groups > 0 ? o_n / groups : 0;
-    const int32_t zx = params->input_zero_point;
-    int32_t b, y, x, o;
     if (!params || !quant || !input || !filter || !bias || !output || !acc_min || !acc_max || groups < 1 ||
         cig * groups != ci || output_dims->c != o_n) {
         return MT_ERR_ARG;
@@ -399,41 +397,7 @@ mt_status mt_conv2d_fwd_s8_range(const mt_context *ctx,
                  (int16_t *)ctx->buf, ctx->size);
         return MT_OK;
     }
-    for (b = 0; b < input_dims->n; ++b) {
-        for (y = 0; y < ho; ++y) {
-            for (x = 0; x < wo; ++x) {
-                int8_t *out = output + ((b * ho + y) * wo + x) * o_n;
-                for (o = 0; o < o_n; ++o) {
-                    const int32_t g = o / opg;
-                    const int8_t *wrow = filter + o * kh * kw * cig;
-                    int32_t acc = bias[o];
-                    int32_t i, j, c;
-                    for (i = 0; i < kh; ++i) {
-                        const int32_t iy = y * params->stride_h - params->pad_top + i;
-                        if (iy < 0 || iy >= hi_) {
-                            continue;
-                        }
-                        for (j = 0; j < kw; ++j) {
-                            const int32_t ix = x * params->stride_w - params->pad_left + j;
-                            const int8_t *px;
-                            const int8_t *pw;
-                            if (ix < 0 || ix >= wi) {
-                                continue;
-                            }
-                            px = input + ((b * hi_ + iy) * wi + ix) * ci + g * cig;
-                            pw = wrow + (i * kw + j) * cig;
-                            for (c = 0; c < cig; ++c) {
-                                acc += ((int32_t)px[c] - zx) * pw[c];
-                            }
-                        }
-                    }
-                    acc_min[o] = acc < acc_min[o] ? acc : acc_min[o];
-                    acc_max[o] = acc > acc_max[o] ? acc : acc_max[o];
-                    out[o] = mt_requantize(acc, quant->multiplier[o], quant->shift[o], params->output_zero_point,
-                                           params->act_min, params->act_max);
-                }
-            }
-        }
-    }
+    mt_conv2d_fwd_s8_range_ref(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output,
+                               acc_min, acc_max);
     return MT_OK;
 }
