@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from mcutrain import bench
 from mcutrain.bench.mcu import merge_into_mcu
 from mcutrain.bench.mcu_cases import SMALL_FQT_TRAINED
@@ -44,3 +46,17 @@ def test_partial_table_pairs_full_and_partial_of_one_state(tmp_path):
         (full.setting, "cortex-m0plus"), (full.setting, "cortex-m4"), (part.setting, "cortex-m4")]
     assert got["rows"][1]["instructions_per_step"] == 12e6 and got["complete"] is True
     assert "<!-- bench:mcu -->" in (docs / "benchmarks.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_trained_state_row_is_measured_with_its_phases(arm_tools, tmp_path):
+    """`mcu-partial --quick`: one trained-state partial step (20 warm-up steps) on the M4, bit-exact,
+    its instructions split by phase from the runtime's symbols (read while the library exists)."""
+    from mcutrain.cli import main
+    assert main(["bench", "mcu-partial", "--quick", "--work", str(tmp_path / "w"), "--results",
+                 str(tmp_path / "r"), "--docs", str(tmp_path / "d")]) == 0
+    (row,) = json.loads((tmp_path / "r" / "mcu-partial.quick.json").read_text())["rows"]
+    assert row["bit_exact"] is True and row["warmup_steps"] == 20
+    phases = row["instructions_by_phase"]
+    assert phases["forward"] > 0 and phases["backward"] > 0
+    assert sum(phases.values()) == pytest.approx(row["instructions_per_step"])

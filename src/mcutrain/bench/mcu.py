@@ -214,6 +214,7 @@ def measure(case: Case, core: str, kernels: str, prep: Prepared | None,
             instr, steps = instr - first, steps - 1
             est = replace(est, est_cycles=est.est_cycles - est1.est_cycles)
         lib = library_footprint(b.elf, work / "lib", target, kernels)
+        symbols = runtime_symbols(work / "lib", target, kernels) if case.warmup else None  # while lib exists
     sim = simulate(prep, args, src, case)
     mismatch = first_mismatch(sim, mcu)
     rep = account(src.plan.schedule, board, src.plan)
@@ -248,8 +249,7 @@ def measure(case: Case, core: str, kernels: str, prep: Prepared | None,
         row["warmup_steps"] = case.warmup
         funcs = sorted(prof.region.per_function.items(), key=lambda kv: -kv[1])
         row["per_function"] = {k: v / steps for k, v in funcs}
-        row["instructions_by_phase"] = instructions_by_phase(row["per_function"],
-                                                             runtime_symbols(work / "lib", target, kernels))
+        row["instructions_by_phase"] = instructions_by_phase(row["per_function"], symbols)
         row["sim_macs_per_step"] = {ph: float(np.mean([m[ph] for m in prep.sim_macs]))
                                     for ph in prep.sim_macs[0]}
     if first is not None:
