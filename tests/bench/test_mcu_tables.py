@@ -55,6 +55,10 @@ def test_riscv_is_compared_with_the_m4_portable_c_of_the_same_setting():
     assert c["rv32imc_target_met"] is True
     assert checks([m4, {**rv, "instructions_per_step": 1400.0}])["rv32imc_target_met"] is False
     assert checks([m4])["rv32imc_target_met"] is None
+    soft = {**m4, "setting": "fqt float32, all 4 layers"}        # soft float on rv32imc: shown, no target
+    c = checks([m4, rv, soft, {**soft, "core": "rv32imc", "instructions_per_step": 9000.0}])
+    assert c["rv32imc_vs_m4_ref"]["small-cnn: fqt float32, all 4 layers"] == pytest.approx(9.0)
+    assert c["rv32imc_target_met"] is True
 
 
 def test_first_and_steady_steps_stand_side_by_side():

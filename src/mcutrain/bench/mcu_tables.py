@@ -23,7 +23,10 @@ from mcutrain.bench.mcu_cases import (
 
 def riscv_checks(done: list[dict[str, Any]]) -> dict[str, Any]:
     """Each RISC-V core's instructions per step over the M4's portable C, per (model, setting) measured
-    on both (`<core>_vs_m4_ref`); its target is met when every ratio is within `RISCV_VS_M4`."""
+    on both (`<core>_vs_m4_ref`); its target (issue #23: the FQT int8 step, inference being
+    `mcu-inference`'s) is met when every FQT int8 ratio is within `RISCV_VS_M4`. The other
+    settings' ratios are shown beside it: without an FPU (rv32imc) the float32 parts of uint8,
+    float32 and BP-QAS run in soft float."""
     m4 = {(r["model"], r["setting"]): r["instructions_per_step"] for r in done
           if r["core"] == "cortex-m4" and r["kernels"] == "ref"}
     out: dict[str, Any] = {}
@@ -31,7 +34,8 @@ def riscv_checks(done: list[dict[str, Any]]) -> dict[str, Any]:
         ratios = {f"{r['model']}: {r['setting']}": r["instructions_per_step"] / m4[(r["model"], r["setting"])]
                   for r in done if r["core"] == core and (r["model"], r["setting"]) in m4}
         out[f"{core}_vs_m4_ref"] = ratios
-        out[f"{core}_target_met"] = all(v <= RISCV_VS_M4 for v in ratios.values()) if ratios else None
+        int8 = [v for k, v in ratios.items() if k.split(": ", 1)[1].startswith("fqt int8")]
+        out[f"{core}_target_met"] = all(v <= RISCV_VS_M4 for v in int8) if int8 else None
     return out
 
 
