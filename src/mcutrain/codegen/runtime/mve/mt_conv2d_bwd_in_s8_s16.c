@@ -2,13 +2,16 @@
  * Transposed conv of prescaled int16 errors with int8 weights (Python twin:
  * fqt_kernels.conv2d_bwd_in_acc in mode "int" and fqt.FQT._to_err), on Helium (MVE) cores.
  *
- * Twin of train/fqt/mt_conv2d_bwd_in_s8_s16.c (and of its DSP twin), bit-exact with it: each
+ * Twin of train/fqt/mt_conv2d_bwd_in_s8_s16.c (and of its DSP twin), bit-exact with it. The sparse
+ * loop (bwd_in_mve_sparse) comes first: the nonzero errors of the output rows in reach, compacted
+ * once per row, listed per input position over all its taps, one dot product per four input
+ * channels over the list. Where its stack band does not fit, the row loop: each
  * input position gathers the output positions whose window covers it, as the reference does, but
  * the sum over the error channels runs eight at a time: one load of eight int16 errors of the
  * output position, and per input channel one gather of the eight channels' int8 weights of the tap
  * (VLDRB.S16 with offsets row * K from a table, so kept channels of partial updates need nothing
  * else) and one VMLADAVA.S16, four input channels sharing each error load. Output positions whose
- * errors are all 0 (three in four after a 2x2 max pool) are left out of the tap lists, exactly.
+ * errors are all 0 are left out of the tap lists, exactly.
  * The errors requantize "single" (FQT's specification, either mode) four channels per vector and
  * the extremes stay in two vectors until the end. Layers whose rows do not fit the offset table
  * (more than MT_MVE_BWD_ROWS error columns, (O - 1) * K above 65535, more than MT_MVE_BWD_TAPS
@@ -109,25 +112,35 @@ MT_INLINE void mt_mve_bwd_out4(int32x4_t acc, int32_t cb, int8_t *out, int fast,
 
 /*
  * Output row er (wo positions of rows o_n apart, n error columns) compacted for the sparse loop: per
- * position its nonzero errors in ce and their weight rows' offsets ((keep ? keep[t] : t) * kk) in co,
- * the position's entries from start[ox] to start[ox + 1]. 0 when they pass cap (the slot leaves n
- * entries of slack past cap, so one position's writes always fit).
+ * position its nonzero errors in ce and their weight rows' offsets (offtab) in co, the position's
+ * entries from start[ox] to start[ox + 1]. Eight columns per step: each nonzero lane's place is the
+ * prefix count of the nonzero lanes before it (VSHLC lane shifts), and predicated scatter stores
+ * write the errors and offsets there. 0 when they pass cap (the slot leaves n entries of slack past
+ * cap, so one position's writes always fit).
  */
-MT_INLINE int mt_mve_bwd_compact(const int16_t *er, int32_t wo, int32_t o_n, int32_t n, const int32_t *keep,
-                                 int32_t kk, int32_t cap, int16_t *ce, uint16_t *co, uint16_t *start)
+static MT_NOINLINE int bwd_in_compact(const int16_t *er, int32_t wo, int32_t o_n, int32_t n, const uint16_t *offtab,
+                                      int32_t cap, int16_t *ce, uint16_t *co, uint16_t *start)
 {
-    int32_t cnt = 0, ox, t;
+    const uint16x8_t one = vdupq_n_u16(1), none = vdupq_n_u16(0);
+    int32_t cnt = 0, ox, g;
     for (ox = 0; ox < wo; ++ox) {
         const int16_t *pe = er + ox * o_n;
         start[ox] = (uint16_t)cnt;
-        if (!mt_mve_any_s16(pe, n)) {
-            continue;
-        }
-        for (t = 0; t < n; ++t) { /* branch-free: a zero is written and overwritten */
-            const int16_t v = pe[t];
-            ce[cnt] = v;
-            co[cnt] = (uint16_t)((keep ? keep[t] : t) * kk);
-            cnt += v != 0;
+        for (g = 0; g < n; g += 8) { /* lanes past n load as 0: never listed */
+            const int16x8_t ev = vldrhq_z_s16(pe + g, vctp16q((uint32_t)(n - g)));
+            const mve_pred16_t nz = vcmpneq_n_s16(ev, 0);
+            uint16x8_t c = vpselq_u16(one, none, nz), four;
+            uint32_t carry = 0;
+            c = vaddq_u16(c, vshlcq_u16(c, &carry, 16)); /* lane k: lanes k-1..k */
+            carry = 0;
+            c = vaddq_u16(c, vshlcq_u16(c, &carry, 32)); /* lanes k-3..k */
+            carry = 0;
+            four = vshlcq_u16(c, &carry, 32);
+            carry = 0;
+            c = vaddq_u16(c, vshlcq_u16(four, &carry, 32)); /* lanes 0..k (k-7..k) */
+            vstrhq_scatter_shifted_offset_p_s16(ce + cnt, vsubq_n_u16(c, 1), ev, nz);
+            vstrhq_scatter_shifted_offset_p_u16(co + cnt, vsubq_n_u16(c, 1), vldrhq_u16(offtab + g), nz);
+            cnt += vgetq_lane_u16(c, 7);
         }
         if (cnt > cap) {
             return 0;
@@ -226,6 +239,16 @@ MT_INLINE int bwd_in_mve_body(int dense,
     return 1;
 }
 
+/* The four sums of the len listed errors le times the weights at pw + lo[k] (and pw + d1, d2, d3 +
+   lo[k]): a call of its own, so the loop keeps its pointers in registers (post-increment loads). */
+static MT_NOINLINE int32x4_t bwd_in_list4(const int16_t *le, const uint16_t *lo, int32_t len, const int8_t *pw,
+                                          int32_t d1, int32_t d2, int32_t d3)
+{
+    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    mt_mve_tap4(0, le, pw, d1, d2, d3, len, 0, vdupq_n_u16(0), lo, &a0, &a1, &a2, &a3);
+    return mt_mve_vec4(a0, a1, a2, a3);
+}
+
 /*
  * The sparse loop: the same sums over only the nonzero errors. After a max pool each channel routes
  * its error to its own window maximum, so nearly every output position holds some nonzero errors
@@ -259,18 +282,21 @@ static MT_NOINLINE int bwd_in_mve_sparse(const mt_conv_params *params,
     const int fast = mt_requant_fast_ok_single(multiplier, shift);
     const int32x4_t m = vdupq_n_s32(multiplier), nsh = vdupq_n_s32(1 + shift);
     const int32x4_t c1 = vdupq_n_s32(fast ? mt_requant_c1(-1 - shift, 0) : 0);
-    const uint16x8_t unused = vdupq_n_u16(0);
     int32x4_t vmn = vdupq_n_s32(INT32_MAX), vmx = vdupq_n_s32(INT32_MIN);
     int16_t ce[MT_MVE_BWD_POOL];
     uint16_t co[MT_MVE_BWD_POOL];
     uint16_t start[MT_MVE_BWD_STARTS];
     int16_t le[MT_MVE_BWD_LIST + 8];
     uint16_t lo[MT_MVE_BWD_LIST + 8];
+    uint16_t offtab[MT_MVE_BWD_ROWS + 8];
     int32_t slot_row[MT_MVE_BWD_TAPS];
     int32_t t, b, y, x, c0;
     if (rows < 1 || rows > MT_MVE_BWD_TAPS || cap < n || rows * (wo + 1) > MT_MVE_BWD_STARTS ||
         filter_dims->n * kk > 65536) { /* listed offsets: a row's and a tap's, below O * kk */
         return 0;
+    }
+    for (t = 0; t < n + 8; ++t) { /* lanes past n are never stored */
+        offtab[t] = (uint16_t)(t < n ? (keep ? keep[t] : t) * kk : 0);
     }
     for (b = 0; b < input_dims->n; ++b) {
         const int16_t *eb = e16 + b * ho * wo * o_n;
@@ -290,7 +316,7 @@ static MT_NOINLINE int bwd_in_mve_sparse(const mt_conv_params *params,
                     s = oy % rows; /* the rows one input row reads are consecutive: distinct slots */
                     st = start + s * (wo + 1);
                     if (slot_row[s] != oy) {
-                        if (!mt_mve_bwd_compact(eb + oy * wo * o_n, wo, o_n, n, keep, kk, cap, ce + s * slot,
+                        if (!bwd_in_compact(eb + oy * wo * o_n, wo, o_n, n, offtab, cap, ce + s * slot,
                                                 co + s * slot, start + s * (wo + 1))) {
                             return 0;
                         }
@@ -319,10 +345,7 @@ static MT_NOINLINE int bwd_in_mve_sparse(const mt_conv_params *params,
                     const int32_t cb = c_n - c0 < 4 ? c_n - c0 : 4;
                     /* channels past cb repeat the last one: the same sums, never stored */
                     const int32_t d1 = cb > 1 ? 1 : 0, d2 = cb > 2 ? 2 : cb - 1, d3 = cb - 1;
-                    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-                    int32x4_t acc;
-                    mt_mve_tap4(0, le, filter + c0, d1, d2, d3, len, kk, unused, lo, &a0, &a1, &a2, &a3);
-                    acc = mt_mve_vec4(a0, a1, a2, a3);
+                    const int32x4_t acc = bwd_in_list4(le, lo, len, filter + c0, d1, d2, d3);
                     vmn = vminq_s32(vmn, acc);
                     vmx = vmaxq_s32(vmx, acc);
                     if (e_x) {
