@@ -96,7 +96,8 @@ def test_fqt_int8_steps_bit_exactly_with_the_mve_twins(arm_tools, tmp_path, name
                          ids=["every filter, batch 4", "kept filters (partial updates), batch 1"])
 def test_the_mve_conv_weight_gradient_sums_nonzero_errors_bit_exactly(arm_tools, tmp_path, options):
     """The graphs above quantize their conv errors to 0 (the weight gradient skips them); the digits
-    CNN on digits does not, so its steps run the transposed dot products of both branches."""
+    CNN on digits does not, so its steps run the transposed dot products of both branches and the
+    error propagation's sparse loop (nonzero errors listed, dense and kept columns)."""
     argv = ["run", "--arch", "digits-cnn", "--init", "random", "--dataset", "digits", "--method", "fqt",
             "--precision", "int8", *options, "--steps", "3", "--target", "cortex-m55", "--json"]
     env = {**os.environ, "PYTHONPATH": str(Path(mcutrain.__file__).parents[1])}
@@ -106,4 +107,6 @@ def test_the_mve_conv_weight_gradient_sums_nonzero_errors_bit_exactly(arm_tools,
     out = json.loads(r.stdout)
     assert out["bit_exact"] is True, out.get("mismatch")
     assert out["per_function"].get("bwd_w_dots", 0) > 0, "nonzero conv errors reached the MVE dot products"
+    assert {"bwd_in_compact", "bwd_in_list4"} <= set(out["per_function"]), \
+        "the conv error propagation listed its nonzero errors (the MVE sparse loop ran)"
     assert {"c1_dots", "c1_requant_floor"} <= set(out["per_function"]), "the MVE one-channel forward ran"
