@@ -39,9 +39,9 @@ MT_INLINE void c1_store_body(int vec, int floor, const mt_mve_block *b, int32_t 
     }
 }
 
-static MT_NOINLINE void c1_store(const mt_mve_block *b, int32_t i, const mt_per_channel_quant *q, int32_t o,
-                                 int32_t rows, const int32_t *acc, int32_t n, int32_t o_n, int32_t zy, int32_t lo,
-                                 int32_t hi, int8_t *out)
+MT_INLINE void c1_store_modes(const mt_mve_block *b, int32_t i, const mt_per_channel_quant *q, int32_t o,
+                              int32_t rows, const int32_t *acc, int32_t n, int32_t o_n, int32_t zy, int32_t lo,
+                              int32_t hi, int8_t *out)
 {
     if (b->vec && zy == -128) {
         c1_store_body(1, 1, b, i, q, o, rows, acc, n, o_n, zy, lo, hi, out);
@@ -49,6 +49,18 @@ static MT_NOINLINE void c1_store(const mt_mve_block *b, int32_t i, const mt_per_
         c1_store_body(1, 0, b, i, q, o, rows, acc, n, o_n, zy, lo, hi, out);
     } else {
         c1_store_body(0, 0, b, i, q, o, rows, acc, n, o_n, zy, lo, hi, out);
+    }
+}
+
+/* c1_store_modes with four whole rows a constant (no predicate test per pixel) or any fewer. */
+static MT_NOINLINE void c1_store(const mt_mve_block *b, int32_t i, const mt_per_channel_quant *q, int32_t o,
+                                 int32_t rows, const int32_t *acc, int32_t n, int32_t o_n, int32_t zy, int32_t lo,
+                                 int32_t hi, int8_t *out)
+{
+    if (rows == 4) {
+        c1_store_modes(b, i, q, o, 4, acc, n, o_n, zy, lo, hi, out);
+    } else {
+        c1_store_modes(b, i, q, o, rows, acc, n, o_n, zy, lo, hi, out);
     }
 }
 
