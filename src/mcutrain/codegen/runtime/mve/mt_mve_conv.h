@@ -18,15 +18,16 @@
 
 #if MT_MVE
 
-/* n bytes from src to dst (n >= 0), 16 at a time, the tail predicated. */
+/* n bytes from src to dst (n >= 0), 16 at a time, only the tail predicated. NOTE: a predicate
+   computed in the loop cost GCC 11 instructions per 16 bytes (VMRS, SXTH, VMSR, two VPST). */
 MT_INLINE void mt_mve_copy(int8_t *dst, const int8_t *src, int32_t n)
 {
-    while (n > 0) {
+    for (; n >= 16; n -= 16, dst += 16, src += 16) {
+        vstrbq_s8(dst, vldrbq_s8(src));
+    }
+    if (n > 0) {
         const mve_pred16_t p = vctp8q((uint32_t)n);
         vstrbq_p_s8(dst, vldrbq_z_s8(src, p), p);
-        dst += 16;
-        src += 16;
-        n -= 16;
     }
 }
 
