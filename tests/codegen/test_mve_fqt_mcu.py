@@ -88,7 +88,7 @@ def test_fqt_int8_steps_bit_exactly_with_the_mve_twins(arm_tools, tmp_path, name
     if any(n.op == "maxpool" for n in g.nodes):
         assert "pool_row_mve" in ran, "the MVE max-pool with argmax ran"
     if g.input_shape[2] == 1:
-        assert "c1_dots" in ran, "the MVE one-channel forward ran"
+        assert "mt_mve_c1_dots" in ran, "the MVE one-channel forward ran"
 
 
 
@@ -109,4 +109,5 @@ def test_the_mve_conv_weight_gradient_sums_nonzero_errors_bit_exactly(arm_tools,
     assert out["per_function"].get("bwd_w_dots", 0) > 0, "nonzero conv errors reached the MVE dot products"
     assert {"bwd_in_compact", "bwd_in_list4"} <= set(out["per_function"]), \
         "the conv error propagation listed its nonzero errors (the MVE sparse loop ran)"
-    assert {"c1_dots", "c1_requant_floor"} <= set(out["per_function"]), "the MVE one-channel forward ran"
+    one_channel = {"mt_mve_c1_dots", "c1_requant_floor"}
+    assert one_channel <= set(out["per_function"]), "the MVE one-channel forward ran"

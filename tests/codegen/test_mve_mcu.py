@@ -1,8 +1,9 @@
 """The Helium (MVE) twins on an emulated Cortex-M55 (QEMU mps3-an547), bit-exact with the golden
 engine in both rounding modes, on the shapes that take their less common branches: reduction
-lengths below, at and above 16 with and without a tail, one input channel, odd output counts and
-more outputs than one prepared block (32), border pixels, stride 2, and a grouped conv, which the
-twin hands to the reference body. Needs the ARM cross toolchain and QEMU (the host test: gcc)."""
+lengths below, at and above 16 with and without a tail, one input channel (the gathers, with and
+without the floor requantization), odd output counts and more outputs than one prepared block
+(32), border pixels, stride 2, and a grouped conv, which the twin hands to the reference body.
+Needs the ARM cross toolchain and QEMU (the host test: gcc)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ GRAPHS = {
     "linear, k 5, 7 outputs": _linear(5, 7),
     "linear, k 48 (three 16s), 37 outputs (two blocks)": _linear(48, 37),
     "conv, 3x3 over 1 channel (k 9), 5 outputs": _conv((6, 9, 1), 5, 3, 1),
+    "conv, 1x5 stride 2 over 1 channel, 8 outputs, no activation": _conv((1, 21, 1), 8, (1, 5), (0, 2), 2,
+                                                                         act="none"),
     "conv, 1x2 over 8 channels (k 16)": _conv((3, 5, 8), 3, (1, 2), 0),
     "conv, 3x3 over 4 channels (k 36), relu6": _conv((5, 5, 4), 4, 3, 1, act="relu6"),
     "conv, 3x3 stride 2 over 3 channels, 33 outputs": _conv((7, 6, 3), 33, 3, 1, stride=2),
