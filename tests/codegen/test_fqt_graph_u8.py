@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_fqt_graph import run_and_compare
 
 from conftest import needs_gcc
 from mcutrain import graph as G
 from mcutrain import zoo
 from mcutrain.codegen.emit import ExportError
-from mcutrain.codegen.emit_fqt import emit_fqt_training, quantize_input, reported_logits, state_arrays
-from mcutrain.codegen.library import export_training_library
+from mcutrain.codegen.emit_fqt import emit_fqt_training
 from mcutrain.graph import Op
-from mcutrain.mcu.hostbuild import build_host_train
-from mcutrain.mcu.hostrun import run_host_train
 from mcutrain.methods.fqt import FQT
 from mcutrain.methods.fqt_state import FQTConfig
 
@@ -36,33 +34,6 @@ def block_graph() -> G.Graph:
              G.global_avgpool("gap", "pw"), G.flatten("flat", "gap"),
              G.linear("fc", "flat", 5, in_features=6)]
     return zoo.he_init(G.Graph((6, 6, 2), nodes, "u8-blocks"), seed=2)
-
-
-def run_and_compare(tmp_path, g: G.Graph, cfg: FQTConfig, steps: int, batch: int, lr: float = 0.05,
-                    calib: int = 8) -> FQT:
-    """Export, build on the host, run `steps` steps in C and in the simulator; every value equal."""
-    rng = np.random.default_rng(0)
-    x = rng.random((calib + batch * steps, *g.input_shape), dtype=np.float32)
-    y = rng.integers(0, g.num_classes, calib + batch * steps)
-    m = FQT(g, cfg, x[:calib])
-    res = export_training_library(m, tmp_path / "lib", batch=batch, kernels="ref")
-    exe = build_host_train(tmp_path / "lib", tmp_path / "train", kernels="ref")
-    xs = [x[calib + i * batch:calib + (i + 1) * batch] for i in range(steps)]
-    ys = [y[calib + i * batch:calib + (i + 1) * batch] for i in range(steps)]
-    results = run_host_train(exe, [(quantize_input(m, a), b) for a, b in zip(xs, ys)], lr, res.model,
-                             g.num_classes)
-    sim = FQT(g, cfg, x[:calib])
-    w0 = {k: v.copy() for k, v in sim.w.items()}
-    for s, r in enumerate(results):
-        logits, losses = sim.logits_and_losses(xs[s], ys[s])
-        np.testing.assert_array_equal(r.logits, reported_logits(sim, logits), err_msg=f"step {s} logits")
-        np.testing.assert_array_equal(r.losses, losses, err_msg=f"step {s} losses")
-        sim.step(xs[s], ys[s], lr)
-        for name, want in state_arrays(sim, res.model).items():
-            np.testing.assert_array_equal(r.state[name], want, err_msg=f"step {s} {name}")
-    for layer in sim.trainable:           # the equality is not that of untouched weights
-        assert np.any(sim.w[layer] != w0[layer]), layer
-    return sim
 
 
 @needs_gcc

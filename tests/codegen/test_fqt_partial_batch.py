@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_fqt_graph_u8 import block_graph, run_and_compare
+from test_fqt_graph import run_and_compare
+from test_fqt_graph_u8 import block_graph
 
 from conftest import needs_gcc
 from mcutrain import zoo
