@@ -56,9 +56,10 @@ def test_partial_updates_are_planned_for_the_layers_that_run_them(capsys):
     assert part["breakdown"]["options"]["partial_layers"] == lambdas
     assert list(both["breakdown"]["options"]["partial_layers"]) == ["conv1", "conv2", "fc1", "fc2"]
     state = lambda d: d["breakdown"]["ram"]["method state"]
-    # per partial layer of O structures: int32 kept list, uint8 mask, k and count; the draw offsets
-    assert state(part) - state(full) == 5 * (16 + 32 + 64) + 3 * 8 + 4 * 5
-    assert state(both) - state(part) == 5 * 10 + 8
+    # per partial layer of O structures: int32 kept list, uint8 mask and (the plan's batch > 1) the
+    # per-sample uint8 mask whose OR is the batch's, k and count; the draw offsets
+    assert state(part) - state(full) == 6 * (16 + 32 + 64) + 3 * 8 + 4 * 5
+    assert state(both) - state(part) == 6 * 10 + 8
 
 
 def test_text_table_and_suggestion(capsys):

@@ -68,14 +68,6 @@ def test_a_step_plan_says_does_not_fit_is_refused_before_any_build(tmp_path, cap
     assert not (tmp_path / "D" / "build").exists()
 
 
-def test_fqt_uint8_on_a_depthwise_graph_is_refused_saying_what_to_use(capsys):
-    argv = ["run", "--arch", "mcunet-5fps", "--init", "random", "--seed", "0", "--dataset", "fashion-mnist",
-            "--method", "fqt", "--precision", "uint8", "--trainable", "last:7", "--target", "cortex-m7"]
-    assert main(argv) == 1
-    err = capsys.readouterr().err
-    assert "depthwise convs have no fqt uint8 C step yet" in err and "use --precision int8" in err
-
-
 def test_a_step_plan_says_fits_runs_although_the_harness_would_not_fit_beside_it(arm_tools, tmp_path, capsys):
     """small-cnn zo at batch 4 on the nRF52840: the planner's 191 KB fit the 256 KB, the harness's copy of
     the 104 KB state blob and its 8 KB heap would not; they are kept out of the board's budget."""
