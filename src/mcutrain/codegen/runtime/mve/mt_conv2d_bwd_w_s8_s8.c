@@ -29,6 +29,12 @@
 #define MVE_BWD_W_KC 64 /* k values per X^T chunk: 2 x 64 x 16 B = 2 KB of stack */
 #define MVE_BWD_W_OC 32 /* filters per E^T block: 2 x 32 x 16 B = 1 KB of stack */
 
+/* The filter of block entry i: keep[i] for the kept-filter form, i itself for every filter. */
+MT_INLINE int32_t filter_at(const int32_t *keep, int32_t i)
+{
+    return keep ? keep[i] : i;
+}
+
 /* Byte offsets 0, 16, ..., 240: one channel per 16-byte row of a transposed block. */
 MT_INLINE uint8x16_t rows16(void)
 {
@@ -142,7 +148,7 @@ static MT_NOINLINE void bwd_w_fill_e(const int8_t *e, int32_t o_n, const int32_t
     for (o = 0; o < ocn; ++o) {
         const int8x16_t lo = vldrbq_s8(et + o * 16), hi = vldrbq_s8(et + (MVE_BWD_W_OC + o) * 16);
         const int32_t s = vaddvaq_s8(vaddvq_s8(lo), hi);
-        grad_bias[keep ? keep[oc0 + o] : oc0 + o] += s;
+        grad_bias[filter_at(keep, oc0 + o)] += s;
         esum[o] += s;
         nz[o] = (uint8_t)(vmaxvq_u8(0, vreinterpretq_u8_s8(vorrq_s8(lo, hi))) != 0);
     }
@@ -241,7 +247,7 @@ MT_INLINE void bwd_w_mve(const mt_conv_params *params,
                     int32_t pend = -1; /* a filter with errors waiting for a partner */
                     fill_x(input + c_lo, h, w, c_n, kw, zx, win, iy0, ix0, np, t0, t1, cn, xt);
                     for (o = 0; o < ocn; ++o) {
-                        int32_t *g = grad + (keep ? keep[oc0 + o] : oc0 + o) * kk + k0;
+                        int32_t *g = grad + filter_at(keep, oc0 + o) * kk + k0;
                         if (!nz[o]) {
                             continue;
                         }
@@ -250,19 +256,19 @@ MT_INLINE void bwd_w_mve(const mt_conv_params *params,
                             continue;
                         }
                         bwd_w_dots(xt, kc, np > 16 ? 2 : 1, et + pend * 16,
-                             grad + (keep ? keep[oc0 + pend] : oc0 + pend) * kk + k0, et + o * 16, g);
+                             grad + filter_at(keep, oc0 + pend) * kk + k0, et + o * 16, g);
                         pend = -1;
                     }
                     if (pend >= 0) {
                         bwd_w_dots(xt, kc, np > 16 ? 2 : 1, et + pend * 16,
-                             grad + (keep ? keep[oc0 + pend] : oc0 + pend) * kk + k0, NULL, NULL);
+                             grad + filter_at(keep, oc0 + pend) * kk + k0, NULL, NULL);
                     }
                 }
             }
         }
         for (o = 0; o < ocn; ++o) { /* the zero point: - z_x * sum_p e over the whole reduction */
             const int32x4_t corr = vdupq_n_s32((int32_t)((uint32_t)zx * (uint32_t)esum[o]));
-            int32_t *g = grad + (keep ? keep[oc0 + o] : oc0 + o) * kk;
+            int32_t *g = grad + filter_at(keep, oc0 + o) * kk;
             int32_t k;
             if (esum[o] == 0 || zx == 0) {
                 continue;
