@@ -87,16 +87,38 @@ ERROR_ARGS = {  # kind 2: n h w c kh kw stride pad z_x z_y act_min act_max shift
 }
 
 
-def test_depthwise_error_rows_are_bit_exact_on_the_m4(arm_tools, tmp_path):
-    """The error propagation's native assembly (whole kernel rows of interior inputs at strides 1 and 2,
-    which the graph above is too small to have) against the reference kernel, both run on the M4."""
-    rt = tmp_path / "rt"
+WEIGHT_ARGS = {  # kind 3: n h w c kh kw stride pad z_x z_y act_min act_max shift_lo shift_hi seed
+    "3x3 stride 1 on a 9x9 map, 8 channels (odd row width: odd tap ends)":
+        [3, 1, 9, 9, 8, 3, 3, 1, 1, -128, 0, -128, 127, -12, -6, 1],
+    "3x3 stride 2 on a 12x11 map, batch 2, 6 channels (a channel tail)":
+        [3, 2, 12, 11, 6, 3, 3, 2, 1, 5, 0, -128, 127, -12, -6, 2],
+    "5x5 stride 1 on a 6x40 map (two error blocks per row), zero point 17":
+        [3, 1, 6, 40, 4, 5, 5, 1, 2, 17, 0, -128, 127, -12, -6, 3],
+    "7x7 stride 2 on a 16x14 map, 12 channels": [3, 1, 16, 14, 12, 7, 7, 2, 3, 0, 0, -128, 127, -12, -6, 4],
+    "5x5 on a 2x2 map (most taps only see padding), 9 channels":
+        [3, 2, 2, 2, 9, 5, 5, 1, 2, -128, 0, -128, 127, -12, -6, 5],
+}
+
+
+@pytest.fixture(scope="module")
+def driver_elfs(arm_tools, tmp_path_factory) -> dict[str, Path]:
+    """The seeded kernel driver built for the M4 against the reference kernels and the DSP twins."""
+    root = tmp_path_factory.mktemp("dw_m4")
+    rt = root / "rt"
     rt.mkdir()
     for name, text in runtime_files("dsp", training=True).items():
         (rt / name).write_text(text)
-    elfs = {k: build([DRIVER], CORE, tmp_path / f"{k}.elf", include_dirs=[rt], defines=d,
+    return {k: build([DRIVER], CORE, root / f"{k}.elf", include_dirs=[rt], defines=d,
                      heap_bytes=64 * 1024).elf
             for k, d in (("ref", ["MT_KERNELS_REF"]), ("dsp", []))}
-    for what, args in ERROR_ARGS.items():
-        ref, dsp = (run_elf(elfs[k], CORE, [str(a) for a in args]).stdout for k in ("ref", "dsp"))
-        assert "status 0" in ref and dsp == ref, f"{what}: the native DSP error propagation differs"
+
+
+@pytest.mark.parametrize("kernel, cases", [("error propagation", ERROR_ARGS), ("weight gradient", WEIGHT_ARGS)])
+def test_depthwise_backward_kernels_are_bit_exact_on_the_m4(driver_elfs, kernel, cases):
+    """The backward kernels' native assembly against the reference kernel, both run on the M4: whole
+    kernel rows of interior inputs at strides 1 and 2 for the error propagation, odd tap ends,
+    several error blocks per row, channel tails and batches for the weight gradient (shapes the
+    graph above is too small to have)."""
+    for what, args in cases.items():
+        ref, dsp = (run_elf(driver_elfs[k], CORE, [str(a) for a in args]).stdout for k in ("ref", "dsp"))
+        assert "status 0" in ref and dsp == ref, f"{what}: the native DSP {kernel} differs"
