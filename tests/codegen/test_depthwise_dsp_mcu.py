@@ -113,7 +113,8 @@ def driver_elfs(arm_tools, tmp_path_factory) -> dict[str, Path]:
             for k, d in (("ref", ["MT_KERNELS_REF"]), ("dsp", []))}
 
 
-@pytest.mark.parametrize("kernel, cases", [("error propagation", ERROR_ARGS), ("weight gradient", WEIGHT_ARGS)])
+@pytest.mark.parametrize("kernel, cases",
+                         [("error propagation", ERROR_ARGS), ("weight gradient", WEIGHT_ARGS)])
 def test_depthwise_backward_kernels_are_bit_exact_on_the_m4(driver_elfs, kernel, cases):
     """The backward kernels' native assembly against the reference kernel, both run on the M4: whole
     kernel rows of interior inputs at strides 1 and 2 for the error propagation, odd tap ends,
