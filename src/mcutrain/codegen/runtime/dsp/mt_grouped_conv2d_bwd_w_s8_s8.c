@@ -24,6 +24,7 @@
 #if MT_DSP
 #define MT_BWW_PAIRS 16 /* position pairs per error block: 16 x 4 words = 256 B of stack */
 #define MT_BWW_KW 16    /* the widest kernel the twin takes (its tap column ranges are on the stack) */
+#define MT_BWW_KK 49    /* the most taps it takes: 7x7 (the quad's sums, 4 x 49 words, are on the stack) */
 
 /* Sum of the two signed 16-bit halves of v added to acc (SMLAD with (1, 1)). */
 MT_INLINE int32_t bwd_w_add_halves(int32_t v, int32_t acc)
@@ -126,9 +127,9 @@ static void bwd_w_block_taps(int32_t ox0, int32_t ox1, int32_t kw, int32_t step,
     }
 }
 
-/* One tap's sums over a block (see bwd_w_block_taps for d) added into g[0], g[kk], g[2 kk], g[3 kk]. */
+/* One tap's sums over a block (see bwd_w_block_taps for d) added into its four channels' sums pg[0..3]. */
 MT_INLINE void bwd_w_tap(const int8_t *px, const int32_t *ep, const int32_t *d, int32_t step, int32_t zz,
-                         int32_t zw, int32_t *g, int32_t kk)
+                         int32_t zw, int32_t *pg)
 {
     const int32_t *pq = ep + d[1], *end = ep + d[2];
     int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
@@ -144,10 +145,23 @@ MT_INLINE void bwd_w_tap(const int8_t *px, const int32_t *ep, const int32_t *d, 
     if (d[3] & 2) { /* odd end: its partner after it is z_x */
         bwd_w_pair(mt_read_s8x4(px), zw, pq, zz, &a0, &a1, &a2, &a3);
     }
-    g[0] += a0;
-    g[kk] += a1;
-    g[2 * kk] += a2;
-    g[3 * kk] += a3;
+    pg[0] += a0;
+    pg[1] += a1;
+    pg[2] += a2;
+    pg[3] += a3;
+}
+
+/* Every tap column of one tap row over one block row (xrow: the input row at channel c0; d to
+ * d_end: the tap descriptors), into the sums pg; a function of its own so that its loop keeps
+ * its pointers in registers. */
+static MT_NOINLINE void bwd_w_row(const int8_t *xrow, const int32_t *ep, const int32_t *d, const int32_t *d_end,
+                                  int32_t step, int32_t zz, int32_t zw, int32_t *pg)
+{
+    for (; d < d_end; d += 4, pg += 4) {
+        if (d[3] >= 0) {
+            bwd_w_tap(xrow, ep, d, step, zz, zw, pg);
+        }
+    }
 }
 
 /* Channels [c0, c0 + 4) of one depthwise layer (see the file comment); tap_lo, tap_hi: the tap column ranges. */
@@ -170,17 +184,29 @@ static MT_NOINLINE void bwd_w_quad(const mt_conv_params *p,
     const int32_t zz = (int32_t)(((uint32_t)(-zx) & 0xFFFFu) | ((uint32_t)(-zx) << 16));
     const int32_t zw = (int32_t)(((uint32_t)zx & 0xFFu) * 0x01010101u); /* four inputs at z_x: x - z_x = 0 */
     const int32_t step = p->stride_w * c_n; /* input bytes from a position to the next */
+    /* the taps some position reaches inside the image: only their sums are cleared and added */
+    const int32_t i_lo = p->pad_top - (ho - 1) * sh > 0 ? p->pad_top - (ho - 1) * sh : 0;
+    const int32_t i_hi = h + p->pad_top < kh ? h + p->pad_top : kh;
+    const int32_t j_lo = p->pad_left - (wo - 1) * p->stride_w > 0 ? p->pad_left - (wo - 1) * p->stride_w : 0;
+    const int32_t j_hi = w + p->pad_left < kw ? w + p->pad_left : kw;
     int32_t ep[4 * MT_BWW_PAIRS];
     int32_t d[4 * MT_BWW_KW];
+    int32_t gt[4 * MT_BWW_KK]; /* gt[4 t + c]: the sums of tap t, channel c0 + c, added into grad at the end */
     int32_t b0 = 0, b1 = 0, b2 = 0, b3 = 0;
-    int32_t n, oy, ox0;
+    int32_t n, oy, ox0, i, j;
+    for (i = i_lo; i < i_hi; ++i) {
+        for (j = j_lo; j < j_hi; ++j) {
+            int32_t *pg = gt + 4 * (i * kw + j);
+            pg[0] = pg[1] = pg[2] = pg[3] = 0;
+        }
+    }
     for (ox0 = 0; ox0 < wo; ox0 += 2 * MT_BWW_PAIRS) {
         const int32_t ox1 = ox0 + 2 * MT_BWW_PAIRS < wo ? ox0 + 2 * MT_BWW_PAIRS : wo;
         bwd_w_block_taps(ox0, ox1, kw, step, p->pad_left, c_n, tap_lo, tap_hi, d);
         for (n = 0; n < in_d->n; ++n) {
             for (oy = 0; oy < ho; ++oy) {
                 const int8_t *erow = e + ((n * ho + oy) * wo + ox0) * c_n + c0;
-                int32_t q, i;
+                int32_t q;
                 /* the block's errors as position pairs (ox0 + 2q, ox0 + 2q + 1), an odd last one with a
                  * zero partner, and the bias sums */
                 for (q = 0; 2 * q < ox1 - ox0; ++q) {
@@ -193,19 +219,22 @@ static MT_NOINLINE void bwd_w_quad(const mt_conv_params *p,
                 }
                 for (i = 0; i < kh; ++i) {
                     const int32_t iy = oy * sh - p->pad_top + i;
-                    const int8_t *xrow = input + (n * h + iy) * w * c_n + c0;
-                    int32_t *g = grad + c0 * kk + i * kw;
-                    const int32_t *dj = d;
-                    if (iy < 0 || iy >= h) {
-                        continue; /* padding rows: real 0 */
-                    }
-                    for (; dj < d + 4 * kw; dj += 4, ++g) {
-                        if (dj[3] >= 0) {
-                            bwd_w_tap(xrow, ep, dj, step, zz, zw, g, kk);
-                        }
+                    if (iy >= 0 && iy < h) { /* padding rows: real 0 */
+                        bwd_w_row(input + (n * h + iy) * w * c_n + c0, ep, d, d + 4 * kw, step, zz, zw,
+                                  gt + 4 * i * kw);
                     }
                 }
             }
+        }
+    }
+    for (i = i_lo; i < i_hi; ++i) {
+        for (j = j_lo; j < j_hi; ++j) {
+            const int32_t *pg = gt + 4 * (i * kw + j);
+            int32_t *g = grad + c0 * kk + i * kw + j;
+            g[0] += pg[0];
+            g[kk] += pg[1];
+            g[2 * kk] += pg[2];
+            g[3 * kk] += pg[3];
         }
     }
     grad_bias[c0] += b0;
@@ -264,7 +293,7 @@ mt_status mt_grouped_conv2d_bwd_w_s8_s8(const mt_conv_params *params,
     if (params && input_dims && input && output_dims && e && filter_dims && grad && grad_bias &&
         filter_dims->c == 1 && params->groups == input_dims->c && filter_dims->n == input_dims->c &&
         output_dims->c == input_dims->c && params->stride_h >= 1 && params->stride_w >= 1 &&
-        filter_dims->w <= MT_BWW_KW) {
+        filter_dims->w <= MT_BWW_KW && filter_dims->h * filter_dims->w <= MT_BWW_KK) {
         int32_t c, tap_lo[MT_BWW_KW], tap_hi[MT_BWW_KW];
         bwd_w_tap_columns(params, input_dims->w, output_dims->w, filter_dims->w, tap_lo, tap_hi);
         for (c = 0; c + 4 <= input_dims->c; c += 4) {
