@@ -164,20 +164,20 @@ static MT_NOINLINE void bwd_w_row(const int8_t *xrow, const int32_t *ep, const i
     }
 }
 
-/* Channels [c0, c0 + 4) of one depthwise layer (see the file comment); tap_lo, tap_hi: the tap column ranges. */
-static MT_NOINLINE void bwd_w_quad(const mt_conv_params *p,
-                                   const mt_dims *in_d,
-                                   const int8_t *input,
-                                   const mt_dims *out_d,
-                                   const int8_t *e,
-                                   const mt_dims *f_d,
-                                   int32_t *grad,
-                                   int32_t *grad_bias,
-                                   int32_t c0,
-                                   const int32_t *tap_lo,
-                                   const int32_t *tap_hi)
+/* The channel quads [c0, c0 + 4) of one depthwise layer, c0 + 4 <= C (see the file comment);
+ * tap_lo, tap_hi: the tap column ranges. */
+static MT_NOINLINE void bwd_w_quads(const mt_conv_params *p,
+                                    const mt_dims *in_d,
+                                    const int8_t *input,
+                                    const mt_dims *out_d,
+                                    const int8_t *e,
+                                    const mt_dims *f_d,
+                                    int32_t *grad,
+                                    int32_t *grad_bias,
+                                    const int32_t *tap_lo,
+                                    const int32_t *tap_hi)
 {
-    const int32_t h = in_d->h, w = in_d->w, c_n = in_d->c;
+    const int32_t h = in_d->h, w = in_d->w, c_n = in_d->c, x_row = w * c_n;
     const int32_t kh = f_d->h, kw = f_d->w, kk = kh * kw;
     const int32_t ho = out_d->h, wo = out_d->w, sh = p->stride_h;
     const int32_t zx = p->input_zero_point;
@@ -192,55 +192,59 @@ static MT_NOINLINE void bwd_w_quad(const mt_conv_params *p,
     int32_t ep[4 * MT_BWW_PAIRS];
     int32_t d[4 * MT_BWW_KW];
     int32_t gt[4 * MT_BWW_KK]; /* gt[4 t + c]: the sums of tap t, channel c0 + c, added into grad at the end */
-    int32_t b0 = 0, b1 = 0, b2 = 0, b3 = 0;
-    int32_t n, oy, ox0, i, j;
-    for (i = i_lo; i < i_hi; ++i) {
-        for (j = j_lo; j < j_hi; ++j) {
-            int32_t *pg = gt + 4 * (i * kw + j);
-            pg[0] = pg[1] = pg[2] = pg[3] = 0;
-        }
-    }
+    int32_t ox0, c0;
     for (ox0 = 0; ox0 < wo; ox0 += 2 * MT_BWW_PAIRS) {
         const int32_t ox1 = ox0 + 2 * MT_BWW_PAIRS < wo ? ox0 + 2 * MT_BWW_PAIRS : wo;
         bwd_w_block_taps(ox0, ox1, kw, step, p->pad_left, c_n, tap_lo, tap_hi, d);
-        for (n = 0; n < in_d->n; ++n) {
-            for (oy = 0; oy < ho; ++oy) {
-                const int8_t *erow = e + ((n * ho + oy) * wo + ox0) * c_n + c0;
-                int32_t q;
-                /* the block's errors as position pairs (ox0 + 2q, ox0 + 2q + 1), an odd last one with a
-                 * zero partner, and the bias sums */
-                for (q = 0; 2 * q < ox1 - ox0; ++q) {
-                    const int8_t *pe = erow + 2 * q * c_n;
-                    bwd_w_error_pair(mt_read_s8x4(pe), 2 * q + 1 < ox1 - ox0 ? mt_read_s8x4(pe + c_n) : 0, ep + 4 * q);
-                    b0 = bwd_w_add_halves(ep[4 * q], b0);
-                    b1 = bwd_w_add_halves(ep[4 * q + 1], b1);
-                    b2 = bwd_w_add_halves(ep[4 * q + 2], b2);
-                    b3 = bwd_w_add_halves(ep[4 * q + 3], b3);
+        for (c0 = 0; c0 + 4 <= c_n; c0 += 4) {
+            int32_t b0 = 0, b1 = 0, b2 = 0, b3 = 0;
+            int32_t n, oy, i, j;
+            for (i = i_lo; i < i_hi; ++i) {
+                for (j = j_lo; j < j_hi; ++j) {
+                    int32_t *pg = gt + 4 * (i * kw + j);
+                    pg[0] = pg[1] = pg[2] = pg[3] = 0;
                 }
-                for (i = 0; i < kh; ++i) {
-                    const int32_t iy = oy * sh - p->pad_top + i;
-                    if (iy >= 0 && iy < h) { /* padding rows: real 0 */
-                        bwd_w_row(input + (n * h + iy) * w * c_n + c0, ep, d, d + 4 * kw, step, zz, zw,
-                                  gt + 4 * i * kw);
+            }
+            for (n = 0; n < in_d->n; ++n) {
+                for (oy = 0; oy < ho; ++oy) {
+                    const int8_t *erow = e + ((n * ho + oy) * wo + ox0) * c_n + c0;
+                    int32_t q;
+                    /* the block's errors as position pairs (ox0 + 2q, ox0 + 2q + 1), an odd last one with a
+                     * zero partner, and the bias sums */
+                    for (q = 0; 2 * q < ox1 - ox0; ++q) {
+                        const int8_t *pe = erow + 2 * q * c_n;
+                        bwd_w_error_pair(mt_read_s8x4(pe), 2 * q + 1 < ox1 - ox0 ? mt_read_s8x4(pe + c_n) : 0,
+                                         ep + 4 * q);
+                        b0 = bwd_w_add_halves(ep[4 * q], b0);
+                        b1 = bwd_w_add_halves(ep[4 * q + 1], b1);
+                        b2 = bwd_w_add_halves(ep[4 * q + 2], b2);
+                        b3 = bwd_w_add_halves(ep[4 * q + 3], b3);
+                    }
+                    for (i = 0; i < kh; ++i) {
+                        const int32_t iy = oy * sh - p->pad_top + i;
+                        if (iy >= 0 && iy < h) { /* padding rows: real 0 */
+                            bwd_w_row(input + (n * h + iy) * x_row + c0, ep, d, d + 4 * kw, step, zz, zw,
+                                      gt + 4 * i * kw);
+                        }
                     }
                 }
             }
+            for (i = i_lo; i < i_hi; ++i) {
+                for (j = j_lo; j < j_hi; ++j) {
+                    const int32_t *pg = gt + 4 * (i * kw + j);
+                    int32_t *g = grad + c0 * kk + i * kw + j;
+                    g[0] += pg[0];
+                    g[kk] += pg[1];
+                    g[2 * kk] += pg[2];
+                    g[3 * kk] += pg[3];
+                }
+            }
+            grad_bias[c0] += b0;
+            grad_bias[c0 + 1] += b1;
+            grad_bias[c0 + 2] += b2;
+            grad_bias[c0 + 3] += b3;
         }
     }
-    for (i = i_lo; i < i_hi; ++i) {
-        for (j = j_lo; j < j_hi; ++j) {
-            const int32_t *pg = gt + 4 * (i * kw + j);
-            int32_t *g = grad + c0 * kk + i * kw + j;
-            g[0] += pg[0];
-            g[kk] += pg[1];
-            g[2 * kk] += pg[2];
-            g[3 * kk] += pg[3];
-        }
-    }
-    grad_bias[c0] += b0;
-    grad_bias[c0 + 1] += b1;
-    grad_bias[c0 + 2] += b2;
-    grad_bias[c0 + 3] += b3;
 }
 
 /* One channel c past the last quad: the reference arithmetic. */
@@ -296,10 +300,8 @@ mt_status mt_grouped_conv2d_bwd_w_s8_s8(const mt_conv_params *params,
         filter_dims->w <= MT_BWW_KW && filter_dims->h * filter_dims->w <= MT_BWW_KK) {
         int32_t c, tap_lo[MT_BWW_KW], tap_hi[MT_BWW_KW];
         bwd_w_tap_columns(params, input_dims->w, output_dims->w, filter_dims->w, tap_lo, tap_hi);
-        for (c = 0; c + 4 <= input_dims->c; c += 4) {
-            bwd_w_quad(params, input_dims, input, output_dims, e, filter_dims, grad, grad_bias, c, tap_lo, tap_hi);
-        }
-        for (; c < input_dims->c; ++c) {
+        bwd_w_quads(params, input_dims, input, output_dims, e, filter_dims, grad, grad_bias, tap_lo, tap_hi);
+        for (c = input_dims->c & ~3; c < input_dims->c; ++c) {
             bwd_w_single(params, input_dims, input, output_dims, e, filter_dims, grad, grad_bias, c);
         }
         return MT_OK;
