@@ -127,12 +127,12 @@ static void bwd_w_block_taps(int32_t ox0, int32_t ox1, int32_t kw, int32_t step,
     }
 }
 
-/* One tap's sums over a block (see bwd_w_block_taps for d) added into its four channels' sums pg[0..3]. */
+/* One tap's products over a block row (see bwd_w_block_taps for d) added into its four channels' sums pg[0..3]. */
 MT_INLINE void bwd_w_tap(const int8_t *px, const int32_t *ep, const int32_t *d, int32_t step, int32_t zz,
                          int32_t zw, int32_t *pg)
 {
     const int32_t *pq = ep + d[1], *end = ep + d[2];
-    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    int32_t a0 = pg[0], a1 = pg[1], a2 = pg[2], a3 = pg[3];
     px += d[0];
     if (d[3] & 1) { /* odd start: its partner before it is z_x */
         bwd_w_pair(zw, mt_read_s8x4(px), pq - 4, zz, &a0, &a1, &a2, &a3);
@@ -145,10 +145,10 @@ MT_INLINE void bwd_w_tap(const int8_t *px, const int32_t *ep, const int32_t *d, 
     if (d[3] & 2) { /* odd end: its partner after it is z_x */
         bwd_w_pair(mt_read_s8x4(px), zw, pq, zz, &a0, &a1, &a2, &a3);
     }
-    pg[0] += a0;
-    pg[1] += a1;
-    pg[2] += a2;
-    pg[3] += a3;
+    pg[0] = a0;
+    pg[1] = a1;
+    pg[2] = a2;
+    pg[3] = a3;
 }
 
 /* Every tap column of one tap row over one block row (xrow: the input row at channel c0; d to
