@@ -91,3 +91,13 @@ def test_error_propagation_keeps_int8_values_in_range(probes):
     args = [2, *SHAPES["7 channels, 3x3 stride 1 pad 1, floor requantization"][:-2], *ERROR_SHIFTS, 1]
     values = [int(v) for v in _run(probes["dsp"], args).splitlines()[1].split()]
     assert len(set(values)) > 10 and max(abs(v) for v in values) < 127
+
+
+def test_weight_gradient_past_the_twins_kernel_sizes(probes):
+    """A 9x9 kernel (81 taps, over the weight-gradient twin's stack block of 49) takes the reference
+    arithmetic, and a 1x16 one (16 columns, the widest the twin takes) the twin: both as the reference."""
+    for kh, kw, pad in ((9, 9, 4), (1, 16, 0)):
+        args = [KINDS["weight gradient"], 2, 10, 20, 8, kh, kw, 1, pad, 5, 0, -128, 127, -12, -6]
+        for seed in (1, 2):
+            ref = _run(probes["ref"], [*args, seed])
+            assert ref.startswith("status 0") and _run(probes["dsp"], [*args, seed]) == ref

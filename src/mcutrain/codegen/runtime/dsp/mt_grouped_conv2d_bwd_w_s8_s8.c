@@ -2,18 +2,20 @@
  * Weight and bias gradients of a grouped conv (depthwise included), accumulated into int32
  * (Python twin: fqt_kernels.conv2d_bwd_w_acc in mode "int", groups > 1, and bias_grad_acc).
  * DSP twin of train/fqt/mt_grouped_conv2d_bwd_w_s8_s8.c, bit-exact with it; grouped layers that
- * are not depthwise, and cores without DSP, run the reference body
- * (mt_grouped_conv2d_bwd_w_s8_s8_ref.h).
+ * are not depthwise, kernels over MT_BWW_KK taps or MT_BWW_KW columns, and cores without DSP, run
+ * the reference body (mt_grouped_conv2d_bwd_w_s8_s8_ref.h).
  *
  * Depthwise: g[c, i, j] sums e[p, c] * (x[p + (i, j), c] - z_x) over the output positions p, so
  * one SMLAD takes two positions of one channel. Four channels go together: per output row and
  * block of up to 2 * MT_BWW_PAIRS positions, the errors become, per pair of positions (ox, ox + 1),
- * four words (e[ox, c], e[ox + 1, c]) on the stack (the bias sums come from the same words);
- * then per tap (i, j) the positions whose input (iy, ix) is inside the image run in pairs: two
- * word loads of the four input channels, two PKH and four SXTAB16 give (x - z_x) at both
- * positions per channel, and four SMLAD add them into four register sums, which go into g once
- * per row and tap. A position left without a partner at either end of the valid range, and the
- * channels past the last quad, take the plain loop.
+ * four words (e[ox, c], e[ox + 1, c]) on the stack (an odd last position with a zero partner; the
+ * bias sums come from the same words). The valid output columns of each tap column are found once
+ * per layer, and once per block each tap column gets a descriptor (bwd_w_block_taps), so a tap
+ * runs without a division or a per-position test: its pairs in one loop (two word loads of the
+ * four input channels, two PKH and four SXTAB16 give (x - z_x) at both positions per channel,
+ * four SMLAD add them), a range that starts or ends on an odd position with one more pair whose
+ * missing partner is an input of z_x (x - z_x = 0). The quad's sums live in a tap-major block
+ * on the stack, added into g once per quad; channels past the last quad take the plain loop.
  * NOTE: each g element sums one product per output position, |e * (x - z_x)| <= 127 * 255, so
  * int32 holds batch * positions <= 66311 products (the exporter checks the bound) in any order;
  * SMLAD wraps like int32 and never needs to.
