@@ -119,7 +119,8 @@ def test_parallel_branches_into_an_add_mask_one_copy_in_c(tmp_path):
     nodes = [G.conv2d("stem", G.INPUT, 4, 3, padding=1, act="relu6", in_channels=2),
              G.conv2d("left", "stem", 6, 3, padding=1, in_channels=4),
              G.conv2d("right", "stem", 6, 1, in_channels=4), G.add("sum", "left", "right", act="relu"),
-             G.global_avgpool("gap", "sum"), G.flatten("flat", "gap"), G.linear("fc", "flat", 5, in_features=6)]
+             G.global_avgpool("gap", "sum"), G.flatten("flat", "gap"),
+             G.linear("fc", "flat", 5, in_features=6)]
     g = zoo.he_init(G.Graph((5, 5, 2), nodes, "fork"), seed=3)
     sim = run_and_compare(tmp_path, g, FQTConfig(precision="int8", lambda_min=0.3, seed=5), steps=3, batch=1)
     s = emit_fqt_training(sim, batch=1).plan.schedule
