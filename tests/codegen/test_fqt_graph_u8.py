@@ -71,3 +71,15 @@ def test_float_error_precisions_train_the_blocks_bit_exactly_in_c(tmp_path, prec
     sequential order (exact_float_order), the residual add's errors summed in arrival order."""
     run_and_compare(tmp_path, block_graph(), FQTConfig(precision=precision, seed=5, exact_float_order=True),
                     steps=3, batch=batch)
+
+
+@needs_gcc
+@pytest.mark.parametrize("precision", ["uint8", "mixed", "float32"])
+@pytest.mark.parametrize("batch", [1, 4])
+def test_partial_layer_before_the_residual_add_trains_bit_exactly_in_c(tmp_path, precision, batch):
+    """Partial updates of b0.pw2, which feeds the residual add, and of the stem below it: b0.pw2's top-k
+    masks its own copy of the add's error, the skip branch (the stem's error sum) reads it unmasked."""
+    cfg = FQTConfig(precision=precision, seed=5, exact_float_order=True, lambda_min=0.3,
+                    trainable="layers:stem,b0.pw2,fc")
+    sim = run_and_compare(tmp_path, block_graph(), cfg, steps=3, batch=batch)
+    assert sim.decisions.partial_layers == ("stem", "b0.pw2")

@@ -1,12 +1,14 @@
 """FQT steps under QEMU that only the host ran before: uint8 (seed A's precision) through a residual add,
 depthwise and grouped convs and a global average pool on the Cortex-M4, and int8 with every layer
 trained on the Cortex-M0+ (mps2-an385, reference kernels) on the same graph, each bit-exact with the
-simulated `FQT` (losses, logits, every state entry, the RNG) after every step. One cheap configuration each.
+simulated `FQT` (losses, logits, every state entry, the RNG) after every step. One cheap configuration each,
+and MCUNet-5FPS's last blocks at 32x32 with a partial layer before a residual add (int8, M4 DSP kernels).
 Needs the ARM cross toolchain and QEMU."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from mcutrain import graph as G
 from mcutrain import zoo
@@ -62,3 +64,14 @@ def test_fqt_int8_every_layer_steps_bit_exactly_on_the_m0plus(arm_tools, tmp_pat
                                 "cortex-m0plus", "ref")
     assert mismatch == ""
     assert source.count("mt_fqt_upd_s8(") == len(g.parametric())
+
+
+@pytest.mark.slow
+def test_fqt_int8_partial_layer_before_a_residual_add_steps_bit_exactly_on_the_m4(arm_tools, tmp_path):
+    """`last:8` with partial updates: blocks.12.pw2 feeds block 12's add, whose skip (block 11's output,
+    trained below) reads the add's error after it; the top-k masks the layer's own copy."""
+    g = zoo.build("mcunet-5fps", num_classes=10, input_shape=(32, 32, 3), seed=0)
+    cfg = FQTConfig(precision="int8", trainable="last:8", lambda_min=0.1, seed=5)
+    mismatch, source = steps_on(tmp_path, g, cfg, "cortex-m4", "dsp", steps=3)
+    assert mismatch == ""
+    assert "memcpy(A_errp_blocks_12_pw2, A_err_blocks_12_add, 96);" in source

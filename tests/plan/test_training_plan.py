@@ -196,3 +196,30 @@ def test_in_place_relu_add_mask_and_alias():
     lin = plan_training(s, planner="linear")
     assert lin.arena_bytes == sum(int(np.ceil(st.size / 4)) * 4 for st in lin.storages)
     assert lin.arena_bytes > p.arena_bytes
+
+
+def two_branches() -> G.Graph:
+    """x -> (a, b) -> add -> fc: a residual add whose inputs both need the add's error."""
+    return zoo.he_init(G.Graph((4, 4, 1), [
+        G.conv2d("x", G.INPUT, 4, 3, padding=1, act="relu", in_channels=1),
+        G.conv2d("a", "x", 4, 1, in_channels=4), G.conv2d("b", "x", 4, 1, in_channels=4),
+        G.add("s", "a", "b"), G.flatten("f", "s"), G.linear("fc", "f", 3, in_features=64)], "two"), seed=1)
+
+
+@pytest.mark.parametrize("batch", [1, 4])
+def test_a_partial_layer_masks_its_own_copy_of_an_error_a_later_branch_reads(batch):
+    """The backward pass reaches b before a: b's top-k would mask the add's error that a still reads,
+    so b masks a planned copy (one error's bytes, alive until b's last read); a is the add's error's
+    last reader and masks it in place."""
+    s = build_schedule(two_branches(), "fqt", lambda_min=0.5, batch=batch)
+    assert [(k.node, k.reads, k.writes) for k in s.kernels if k.op == "error_copy"] == \
+        [("b", ["err:s"], ["errp:b"])]
+    assert s.tensors["errp:b"].nbytes == s.tensors["err:s"].nbytes == 64
+    topk = {k.node: k.writes[-1] for k in s.kernels if k.op == "partial_topk"}
+    assert topk == {"b": "errp:b", "a": "err:s", "x": "errm:x"}
+    p = plan_training(s)
+    assert_no_overlap(p)
+    life = tensor_lifetimes(s)
+    assert life["errp:b"][0] < life["err:s"][1] and "errp:b" not in p.storages[p.storage_of["err:s"]].tensors
+    full = plan_training(build_schedule(two_branches(), "fqt", batch=batch))
+    assert "errp:b" not in full.schedule.tensors

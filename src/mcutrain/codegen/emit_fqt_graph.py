@@ -75,14 +75,6 @@ def check_graph(method, batch: int) -> None:
                     raise ExportError(f"node '{n.name}' feeds several ops and the linear '{u.name}'; the fqt "
                                       "C step sums a shared tensor's errors from convs, adds, pools and "
                                       "flatten")
-        if n.name in method.decisions.partial_layers and len(users) == 1 and users[0].op == Op.ADD and \
-                all(needs[x] for x in users[0].inputs):
-            # NOTE: the top-k masks the layer's error in place, and that tensor is the add's error,
-            # which the add's other branch reads later unmasked (fqt._bwd_node gives it a copy)
-            raise ExportError(f"node '{n.name}': partial updates of a layer that feeds the residual add "
-                              f"'{users[0].name}' have no fqt C step (the add's other branch reads the same "
-                              "error); train it fully (--trainable layers:... without it) or without "
-                              "--partial")
 
 
 # ---------------------------------------------------------------- forward

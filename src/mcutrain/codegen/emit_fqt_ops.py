@@ -159,6 +159,11 @@ def _zero(e: FqtEmitter, k: Kernel) -> list[str]:
     return [f"memset({e.t(w)}, 0, {e.s.tensors[w].nbytes});" for w in k.writes]
 
 
+def _copy(e: FqtEmitter, k: Kernel) -> list[str]:
+    """A partial layer's own copy of an error another branch reads unmasked (any precision)."""
+    return [f"memcpy({e.t(k.writes[0])}, {e.t(k.reads[0])}, {e.s.tensors[k.writes[0]].nbytes});"]
+
+
 def bwd_in(e: FqtEmitter, k: Kernel) -> list[str]:
     if e.u8:
         return _bwd_in_u8(e, k)
@@ -425,7 +430,7 @@ FQT_KERNEL_EMITTERS: dict[str, Callable[[FqtEmitter, Kernel], list[str]]] = {
     "softmax_ce": _loss, "linear_bwd_in": bwd_in, "conv2d_bwd_in": bwd_in,
     "linear_bwd_w": bwd_w, "conv2d_bwd_w": bwd_w, "fqt_update": _update,
     "relu_bwd": _relu_bwd, "relu6_bwd": _relu_bwd, "maxpool_bwd": _pool_bwd, "reshape": _alias,
-    "ema_update": _ema_update, "zero": _zero, "partial_topk": _topk,
+    "ema_update": _ema_update, "zero": _zero, "error_copy": _copy, "partial_topk": _topk,
 }
 """FQT schedule op -> emitter of its C code (int8 precision)."""
 

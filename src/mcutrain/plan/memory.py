@@ -43,7 +43,7 @@ KERNEL_CODE_BYTES: dict[str, int] = {
     "maxpool_bwd": 478, "avgpool_bwd": 350, "global_avgpool_bwd": 112, "relu_bwd": 64, "relu6_bwd": 64,
     "add_bwd": 100, "requant_bwd": 136 + 84, "qas_update": 580 + 536 + 60 + 38 + 326,
     "zo_perturb_wp": 198 + 100, "zo_perturb_np": 100 + 100, "zo_accumulate_wp": 94 + 248 + 468,
-    "zo_accumulate_np": 156 + 46, "zero": 0,
+    "zo_accumulate_np": 156 + 46, "zero": 0, "error_copy": 0,
     "conv2d_bwd_w_qas_update": 610 + 580 + 536 + 60 + 38 + 326,
     "linear_bwd_w_qas_update": 210 + 580 + 536 + 60 + 38 + 326,
     "conv2d_bwd_w_sgd_update": 536 + 44, "linear_bwd_w_sgd_update": 140 + 44,

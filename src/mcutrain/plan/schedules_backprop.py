@@ -140,6 +140,7 @@ def _backprop_schedule(g: Graph, method: str, cfg: _Backprop, kernels: str) -> S
             o = n.params["weight"].shape[0]
             per_out = g.macs(n) // o
             if n.name in cfg.decisions.partial_layers:
+                e = _own_error(s, n.name, e, pending, kw)
                 sel = s.tensor(f"{n.name}.topk", (o * 5,), "u8", Role.SCRATCH,
                                "per structure: float32 magnitude + keep flag")
                 s.kernel(f"{n.name}.topk", "partial_topk", "error", n.name, [e], [sel, e], **kw)
@@ -209,6 +210,19 @@ def _backprop_schedule(g: Graph, method: str, cfg: _Backprop, kernels: str) -> S
     s.options["samples_per_pass"] = spl
     s.validate()
     return s
+
+
+def _own_error(s: Schedule, layer: str, e: str, pending: dict[str, list[str]], kw: dict) -> str:
+    """The error a partial layer's top-k may mask in place: `e` itself, or a copy when another branch
+    still reads `e` unmasked (a residual add gives both inputs one error tensor; the input not yet
+    reached in the backward pass reads it after this layer, as `fqt._bwd_node`'s copy for that
+    input). An error read by no later kernel is masked where it is, at no cost."""
+    if not any(e in parts for parts in pending.values()):
+        return e
+    c = s.tensor(f"errp:{layer}", s.tensors[e].shape, s.tensors[e].dtype, Role.ERROR,
+                 "a partial layer's copy of a residual add's error, masked by its top-k")
+    s.kernel(f"{layer}.err_copy", "error_copy", "error", layer, [e], [c], **kw)
+    return c
 
 
 def _declare_grads(s: Schedule, g: Graph, cfg: _Backprop, fmt: Formats) -> dict[str, list[str]]:
