@@ -26,7 +26,7 @@ from mcutrain.methods.fqt import FQT
 from mcutrain.methods.fqt_state import FQTConfig
 
 CORE = "cortex-m4"
-TWINS = ("dw_quad", "dw_range_quad", "bwd_in_quad", "bwd_w_quad")
+TWINS = ("dw_rows_quad", "dw_range_rows_quad", "bwd_in_quad", "bwd_w_quad")
 """The DSP loops' out-of-line functions: each must have run (the per-function profile)."""
 
 
@@ -57,7 +57,7 @@ def test_depthwise_inference_is_bit_exact_on_the_m4(arm_tools, tmp_path, model):
     b = build_mcu(tmp_path / "lib", CORE, tmp_path / "m.elf", kernels="dsp")
     logits, prof = run_mcu(b.elf, CORE, x_q, 5, tmp_path / "run")
     np.testing.assert_array_equal(logits, int_engine.forward(qm, x_q))
-    assert any(f.startswith("dw_quad") for f in prof.region.per_function), "the DSP depthwise forward ran"
+    assert any(f.startswith(TWINS[0]) for f in prof.region.per_function), "the DSP depthwise forward ran"
 
 
 def test_depthwise_fqt_step_is_bit_exact_on_the_m4(arm_tools, tmp_path, model):
@@ -87,16 +87,37 @@ ERROR_ARGS = {  # kind 2: n h w c kh kw stride pad z_x z_y act_min act_max shift
 }
 
 
-def test_depthwise_error_rows_are_bit_exact_on_the_m4(arm_tools, tmp_path):
-    """The error propagation's native assembly (whole kernel rows of interior inputs at strides 1 and 2,
-    which the graph above is too small to have) against the reference kernel, both run on the M4."""
-    rt = tmp_path / "rt"
+FORWARD_ARGS = {  # kinds 0 and 1: n h w c kh kw stride pad z_x z_y act_min act_max shift_lo shift_hi seed
+    "3x3 stride 1, batch 2, a relu6-like act_max": [1, 2, 9, 10, 8, 3, 3, 1, 1, -128, -128, -128, 50, -12, -6, 1],
+    "3x3 stride 2, odd width, output zero point 5": [0, 1, 11, 13, 8, 3, 3, 2, 1, 7, 5, -128, 127, -12, -6, 2],
+    "5x5 stride 1 on a 3x9 map": [1, 1, 3, 9, 4, 5, 5, 1, 2, -20, -128, -128, 127, -12, -6, 3],
+    "7x7 stride 2, batch 2": [0, 2, 12, 11, 12, 7, 7, 2, 3, -128, -128, -128, 127, -12, -6, 4],
+}
+
+
+@pytest.fixture(scope="module")
+def driver_elfs(arm_tools, tmp_path_factory) -> dict[str, Path]:
+    """The seeded kernel driver built for the M4 against the reference kernels and the DSP twins."""
+    root = tmp_path_factory.mktemp("dw_m4")
+    rt = root / "rt"
     rt.mkdir()
     for name, text in runtime_files("dsp", training=True).items():
         (rt / name).write_text(text)
-    elfs = {k: build([DRIVER], CORE, tmp_path / f"{k}.elf", include_dirs=[rt], defines=d,
-                     heap_bytes=64 * 1024).elf
+    return {k: build([DRIVER], CORE, root / f"{k}.elf", include_dirs=[rt], defines=d, heap_bytes=64 * 1024).elf
             for k, d in (("ref", ["MT_KERNELS_REF"]), ("dsp", []))}
+
+
+def test_depthwise_forward_rows_are_bit_exact_on_the_m4(driver_elfs):
+    """The forward's row body in its native assembly (inference and with extremes) against the reference."""
+    for what, args in FORWARD_ARGS.items():
+        ref, dsp = (run_elf(driver_elfs[k], CORE, [str(a) for a in args]).stdout for k in ("ref", "dsp"))
+        assert "status 0" in ref and dsp == ref, f"{what}: the native DSP forward differs"
+
+
+def test_depthwise_error_rows_are_bit_exact_on_the_m4(driver_elfs):
+    """The error propagation's native assembly (whole kernel rows of interior inputs at strides 1 and 2,
+    which the graph above is too small to have) against the reference kernel, both run on the M4."""
+    elfs = driver_elfs
     for what, args in ERROR_ARGS.items():
         ref, dsp = (run_elf(elfs[k], CORE, [str(a) for a in args]).stdout for k in ("ref", "dsp"))
         assert "status 0" in ref and dsp == ref, f"{what}: the native DSP error propagation differs"
