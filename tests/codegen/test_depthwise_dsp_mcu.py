@@ -88,8 +88,10 @@ ERROR_ARGS = {  # kind 2: n h w c kh kw stride pad z_x z_y act_min act_max shift
 
 
 FORWARD_ARGS = {  # kinds 0 and 1: n h w c kh kw stride pad z_x z_y act_min act_max shift_lo shift_hi seed
-    "3x3 stride 1, batch 2, a relu6-like act_max": [1, 2, 9, 10, 8, 3, 3, 1, 1, -128, -128, -128, 50, -12, -6, 1],
-    "3x3 stride 2, odd width, output zero point 5": [0, 1, 11, 13, 8, 3, 3, 2, 1, 7, 5, -128, 127, -12, -6, 2],
+    "3x3 stride 1, batch 2, a relu6-like act_max":
+        [1, 2, 9, 10, 8, 3, 3, 1, 1, -128, -128, -128, 50, -12, -6, 1],
+    "3x3 stride 2, odd width, output zero point 5":
+        [0, 1, 11, 13, 8, 3, 3, 2, 1, 7, 5, -128, 127, -12, -6, 2],
     "5x5 stride 1 on a 3x9 map": [1, 1, 3, 9, 4, 5, 5, 1, 2, -20, -128, -128, 127, -12, -6, 3],
     "7x7 stride 2, batch 2": [0, 2, 12, 11, 12, 7, 7, 2, 3, -128, -128, -128, 127, -12, -6, 4],
 }
@@ -103,7 +105,8 @@ def driver_elfs(arm_tools, tmp_path_factory) -> dict[str, Path]:
     rt.mkdir()
     for name, text in runtime_files("dsp", training=True).items():
         (rt / name).write_text(text)
-    return {k: build([DRIVER], CORE, root / f"{k}.elf", include_dirs=[rt], defines=d, heap_bytes=64 * 1024).elf
+    return {k: build([DRIVER], CORE, root / f"{k}.elf", include_dirs=[rt], defines=d,
+                     heap_bytes=64 * 1024).elf
             for k, d in (("ref", ["MT_KERNELS_REF"]), ("dsp", []))}
 
 
