@@ -93,7 +93,7 @@ def test_error_propagation_keeps_int8_values_in_range(probes):
     assert len(set(values)) > 10 and max(abs(v) for v in values) < 127
 
 
-ROW_SHAPES = {  # the forward's row body (mt_depthwise_rows_dsp.h): every layer here takes it
+ROW_SHAPES = {  # layers the forward's row body (mt_depthwise_rows_dsp.h) takes: > 4 outputs a row
     "16 channels, 3x3 stride 1 pad 1, batch 2, a relu6-like act_max":
         (2, 9, 10, 16, 3, 3, 1, 1, -128, -128, -128, 50, -12, -6),
     "8 channels, 3x3 stride 2 pad 1, odd width, output zero point 5 (the 5-instruction form)":
@@ -101,8 +101,8 @@ ROW_SHAPES = {  # the forward's row body (mt_depthwise_rows_dsp.h): every layer 
     "12 channels, 7x7 stride 2 pad 3, batch 2": (2, 12, 11, 12, 7, 7, 2, 3, -128, -128, -128, 127, -12, -6),
     "4 channels, 5x5 stride 1 pad 2 on a 3x9 map (bottom padding rows)":
         (1, 3, 9, 4, 5, 5, 1, 2, -20, -128, -128, 127, -12, -6),
-    "10 channels, 5x5 stride 2 pad 2, width 6 (a partial group of outputs)":
-        (1, 7, 6, 10, 5, 5, 2, 2, -128, -128, -128, 127, -12, -6),
+    "10 channels, 5x5 stride 2 pad 2, width 11 (a partial group of outputs)":
+        (1, 7, 11, 10, 5, 5, 2, 2, -128, -128, -128, 127, -12, -6),
 }
 
 

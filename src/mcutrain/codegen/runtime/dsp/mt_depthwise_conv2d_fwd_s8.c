@@ -1,11 +1,12 @@
 /*
  * mcutrain runtime: mt_depthwise_conv2d_fwd_s8 (see mt_nn.h).
  *
- * DSP twin of nn/mt_depthwise_conv2d_fwd_s8.c, bit-exact with it: four channels at a time
- * through every output position with single 16-bit MACs and the requantization prepared per
- * channel (nn/mt_depthwise_dsp.h says why and how). A channel multiplier, a kernel of more than
- * MT_DW_TAPS_MAX taps, or a core without DSP runs the reference body
- * (mt_depthwise_conv2d_fwd_s8_ref.h); both compute the same exact integer sums.
+ * DSP twin of nn/mt_depthwise_conv2d_fwd_s8.c, bit-exact with it: four channels at a time,
+ * through the row body of nn/mt_depthwise_rows_dsp.h (two taps per SMLAD along centred int16
+ * rows) for the layers mt_dwr_fits takes, else through every output position with single 16-bit
+ * MACs (nn/mt_depthwise_dsp.h); the requantization is prepared per channel. A channel
+ * multiplier, a kernel of more than MT_DW_TAPS_MAX taps, or a core without DSP runs the reference
+ * body (mt_depthwise_conv2d_fwd_s8_ref.h); all compute the same exact integer sums.
  */
 #include "mt_depthwise_conv2d_fwd_s8_ref.h"
 #include "mt_depthwise_dsp.h"

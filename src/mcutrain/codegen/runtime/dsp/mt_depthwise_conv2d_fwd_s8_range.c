@@ -1,8 +1,9 @@
 /*
  * Depthwise conv forward with per-channel accumulator extremes (FQT; see
  * train/fqt/mt_depthwise_conv2d_fwd_s8_range.c for the Python twin). DSP twin of that file,
- * bit-exact with it: the quad loop of nn/mt_depthwise_dsp.h, which also keeps the four channels'
- * extremes in locals and merges them once per quad. Layers it does not take (see mt_dw_mode) and
+ * bit-exact with it: the row body of nn/mt_depthwise_rows_dsp.h where mt_dwr_fits takes the layer,
+ * else the quad loop of nn/mt_depthwise_dsp.h; both keep the four channels' extremes in locals and
+ * merge them once per quad. Layers it does not take (see mt_dw_mode) and
  * cores without DSP run the reference body (mt_depthwise_conv2d_fwd_s8_range_ref.h).
  */
 #include "mt_depthwise_conv2d_fwd_s8_range_ref.h"

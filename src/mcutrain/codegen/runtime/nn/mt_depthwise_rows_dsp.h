@@ -9,17 +9,18 @@
  * the input load, the two sign extensions and the weight load (about 2 instructions per MAC).
  * Along a row of one channel, two neighbouring inputs form one int16 pair, and one SMLAD does two
  * taps of an output. So four channels' input rows are first widened once, centred (x - z_x) and
- * laid out channel by channel as int16 rows (a ring of kh rows: each input row is widened once per
- * quad, 1.75 instructions per element), with pad_left zeros in front and zeros behind, so that no
+ * laid out channel by channel as int16 rows (kw rows, slot i the window's row i, moved down by the
+ * stride per output row; each input row is widened once per quad, 1.75 instructions per element),
+ * with pad_left zeros in front and zeros behind and rows of zeros for padding rows, so that no
  * window needs a bound. Then per channel, per output row and per four outputs, each kernel row is
- * K = kw / 2 + 1 pair loads plus one or two, K weight-pair loads and 4K SMLADs:
+ * K = kw / 2 + 1 weight-pair loads and 4K SMLADs beside the pair loads (K + 1 at stride 1):
  *   stride 1 (outputs ox ... ox + 3, ox even; X_m the pair at column ox + 2m):
  *     y[ox] += X_m . (w[2m], w[2m + 1])          y[ox + 1] += X_m . (w[2m - 1], w[2m])
  *     y[ox + 2] += X_{m+1} . (w[2m], w[2m + 1])  y[ox + 3] += X_{m+1} . (w[2m - 1], w[2m])
  *   stride 2 (X_m the pair at column 2 ox + 2m):  y[ox + q] += X_{q+m} . (w[2m], w[2m + 1])
- * with w[-1] = w[kw] = 0 (the weight pairs are prepared per channel once per call). Kernel rows
- * over padding rows are skipped (they add nothing in the reference either); padding columns
- * multiply zeros. Each output is then requantized in the layer's prepared form and stored.
+ * with w[-1] = w[kw] = 0 (the weight pairs are prepared per channel once per call). Padding rows
+ * and columns multiply zeros (they add nothing in the reference either). The accumulators of the
+ * output row are then requantized in the layer's prepared form, clamped to act_max and stored.
  * NOTE: |acc| <= |b| + 255 * sum|w| < 2^31 (checked at export) for partial sums in any order,
  * so the sums equal the reference's; SMLAD wraps like int32 and never needs to.
  */
@@ -58,15 +59,17 @@ MT_INLINE int32_t mt_dwr_row_len(const mt_conv_params *p, const mt_dims *in_d, c
 }
 
 /* 1 when the row body takes a layer of requantization form `mode` (mt_dw_mode): a prepared form and
-   act_min = -128 (the SSAT's bound; act_max is one compare), stride 1 or 2 in both directions, an odd
-   kernel of 3 to 7 columns (up to 7 rows), and the widened rows of four channels within MT_DWR_WORDS. */
+   act_min = -128 (the SSAT's bound; act_max is one compare), stride 1 or 2 in both directions, a
+   square kernel of 3, 5 or 7, output rows of more than four pixels (or a 7x7 kernel: on narrower
+   rows of smaller kernels the per-row set-up costs more than the quad loop), and the widened rows of
+   four channels within MT_DWR_WORDS. */
 MT_INLINE int mt_dwr_fits(const mt_conv_params *p, const mt_dims *in_d, const mt_dims *f_d, const mt_dims *out_d,
                           int mode)
 {
     const int32_t s = p->stride_w;
     return mode != MT_DW_REQ_ANY && p->act_min == -128 && (s == 1 || s == 2) && p->stride_h == s &&
            (f_d->w == 3 || f_d->w == 5 || f_d->w == 7) &&
-           f_d->h == f_d->w && ((out_d->w + 3) & ~3) <= MT_DWR_LINE && 2 * f_d->h * mt_dwr_row_len(p, in_d, f_d, out_d) <= MT_DWR_WORDS;
+           f_d->h == f_d->w && (out_d->w > 4 || f_d->w == 7) && ((out_d->w + 3) & ~3) <= MT_DWR_LINE && 2 * f_d->h * mt_dwr_row_len(p, in_d, f_d, out_d) <= MT_DWR_WORDS;
 }
 
 /* Input row iy of channels [c0, c0 + 4) widened and centred into the four int16 rows at r (each
