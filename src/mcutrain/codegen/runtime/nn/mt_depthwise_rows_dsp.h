@@ -153,6 +153,19 @@ MT_INLINE void mt_dwr_widen(const int8_t *x, int32_t w, int32_t c_n, int32_t zz,
     } while (0)
 #endif /* MT_DSP_NATIVE */
 
+/* The k steps of a kernel row: pair offsets XO0, XO0 + 4, ... and weight-pair offsets 0, 8, ... (bytes). */
+#define MT_DWR_STEPS(STEP, XO0)                                                                                  \
+    do {                                                                                                         \
+        STEP((XO0), 0);                                                                                          \
+        STEP((XO0) + 4, 8);                                                                                      \
+        if (k >= 3) {                                                                                            \
+            STEP((XO0) + 8, 16);                                                                                 \
+        }                                                                                                        \
+        if (k >= 4) {                                                                                            \
+            STEP((XO0) + 12, 24);                                                                                \
+        }                                                                                                        \
+    } while (0)
+
 /* The accumulators of the output row of one channel, four outputs per step, over all kw kernel rows:
    x the channel's widened row in ring slot 0 (slot j at x + j * rs), wr0 the channel's weight pairs of
    slot j at wr0 + 8 k j (the kernel row that slot holds for this output row, four channels a row). Stride 1: outputs ox ... ox + 3
@@ -168,24 +181,10 @@ MT_INLINE void mt_dwr_rows(const int32_t *x, int32_t rs, const int32_t *wr0, int
         for (r = 0; r < kw; ++r, xr += rs, wr += 8 * k) { /* wr: four channels' pairs per kernel row */
             if (s == 1) {
                 int32_t xm = xr[0], xn;
-                MT_DWR_S1_STEP(4, 0);
-                MT_DWR_S1_STEP(8, 8);
-                if (k >= 3) {
-                    MT_DWR_S1_STEP(12, 16);
-                }
-                if (k >= 4) {
-                    MT_DWR_S1_STEP(16, 24);
-                }
+                MT_DWR_STEPS(MT_DWR_S1_STEP, 4);
                 (void)xm;
             } else {
-                MT_DWR_S2_STEP(0, 0);
-                MT_DWR_S2_STEP(4, 8);
-                if (k >= 3) {
-                    MT_DWR_S2_STEP(8, 16);
-                }
-                if (k >= 4) {
-                    MT_DWR_S2_STEP(12, 24);
-                }
+                MT_DWR_STEPS(MT_DWR_S2_STEP, 0);
             }
         }
         acc[0] = a0;
@@ -195,6 +194,7 @@ MT_INLINE void mt_dwr_rows(const int32_t *x, int32_t rs, const int32_t *wr0, int
     }
 }
 
+#undef MT_DWR_STEPS
 #undef MT_DWR_S1_STEP
 #undef MT_DWR_S2_STEP
 
