@@ -101,3 +101,25 @@ def test_weight_gradient_past_the_twins_kernel_sizes(probes):
         for seed in (1, 2):
             ref = _run(probes["ref"], [*args, seed])
             assert ref.startswith("status 0") and _run(probes["dsp"], [*args, seed]) == ref
+
+ROW_SHAPES = {  # layers the forward's row body (mt_depthwise_rows_dsp.h) takes: > 4 outputs a row
+    "16 channels, 3x3 stride 1 pad 1, batch 2, a relu6-like act_max":
+        (2, 9, 10, 16, 3, 3, 1, 1, -128, -128, -128, 50, -12, -6),
+    "8 channels, 3x3 stride 2 pad 1, odd width, output zero point 5 (the 5-instruction form)":
+        (1, 11, 13, 8, 3, 3, 2, 1, 7, 5, -128, 127, -12, -6),
+    "12 channels, 7x7 stride 2 pad 3, batch 2": (2, 12, 11, 12, 7, 7, 2, 3, -128, -128, -128, 127, -12, -6),
+    "4 channels, 5x5 stride 1 pad 2 on a 3x9 map (bottom padding rows)":
+        (1, 3, 9, 4, 5, 5, 1, 2, -20, -128, -128, 127, -12, -6),
+    "10 channels, 5x5 stride 2 pad 2, width 11 (a partial group of outputs)":
+        (1, 7, 11, 10, 5, 5, 2, 2, -128, -128, -128, 127, -12, -6),
+}
+
+
+@pytest.mark.parametrize("kind", ["forward", "forward with extremes"])
+@pytest.mark.parametrize("shape", list(ROW_SHAPES))
+def test_forward_rows_match_the_reference(probes, kind, shape):
+    for seed in (1, 2):
+        argv = [KINDS[kind], *ROW_SHAPES[shape], seed]
+        ref, dsp = _run(probes["ref"], argv), _run(probes["dsp"], argv)
+        assert ref.startswith("status 0"), ref[:200]
+        assert dsp == ref, f"{kind}, {shape}, seed {seed}: the DSP row body differs from the reference"

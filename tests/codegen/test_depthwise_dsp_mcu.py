@@ -27,7 +27,9 @@ from mcutrain.methods.fqt_state import FQTConfig
 
 CORE = "cortex-m4"
 TWINS = ("dw_quad", "dw_range_quad", "bwd_in_quad", "bwd_w_quad")
-"""The DSP loops' out-of-line functions: each must have run (the per-function profile)."""
+"""The DSP loops' out-of-line functions: each must have run (the per-function profile). The graph's
+depthwise output rows are four pixels wide, which the forward's quad loop takes (its row body runs
+in test_depthwise_forward_rows_are_bit_exact_on_the_m4)."""
 
 
 def _graph() -> G.Graph:
@@ -57,7 +59,7 @@ def test_depthwise_inference_is_bit_exact_on_the_m4(arm_tools, tmp_path, model):
     b = build_mcu(tmp_path / "lib", CORE, tmp_path / "m.elf", kernels="dsp")
     logits, prof = run_mcu(b.elf, CORE, x_q, 5, tmp_path / "run")
     np.testing.assert_array_equal(logits, int_engine.forward(qm, x_q))
-    assert any(f.startswith("dw_quad") for f in prof.region.per_function), "the DSP depthwise forward ran"
+    assert any(f.startswith(TWINS[0]) for f in prof.region.per_function), "the DSP depthwise forward ran"
 
 
 def test_depthwise_fqt_step_is_bit_exact_on_the_m4(arm_tools, tmp_path, model):
@@ -100,6 +102,16 @@ WEIGHT_ARGS = {  # kind 3: n h w c kh kw stride pad z_x z_y act_min act_max shif
 }
 
 
+FORWARD_ARGS = {  # kinds 0 and 1: n h w c kh kw stride pad z_x z_y act_min act_max shift_lo shift_hi seed
+    "3x3 stride 1, batch 2, a relu6-like act_max":
+        [1, 2, 9, 10, 8, 3, 3, 1, 1, -128, -128, -128, 50, -12, -6, 1],
+    "3x3 stride 2, odd width, output zero point 5":
+        [0, 1, 11, 13, 8, 3, 3, 2, 1, 7, 5, -128, 127, -12, -6, 2],
+    "5x5 stride 1 on a 3x9 map": [1, 1, 3, 9, 4, 5, 5, 1, 2, -20, -128, -128, 127, -12, -6, 3],
+    "7x7 stride 2, batch 2": [0, 2, 12, 11, 12, 7, 7, 2, 3, -128, -128, -128, 127, -12, -6, 4],
+}
+
+
 @pytest.fixture(scope="module")
 def driver_elfs(arm_tools, tmp_path_factory) -> dict[str, Path]:
     """The seeded kernel driver built for the M4 against the reference kernels and the DSP twins."""
@@ -123,3 +135,11 @@ def test_depthwise_backward_kernels_are_bit_exact_on_the_m4(driver_elfs, kernel,
     for what, args in cases.items():
         ref, dsp = (run_elf(driver_elfs[k], CORE, [str(a) for a in args]).stdout for k in ("ref", "dsp"))
         assert "status 0" in ref and dsp == ref, f"{what}: the native DSP {kernel} differs"
+
+
+def test_depthwise_forward_rows_are_bit_exact_on_the_m4(driver_elfs):
+    """The forward's row body in its native assembly (inference and with extremes) against the reference."""
+    for what, args in FORWARD_ARGS.items():
+        ref, dsp = (run_elf(driver_elfs[k], CORE, [str(a) for a in args]).stdout for k in ("ref", "dsp"))
+        assert "status 0" in ref and dsp == ref, f"{what}: the native DSP forward differs"
+

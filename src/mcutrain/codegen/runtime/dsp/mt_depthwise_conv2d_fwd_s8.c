@@ -1,14 +1,16 @@
 /*
  * mcutrain runtime: mt_depthwise_conv2d_fwd_s8 (see mt_nn.h).
  *
- * DSP twin of nn/mt_depthwise_conv2d_fwd_s8.c, bit-exact with it: four channels at a time
- * through every output position with single 16-bit MACs and the requantization prepared per
- * channel (nn/mt_depthwise_dsp.h says why and how). A channel multiplier, a kernel of more than
- * MT_DW_TAPS_MAX taps, or a core without DSP runs the reference body
- * (mt_depthwise_conv2d_fwd_s8_ref.h); both compute the same exact integer sums.
+ * DSP twin of nn/mt_depthwise_conv2d_fwd_s8.c, bit-exact with it: four channels at a time,
+ * through the row body of nn/mt_depthwise_rows_dsp.h (two taps per SMLAD along centred int16
+ * rows) for the layers mt_dwr_fits takes, else through every output position with single 16-bit
+ * MACs (nn/mt_depthwise_dsp.h); the requantization is prepared per channel. A channel
+ * multiplier, a kernel of more than MT_DW_TAPS_MAX taps, or a core without DSP runs the reference
+ * body (mt_depthwise_conv2d_fwd_s8_ref.h); all compute the same exact integer sums.
  */
 #include "mt_depthwise_conv2d_fwd_s8_ref.h"
 #include "mt_depthwise_dsp.h"
+#include "mt_depthwise_rows_dsp.h"
 
 #if MT_DSP
 /* The quad loop out of line: one call's stack holds one set of unpacked weights. */
@@ -17,6 +19,14 @@ static MT_NOINLINE void dw_quad(const mt_conv_params *p, const mt_per_channel_qu
                                 const mt_dims *out_d, int8_t *y, int32_t c0, int mode)
 {
     mt_dw_quad(p, q, in_d, x, f_d, w, b, out_d, y, 0, 0, c0, mode, 0);
+}
+
+/* The row body (mt_depthwise_rows_dsp.h) out of line: one call's stack holds one set of its rows. */
+static MT_NOINLINE void dw_rows_quad(const mt_conv_params *p, const mt_per_channel_quant *q, const mt_dims *in_d,
+                                     const int8_t *x, const mt_dims *f_d, const int8_t *w, const int32_t *b,
+                                     const mt_dims *out_d, int8_t *y, int32_t c0, int mode)
+{
+    mt_dwr_quad(p, q, in_d, x, f_d, w, b, out_d, y, 0, 0, c0, mode, 0);
 }
 #endif /* MT_DSP */
 
@@ -39,9 +49,15 @@ mt_status mt_depthwise_conv2d_fwd_s8(const mt_conv_params *params,
     {
         const int mode = mt_dw_mode(params, quant, input_dims, filter_dims);
         if (mode >= 0) {
+            const int rows = mt_dwr_fits(params, input_dims, filter_dims, output_dims, mode);
             int32_t c;
             for (c = 0; c + 4 <= input_dims->c; c += 4) {
-                dw_quad(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output, c, mode);
+                if (rows) {
+                    dw_rows_quad(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output, c,
+                                 mode);
+                } else {
+                    dw_quad(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output, c, mode);
+                }
             }
             for (; c < input_dims->c; ++c) {
                 mt_dw_single(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output, 0, 0,

@@ -1,0 +1,365 @@
+/*
+ * mcutrain runtime: the row body of the depthwise conv forward on DSP cores (internal, not part of
+ * the API), shared by dsp/mt_depthwise_conv2d_fwd_s8.c (inference) and
+ * dsp/mt_depthwise_conv2d_fwd_s8_range.c (FQT, which also records each channel's accumulator
+ * extremes). Layers it does not take (mt_dwr_fits) run the quad loop of mt_depthwise_dsp.h.
+ *
+ * Why rows: a depthwise output sums kh * kw products of one channel, so with the channels of NHWC
+ * side by side in a word the best a tap can do is one 16-bit MAC per product plus its share of
+ * the input load, the two sign extensions and the weight load (about 2 instructions per MAC).
+ * Along a row of one channel, two neighbouring inputs form one int16 pair, and one SMLAD does two
+ * taps of an output. So four channels' input rows are first widened once, centred (x - z_x) and
+ * laid out channel by channel as int16 rows (kw rows, slot i the window's row i, moved down by the
+ * stride per output row; each input row is widened once per quad, 1.75 instructions per element),
+ * with pad_left zeros in front and zeros behind and rows of zeros for padding rows, so that no
+ * window needs a bound. Then per channel, per output row and per four outputs, each kernel row is
+ * K = kw / 2 + 1 weight-pair loads and 4K SMLADs beside the pair loads (K + 1 at stride 1):
+ *   stride 1 (outputs ox ... ox + 3, ox even; X_m the pair at column ox + 2m):
+ *     y[ox] += X_m . (w[2m], w[2m + 1])          y[ox + 1] += X_m . (w[2m - 1], w[2m])
+ *     y[ox + 2] += X_{m+1} . (w[2m], w[2m + 1])  y[ox + 3] += X_{m+1} . (w[2m - 1], w[2m])
+ *   stride 2 (X_m the pair at column 2 ox + 2m):  y[ox + q] += X_{q+m} . (w[2m], w[2m + 1])
+ * with w[-1] = w[kw] = 0 (the weight pairs are prepared per channel once per call). Padding rows
+ * and columns multiply zeros (they add nothing in the reference either). The accumulators of the
+ * output row are then requantized in the layer's prepared form, clamped to act_max and stored.
+ * NOTE: |acc| <= |b| + 255 * sum|w| < 2^31 (checked at export) for partial sums in any order,
+ * so the sums equal the reference's; SMLAD wraps like int32 and never needs to.
+ */
+#ifndef MT_DEPTHWISE_ROWS_DSP_H
+#define MT_DEPTHWISE_ROWS_DSP_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "mt_arch.h"
+#include "mt_depthwise_dsp.h"
+#include "mt_fixedpoint.h"
+#include "mt_types.h"
+
+#if MT_DSP
+
+#define MT_DWR_WORDS 640 /* the int16 rows of four channels: 2560 bytes on the stack */
+#define MT_DWR_KMAX 4    /* weight pairs per kernel row: kernels up to 7 wide */
+#define MT_DWR_LINE 64   /* the accumulators of one output row of one channel (256 bytes) */
+
+/* Loops over kernel rows and weight pairs (constant trip counts) unrolled whole: GCC -O2 would not. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define MT_DWR_UNROLL _Pragma("GCC unroll 8")
+#else /* not GCC */
+#define MT_DWR_UNROLL
+#endif /* __GNUC__ && !__clang__ */
+
+/* The int16 elements of one widened row: every column a group of four outputs reads, even. */
+MT_INLINE int32_t mt_dwr_row_len(const mt_conv_params *p, const mt_dims *in_d, const mt_dims *f_d,
+                                 const mt_dims *out_d)
+{
+    const int32_t k = f_d->w / 2 + 1, wo4 = (out_d->w + 3) & ~3;
+    const int32_t need = p->stride_w == 1 ? wo4 + 2 * k : 2 * (wo4 + k);
+    const int32_t have = p->pad_left + in_d->w;
+    return ((need > have ? need : have) + 1) & ~1;
+}
+
+/* 1 when the row body takes a layer of requantization form `mode` (mt_dw_mode): a prepared form and
+   act_min = -128 (the SSAT's bound; act_max is one compare), stride 1 or 2 in both directions, a
+   square kernel of 3, 5 or 7, output rows of more than four pixels (or a 7x7 kernel: on narrower
+   rows of smaller kernels the per-row set-up costs more than the quad loop), and the widened rows of
+   four channels within MT_DWR_WORDS. */
+MT_INLINE int mt_dwr_fits(const mt_conv_params *p, const mt_dims *in_d, const mt_dims *f_d, const mt_dims *out_d,
+                          int mode)
+{
+    const int32_t s = p->stride_w;
+    return mode != MT_DW_REQ_ANY && p->act_min == -128 && (s == 1 || s == 2) && p->stride_h == s &&
+           (f_d->w == 3 || f_d->w == 5 || f_d->w == 7) &&
+           f_d->h == f_d->w && (out_d->w > 4 || f_d->w == 7) && ((out_d->w + 3) & ~3) <= MT_DWR_LINE && 2 * f_d->h * mt_dwr_row_len(p, in_d, f_d, out_d) <= MT_DWR_WORDS;
+}
+
+/* Input row iy of channels [c0, c0 + 4) widened and centred into the four int16 rows at r (each
+   `len` elements apart), at column pad_left on: two positions of four channels per step. */
+MT_INLINE void mt_dwr_widen(const int8_t *x, int32_t w, int32_t c_n, int32_t zz, int16_t *r, int32_t len)
+{
+    int32_t ix;
+    for (ix = 0; ix + 2 <= w; ix += 2, x += 2 * c_n, r += 2) {
+        const int32_t v0 = mt_read_s8x4(x), v1 = mt_read_s8x4(x + c_n);
+        const int32_t a0 = mt_sxtab16(zz, v0), a1 = mt_sxtab16(zz, v1);             /* channels 0, 2 */
+        const int32_t b0 = mt_sxtab16_ror8(zz, v0), b1 = mt_sxtab16_ror8(zz, v1); /* channels 1, 3 */
+        mt_write_s16x2(r, mt_pkhbt(a0, a1));
+        mt_write_s16x2(r + len, mt_pkhbt(b0, b1));
+        mt_write_s16x2(r + 2 * len, mt_pkhtb(a0, a1));
+        mt_write_s16x2(r + 3 * len, mt_pkhtb(b0, b1));
+    }
+    if (ix < w) { /* an odd width's last column */
+        const int32_t v0 = mt_read_s8x4(x);
+        const int32_t a0 = mt_sxtab16(zz, v0), b0 = mt_sxtab16_ror8(zz, v0);
+        r[0] = (int16_t)a0;
+        r[len] = (int16_t)b0;
+        r[2 * len] = (int16_t)(a0 >> 16);
+        r[3 * len] = (int16_t)(b0 >> 16);
+    }
+}
+
+/*
+ * Step m of a kernel row for four outputs, the pair offsets literal (they are instruction immediates).
+ * Stride 1: xm holds X_m, the step loads X_{m+1} into xn and the weights (A_m, B_m) at byte WO of w.
+ * Stride 2: the step loads X_m ... X_{m+3} (from byte XO of x) and A_m (byte WO of w).
+ */
+#if defined(MT_DSP_NATIVE)
+#define MT_DWR_S1_STEP(XO, WO)                                                                                   \
+    do {                                                                                                         \
+        int32_t wa_, wb_;                                                                                        \
+        __asm__("ldr    %[xn], [%[x], #%c[xo]]\n\t"                                                             \
+                "ldrd   %[wa], %[wb], [%[w], #%c[wo]]\n\t"                                                      \
+                "smlad  %[a0], %[xm], %[wa], %[a0]\n\t"                                                         \
+                "smlad  %[a1], %[xm], %[wb], %[a1]\n\t"                                                         \
+                "smlad  %[a2], %[xn], %[wa], %[a2]\n\t"                                                         \
+                "smlad  %[a3], %[xn], %[wb], %[a3]"                                                             \
+                : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [xn] "=&r"(xn), [wa] "=&r"(wa_),  \
+                  [wb] "=&r"(wb_)                                                                                \
+                : [x] "r"(xr), [w] "r"(wr), [xm] "r"(xm), [xo] "n"(XO), [wo] "n"(WO)                             \
+                : "memory");                                                                                     \
+        xm = xn;                                                                                                 \
+    } while (0)
+#define MT_DWR_S2_STEP(XO, WO)                                                                                   \
+    do {                                                                                                         \
+        int32_t x0_, x1_, x2_, x3_, wa_;                                                                         \
+        __asm__("ldrd   %[x0], %[x1], [%[x], #%c[xo]]\n\t"                                                      \
+                "ldrd   %[x2], %[x3], [%[x], #%c[xo] + 8]\n\t"                                                  \
+                "ldr    %[wa], [%[w], #%c[wo]]\n\t"                                                             \
+                "smlad  %[a0], %[x0], %[wa], %[a0]\n\t"                                                         \
+                "smlad  %[a1], %[x1], %[wa], %[a1]\n\t"                                                         \
+                "smlad  %[a2], %[x2], %[wa], %[a2]\n\t"                                                         \
+                "smlad  %[a3], %[x3], %[wa], %[a3]"                                                             \
+                : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x0] "=&r"(x0_), [x1] "=&r"(x1_), \
+                  [x2] "=&r"(x2_), [x3] "=&r"(x3_), [wa] "=&r"(wa_)                                              \
+                : [x] "r"(xr), [w] "r"(wr), [xo] "n"(XO), [wo] "n"(WO)                                           \
+                : "memory");                                                                                     \
+    } while (0)
+#else /* !MT_DSP_NATIVE: the same sums through the portable instructions */
+#define MT_DWR_S1_STEP(XO, WO)                                                                                   \
+    do {                                                                                                         \
+        const int32_t wa_ = wr[(WO) / 4], wb_ = wr[(WO) / 4 + 1];                                                \
+        xn = xr[(XO) / 4];                                                                                       \
+        a0 = mt_smlad(xm, wa_, a0);                                                                              \
+        a1 = mt_smlad(xm, wb_, a1);                                                                              \
+        a2 = mt_smlad(xn, wa_, a2);                                                                              \
+        a3 = mt_smlad(xn, wb_, a3);                                                                              \
+        xm = xn;                                                                                                 \
+    } while (0)
+#define MT_DWR_S2_STEP(XO, WO)                                                                                   \
+    do {                                                                                                         \
+        const int32_t wa_ = wr[(WO) / 4];                                                                        \
+        a0 = mt_smlad(xr[(XO) / 4], wa_, a0);                                                                    \
+        a1 = mt_smlad(xr[(XO) / 4 + 1], wa_, a1);                                                                \
+        a2 = mt_smlad(xr[(XO) / 4 + 2], wa_, a2);                                                                \
+        a3 = mt_smlad(xr[(XO) / 4 + 3], wa_, a3);                                                                \
+    } while (0)
+#endif /* MT_DSP_NATIVE */
+
+/* The k steps of a kernel row: pair offsets XO0, XO0 + 4, ... and weight-pair offsets 0, 8, ... (bytes). */
+#define MT_DWR_STEPS(STEP, XO0)                                                                                  \
+    do {                                                                                                         \
+        STEP((XO0), 0);                                                                                          \
+        STEP((XO0) + 4, 8);                                                                                      \
+        if (k >= 3) {                                                                                            \
+            STEP((XO0) + 8, 16);                                                                                 \
+        }                                                                                                        \
+        if (k >= 4) {                                                                                            \
+            STEP((XO0) + 12, 24);                                                                                \
+        }                                                                                                        \
+    } while (0)
+
+/* The accumulators of the output row of one channel, four outputs per step, over all kw kernel rows:
+   x the channel's widened row in ring slot 0 (slot j at x + j * rs), wr0 the channel's weight pairs of
+   slot j at wr0 + 8 k j (the kernel row that slot holds for this output row, four channels a row). Stride 1: outputs ox ... ox + 3
+   (ox even) read the pairs X_m at column ox + 2m; stride 2: output ox reads X_{ox + m}, m < k. */
+MT_INLINE void mt_dwr_rows(const int32_t *x, int32_t rs, const int32_t *wr0, int32_t b, int32_t *acc,
+                           int32_t groups, const int kw, const int k, const int s)
+{
+    for (; groups > 0; --groups, x += 2 * s, acc += 4) {
+        const int32_t *xr = x, *wr = wr0;
+        int32_t a0 = b, a1 = b, a2 = b, a3 = b;
+        int r;
+        MT_DWR_UNROLL
+        for (r = 0; r < kw; ++r, xr += rs, wr += 8 * k) { /* wr: four channels' pairs per kernel row */
+            if (s == 1) {
+                int32_t xm = xr[0], xn;
+                MT_DWR_STEPS(MT_DWR_S1_STEP, 4);
+                (void)xm;
+            } else {
+                MT_DWR_STEPS(MT_DWR_S2_STEP, 0);
+            }
+        }
+        acc[0] = a0;
+        acc[1] = a1;
+        acc[2] = a2;
+        acc[3] = a3;
+    }
+}
+
+#undef MT_DWR_STEPS
+#undef MT_DWR_S1_STEP
+#undef MT_DWR_S2_STEP
+
+/* min(v, hi): CMP and one conditional MOV on a native core (GCC's select re-extends the byte). */
+MT_INLINE int32_t mt_dwr_min(int32_t v, int32_t hi)
+{
+#if defined(MT_DSP_NATIVE)
+    __asm__("cmp %0, %1\n\tit gt\n\tmovgt %0, %1" : "+r"(v) : "r"(hi) : "cc");
+    return v;
+#else  /* !MT_DSP_NATIVE */
+    return v > hi ? hi : v;
+#endif /* MT_DSP_NATIVE */
+}
+
+/* The wo outputs of an output row of one channel, c_n bytes apart: the extremes (range), the
+   prepared requantization of form `mode` (SSAT to [-128, 127], the layer's act_min), the act_max. */
+MT_INLINE void mt_dwr_out(const int32_t *acc, int32_t wo, int8_t *y, int32_t c_n, int32_t rm, int32_t rsh,
+                          int32_t rc1, int32_t act_hi, int32_t *lo, int32_t *hi, const int mode, const int range)
+{
+    int32_t vmin = *lo, vmax = *hi;
+    int32_t t;
+#define MT_DWR_OUT_ONE(a, at)                                                                                    \
+    do {                                                                                                         \
+        const int32_t a_ = (a);                                                                                  \
+        int32_t v_;                                                                                              \
+        if (range) {                                                                                             \
+            vmin = a_ < vmin ? a_ : vmin;                                                                        \
+            vmax = a_ > vmax ? a_ : vmax;                                                                        \
+        }                                                                                                        \
+        v_ = mode == MT_DW_REQ_FLOOR ? mt_requantize_floor(a_, rm, rsh, rc1) : mt_requantize_fast(a_, rm, rsh, rc1); \
+        (at) = (int8_t)mt_dwr_min(v_, act_hi);                                                                   \
+    } while (0)
+    for (; wo >= 4; wo -= 4, acc += 4, y += 4 * c_n) { /* four per step: one loop test, offsets from y */
+        int8_t *y2 = y + 2 * c_n;
+        MT_DWR_OUT_ONE(acc[0], y[0]);
+        MT_DWR_OUT_ONE(acc[1], y[c_n]);
+        MT_DWR_OUT_ONE(acc[2], y2[0]);
+        MT_DWR_OUT_ONE(acc[3], y2[c_n]);
+    }
+    for (t = 0; t < wo; ++t) {
+        MT_DWR_OUT_ONE(acc[t], y[t * c_n]);
+    }
+#undef MT_DWR_OUT_ONE
+    *lo = vmin;
+    *hi = vmax;
+}
+
+/* mt_dwr_out with its requantization form as a constant (one copy of the loop per form). */
+MT_INLINE void mt_dwr_out_any(const int32_t *acc, int32_t wo, int8_t *y, int32_t c_n, int32_t rm, int32_t rsh,
+                              int32_t rc1, int32_t act_hi, int32_t *lo, int32_t *hi, int mode, const int range)
+{
+    if (mode == MT_DW_REQ_FLOOR) {
+        mt_dwr_out(acc, wo, y, c_n, rm, rsh, rc1, act_hi, lo, hi, MT_DW_REQ_FLOOR, range);
+    } else {
+        mt_dwr_out(acc, wo, y, c_n, rm, rsh, rc1, act_hi, lo, hi, MT_DW_REQ_FAST, range);
+    }
+}
+
+/* mt_dwr_rows with its kernel width and stride as constants (one unrolled copy of the loop each). */
+MT_INLINE void mt_dwr_rows_any(const int32_t *x, int32_t rs, const int32_t *wr, int32_t b, int32_t *acc,
+                               int32_t groups, int32_t kw, int32_t s)
+{
+    if (kw == 3) {
+        if (s == 1) {
+            mt_dwr_rows(x, rs, wr, b, acc, groups, 3, 2, 1);
+        } else {
+            mt_dwr_rows(x, rs, wr, b, acc, groups, 3, 2, 2);
+        }
+    } else if (kw == 5) {
+        if (s == 1) {
+            mt_dwr_rows(x, rs, wr, b, acc, groups, 5, 3, 1);
+        } else {
+            mt_dwr_rows(x, rs, wr, b, acc, groups, 5, 3, 2);
+        }
+    } else if (s == 1) {
+        mt_dwr_rows(x, rs, wr, b, acc, groups, 7, 4, 1);
+    } else {
+        mt_dwr_rows(x, rs, wr, b, acc, groups, 7, 4, 2);
+    }
+}
+
+/* The weight pairs of one channel: per kernel row i (at wp + i * stride), (A_m, B_m) =
+   ((w[2m], w[2m + 1]), (w[2m - 1], w[2m])) for m < k, with w[-1] = w[kw] = 0 (and beyond). */
+MT_INLINE void mt_dwr_pairs(const int8_t *f, int32_t kh, int32_t kw, int32_t k, int32_t *wp, int32_t stride)
+{
+    int32_t i, m;
+    for (i = 0; i < kh; ++i, f += kw, wp += stride) {
+        for (m = 0; m < k; ++m) {
+            const int32_t j = 2 * m;
+            const int32_t w0 = j < kw ? f[j] : 0, w1 = j + 1 < kw ? f[j + 1] : 0, wm = j >= 1 ? f[j - 1] : 0;
+            wp[2 * m] = (int32_t)(((uint32_t)w0 & 0xFFFFu) | ((uint32_t)w1 << 16));
+            wp[2 * m + 1] = (int32_t)(((uint32_t)wm & 0xFFFFu) | ((uint32_t)w0 << 16));
+        }
+    }
+}
+
+/* Input row iy (a padding row of zeros outside [0, h)) of channels [c0, c0 + 4) into the slot at buf. */
+MT_INLINE void mt_dwr_fill(int32_t *buf, int32_t iy, const int8_t *image, int32_t h, int32_t w, int32_t c_n,
+                           int32_t zz, int32_t pad_left, int32_t len)
+{
+    if (iy >= 0 && iy < h) {
+        mt_dwr_widen(image + iy * w * c_n, w, c_n, zz, (int16_t *)(void *)buf + pad_left, len);
+    } else {
+        memset(buf, 0, (size_t)(2 * len) * sizeof(int32_t));
+    }
+}
+
+/* Channels [c0, c0 + 4) over every output position (mt_dwr_fits holds) in requantization form `mode`;
+   `range` (a constant per call site) also merges the extremes into acc_min / acc_max. Slot i of the
+   buffer holds input row iy0 + i of the output row's window; the next output row moves the slots
+   down by the stride (the moved rows are the kernel's, s of kw new ones are widened). */
+MT_INLINE void mt_dwr_quad(const mt_conv_params *p, const mt_per_channel_quant *q, const mt_dims *in_d,
+                           const int8_t *input, const mt_dims *f_d, const int8_t *filter, const int32_t *bias,
+                           const mt_dims *out_d, int8_t *output, int32_t *acc_min, int32_t *acc_max, int32_t c0,
+                           int mode, const int range)
+{
+    const int32_t h = in_d->h, w = in_d->w, c_n = in_d->c, wo = out_d->w, kw = f_d->w, s = p->stride_w;
+    const int32_t k = kw / 2 + 1, wrow = 8 * k;
+    const int32_t len = mt_dwr_row_len(p, in_d, f_d, out_d), rs = 2 * len, groups = (wo + 3) / 4;
+    const int32_t zz = (int32_t)(((uint32_t)(-p->input_zero_point) & 0xFFFFu) | ((uint32_t)(-p->input_zero_point) << 16));
+    int32_t buf[MT_DWR_WORDS];
+    int32_t wp[7 * 8 * MT_DWR_KMAX]; /* per kernel row, four channels' pairs */
+    int32_t acc[MT_DWR_LINE];
+    int32_t rm[4], rsh[4], rc1[4], lo[4], hi[4];
+    int32_t n, oy, ch, i;
+    for (ch = 0; ch < 4; ++ch) {
+        const int32_t c = c0 + ch;
+        mt_dwr_pairs(filter + c * kw * kw, kw, kw, k, wp + ch * 2 * k, wrow);
+        rm[ch] = mt_requant_mult(q->multiplier[c]);
+        rsh[ch] = mt_requant_sh(q->shift[c]);
+        rc1[ch] = mt_requant_c1(rsh[ch], p->output_zero_point);
+        lo[ch] = range ? acc_min[c] : 0;
+        hi[ch] = range ? acc_max[c] : 0;
+    }
+    memset(buf, 0, (size_t)(kw * rs) * sizeof(int32_t)); /* the padding columns stay 0 */
+    for (n = 0; n < in_d->n; ++n) {
+        const int8_t *image = input + n * h * w * c_n + c0;
+        for (oy = 0; oy < out_d->h; ++oy) {
+            const int32_t iy0 = oy * s - p->pad_top;
+            int8_t *y = output + ((n * out_d->h + oy) * wo) * c_n + c0;
+            if (oy == 0) {
+                for (i = 0; i < kw; ++i) {
+                    mt_dwr_fill(buf + i * rs, iy0 + i, image, h, w, c_n, zz, p->pad_left, len);
+                }
+            } else {
+                memmove(buf, buf + s * rs, (size_t)((kw - s) * rs) * sizeof(int32_t));
+                for (i = kw - s; i < kw; ++i) {
+                    mt_dwr_fill(buf + i * rs, iy0 + i, image, h, w, c_n, zz, p->pad_left, len);
+                }
+            }
+            for (ch = 0; ch < 4; ++ch) {
+                mt_dwr_rows_any(buf + ch * (len / 2), rs, wp + ch * 2 * k, bias[c0 + ch], acc, groups, kw, s);
+                mt_dwr_out_any(acc, wo, y + ch, c_n, rm[ch], rsh[ch], rc1[ch], p->act_max, &lo[ch], &hi[ch], mode,
+                               range);
+            }
+        }
+    }
+    if (range) {
+        for (ch = 0; ch < 4; ++ch) {
+            acc_min[c0 + ch] = lo[ch];
+            acc_max[c0 + ch] = hi[ch];
+        }
+    }
+}
+
+#endif /* MT_DSP */
+
+#endif /* MT_DEPTHWISE_ROWS_DSP_H */
