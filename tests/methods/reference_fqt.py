@@ -176,11 +176,14 @@ class Ref:
             qpo = self.qp("fc2")
             loss, err = int_softmax_cross_entropy(logits.astype(np.int8), float(qpo.scale),
                                                   int(qpo.zero_point), y)
-        else:
+        else:               # each sample's logits quantized with that sample's own range
             lg = logits.astype(F)
-            qpl = qparams_from_range(lg.min(), lg.max(), "int8")
-            loss, err = int_softmax_cross_entropy(qpl.quantize(lg, "nearest"), float(qpl.scale),
-                                                  int(qpl.zero_point), y)
+            loss, err = np.zeros(bsz, np.int32), np.zeros((bsz, 3), np.int32)
+            for b in range(bsz):
+                qpl = qparams_from_range(lg[b].min(), lg[b].max(), "int8")
+                lb, eb = int_softmax_cross_entropy(qpl.quantize(lg[b:b + 1], "nearest"), float(qpl.scale),
+                                                   int(qpl.zero_point), y[b:b + 1])
+                loss[b], err[b] = lb[0], eb[0]
         loss_max = max(m.loss_max, int(loss.max()))
         # logit error
         unit = F(2.0**-PROB_FRAC_BITS)

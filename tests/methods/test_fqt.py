@@ -62,6 +62,19 @@ def test_step_equals_reference(prec, lmin, kw):
     assert m.rng.state == want["rng"]
 
 
+def test_float32_sample_loss_does_not_depend_on_its_batch():
+    """float32 logits are quantized with each sample's own range: a sample's loss and logits in a
+    batch are those it has alone (docs/integer-semantics.md 13.2)."""
+    m = _method("float32")
+    x, y = _data()
+    logits, losses = m.logits_and_losses(x, y)
+    alone = [m.logits_and_losses(x[b:b + 1], y[b:b + 1]) for b in range(len(x))]
+    np.testing.assert_array_equal(logits, np.concatenate([lg for lg, _ in alone]))
+    np.testing.assert_array_equal(losses, np.concatenate([ls for _, ls in alone]))
+    ranges = {(float(r.min()), float(r.max())) for r in logits}
+    assert len(ranges) > 1        # the samples' ranges differ, so a batch range would change losses
+
+
 def test_partial_counts_fewer_macs():
     x, y = _data(8)
     full = _method("int8").step(x, y, 0.01)

@@ -77,8 +77,11 @@ SMALL_FQT = [_fqt(f"fqt {p}, all 4 layers{', partial 0.1' if part else ''}", p, 
              for p in ("uint8", "int8", "float32") for part in (False, True)]
 SMALL_FQT_BATCH = [_fqt("fqt int8, all 4 layers, batch 8", "int8", False, batch=8, steps=2),
                    _fqt("fqt int8, all 4 layers, batch 32", "int8", False, batch=32, steps=2,
-                        runs=(("cortex-m4", "dsp"), ("cortex-m7", "dsp"), ("cortex-m33", "dsp")))]
-"""Mini-batch SGD: gradients of the batch's samples accumulate, the float32 update runs once per step."""
+                        runs=(("cortex-m4", "dsp"), ("cortex-m7", "dsp"), ("cortex-m33", "dsp"))),
+                   _fqt("fqt float32, all 4 layers, batch 8", "float32", False, batch=8, steps=2,
+                        runs=(("cortex-m4", "ref"), ("cortex-m4", "dsp"), ("cortex-m7", "dsp")))]
+"""Mini-batch SGD: gradients of the batch's samples accumulate, the float32 update runs once per step
+(float32: one forward pass per sample, each sample's logits quantized with their own range)."""
 WARMUP = 200
 WARMUP_LAMBDA = 0.1
 TRAINED = f"trained {WARMUP} steps"

@@ -36,7 +36,7 @@ from mcutrain.codegen.compiled_in import compiled_in, header_lines
 from mcutrain.codegen.emit import ExportError
 from mcutrain.codegen.emit_base import call, checked
 from mcutrain.codegen.emit_fqt_base import FqtEmitter
-from mcutrain.codegen.emit_fqt_float import emitters, logit_range_function
+from mcutrain.codegen.emit_fqt_float import emitters
 from mcutrain.codegen.emit_fqt_graph import GRAPH_EMITTERS, check_graph
 from mcutrain.codegen.emit_fqt_graph_f32 import check_graph_f32, float_graph_emitters
 from mcutrain.codegen.emit_fqt_graph_u8 import check_graph_u8, uint8_graph_emitters
@@ -60,11 +60,11 @@ from mcutrain.codegen.state_blob import STATE_HEADER_WORDS, STATE_MAGIC, state_f
 from mcutrain.codegen.templates import render
 from mcutrain.codegen.train_source import CTYPE, TrainSource
 from mcutrain.graph import INPUT, Op
+from mcutrain.methods.fqt_backward import float_logits_s8
 from mcutrain.plan.fqt_ranges import error_range_owners, range_scratch, seed_keep, seed_pass_kernels
 from mcutrain.plan.schedule import Kernel, Schedule
 from mcutrain.plan.schedules import schedule_for
 from mcutrain.plan.training import plan_training
-from mcutrain.quant.qparams import qparams_from_range
 
 __all__ = [
     "FQT_KERNEL_EMITTERS",
@@ -262,8 +262,6 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
     batch_partial = batch > 1 and bool(e.partial)
     seed_fn = mask_declarations(e) if batch_partial else ""
     seed_fn += _seed_function(e, s, in_size) if batch > 1 and e.err_keys else ""
-    if batch > 1 and p.acts == "f32":
-        seed_fn += logit_range_function(e, in_size, e.t(g.output))
     if batch_partial:
         seed_fn += loss_pass_function(e, in_size)
     macros = []
@@ -325,8 +323,7 @@ def emit_fqt_training(method, batch: int = 1, kernels: str = "ref", provenance: 
         batch_buf=(f"static int8_t fqt_batch_in[{batch * in_size}]; /* the caller's batch */\n"
                    if batch > 1 else ""),
         seed_call="".join(f"    st = {fn};\n    if (st != MT_OK) {{\n        return st;\n    }}\n"
-                          for fn, on in (("fqt_logit_range()", "fqt_logit_range(" in seed_fn),
-                                         ("fqt_loss_pass(labels)", "fqt_loss_pass(" in seed_fn),
+                          for fn, on in (("fqt_loss_pass(labels)", "fqt_loss_pass(" in seed_fn),
                                          ("fqt_seed(labels)", "fqt_seed(" in seed_fn)) if on),
         predict_out=predict_output(e, p, g)) + render("state_io.c", save=save, load=load)
     ram = sum(method.w[n].size + 4 * method.b[n].size for n in e.trained)
@@ -393,10 +390,9 @@ def reported_logits(method, logits: np.ndarray) -> np.ndarray:
     """The (B, K) int8 logits a library reports for the simulator's `logits` of one batch.
 
     8-bit logits as stored (uint8 bytes read as int8); float32 logits as the loss sees them,
-    quantized to int8 with the batch's range (`FQT._loss`).
+    each sample's quantized to int8 with its own range (`fqt_backward.float_logits_s8`).
     """
     lg = np.asarray(logits).reshape(len(logits), -1)
     if method.act_qparams(method.graph.output) is not None:
         return lg.astype(np.int8)
-    qp = qparams_from_range(lg.min(), lg.max(), "int8")
-    return qp.quantize(lg, "nearest").astype(np.int8)
+    return float_logits_s8(lg)[0]

@@ -31,7 +31,7 @@ from mcutrain.codegen.emit import ExportError
 from mcutrain.codegen.emit_base import call
 from mcutrain.codegen.emit_fqt_base import FqtEmitter
 from mcutrain.codegen.emit_fqt_ops import ACT_CODE, FQT_KERNEL_EMITTERS, fwd, keep_counts
-from mcutrain.graph import INPUT, PARAMETRIC, Node, Op
+from mcutrain.graph import PARAMETRIC, Node, Op
 from mcutrain.plan.schedule import Kernel
 
 Emitter = Callable[[FqtEmitter, Kernel], list[str]]
@@ -81,21 +81,24 @@ def _fwd_f32(e: FqtEmitter, k: Kernel) -> list[str]:
                                                            f"{lid}_bias", "&out_d", y])]
 
 
+def own_range_lines(logits: str, kk: int) -> list[str]:
+    """C declaring `lo` and `hi`: the range of one sample's `kk` float32 logits, which the loss
+    quantizes them with (`methods.fqt_backward.float_logits_s8`)."""
+    return [f"float lo = {logits}[0];", f"float hi = {logits}[0];",
+            f"for (k = 1; k < {kk}; ++k) {{",
+            f"    lo = {logits}[k] < lo ? {logits}[k] : lo;",
+            f"    hi = {logits}[k] > hi ? {logits}[k] : hi;", "}"]
+
+
 def _loss_f(e: FqtEmitter, k: Kernel) -> list[str]:
     """Loss and float32 logit error; the logits the caller gets are the int8 values the loss saw
-    (float32: the batch's logits quantized with the batch's range; mixed: the uint8 logits)."""
+    (float32: each sample's logits quantized with their own range; mixed: the uint8 logits)."""
     kk = e.g.num_classes
     logits, loss, err = e.t(k.reads[0]), e.t(k.writes[0]), e.t(k.writes[1])
-    lines = [f"int8_t lg8[{kk}];"] + (["int32_t k;"] if e.m.prec.acts != "f32" or e.s.batch == 1 else [])
+    lines = [f"int8_t lg8[{kk}];", "int32_t k;"]
     if e.m.prec.acts == "f32":
-        lo_hi = ["fqt_lg_lo", "fqt_lg_hi"] if e.s.batch > 1 else ["lo", "hi"]
-        if e.s.batch == 1:
-            lines += [f"float lo = {logits}[0];", f"float hi = {logits}[0];",
-                      f"for (k = 1; k < {kk}; ++k) {{",
-                      f"    lo = {logits}[k] < lo ? {logits}[k] : lo;",
-                      f"    hi = {logits}[k] > hi ? {logits}[k] : hi;", "}"]
-        lines += ["float s_lg;", "int32_t z_lg;",
-                  *call("mt_fqt_logits_s8_f32", [str(kk), logits, *lo_hi, "lg8", "&s_lg", "&z_lg"]),
+        lines += [*own_range_lines(logits, kk), "float s_lg;", "int32_t z_lg;",
+                  *call("mt_fqt_logits_s8_f32", [str(kk), logits, "lo", "hi", "lg8", "&s_lg", "&z_lg"]),
                   "(void)z_lg;"]
         scale = "s_lg"
     else:       # the zero point cancels in softmax: uint8 logits shifted by -128 are int8
@@ -109,37 +112,6 @@ def _loss_f(e: FqtEmitter, k: Kernel) -> list[str]:
             f"if ({loss}[0] > fqt_loss_max) {{", f"    fqt_loss_max = {loss}[0];", "}",
             *keep_counts(e, loss),
             *call("mt_fqt_logit_error_f32", [str(kk), "fqt_errq", err])]
-
-
-def logit_range_function(e: FqtEmitter, in_size: int, logits: str) -> str:
-    """fqt_logit_range(): float32 with a batch: the loss quantizes the logits with the batch's range,
-    so a forward pass over the batch finds it before the samples' passes."""
-    kk = e.g.num_classes
-    return f"""
-/* float32, batch {e.s.batch}: the range of the batch's logits, which the loss quantizes with. */
-static float fqt_lg_lo;
-static float fqt_lg_hi;
-
-static mt_status fqt_logit_range(void)
-{{
-    mt_status st = MT_OK;
-    int32_t b;
-    int32_t k;
-    for (b = 0; b < {e.s.batch}; ++b) {{
-        memcpy({e.t(INPUT)}, fqt_batch_in + b * {in_size}, {in_size});
-        st = fqt_forward(0);
-        if (st != MT_OK) {{
-            return st;
-        }}
-        for (k = 0; k < {kk}; ++k) {{
-            const float v = {logits}[k];
-            fqt_lg_lo = (b == 0 && k == 0) || v < fqt_lg_lo ? v : fqt_lg_lo;
-            fqt_lg_hi = (b == 0 && k == 0) || v > fqt_lg_hi ? v : fqt_lg_hi;
-        }}
-    }}
-    return st;
-}}
-"""
 
 
 # ---------------------------------------------------------------- float32 errors (mixed, float32)

@@ -32,6 +32,7 @@ from collections.abc import Callable
 import numpy as np  # noqa: F401  (the doctest's namespace)
 
 from mcutrain.codegen.emit_fqt_base import FqtEmitter
+from mcutrain.codegen.emit_fqt_float import own_range_lines
 from mcutrain.graph import INPUT
 from mcutrain.plan.schedule import Kernel
 
@@ -61,9 +62,10 @@ def loss_pass_function(e: FqtEmitter, in_size: int) -> str:
     elif p.acts == "u8":     # the zero point cancels in softmax: uint8 logits shifted by -128 are int8
         lg, scale = "lg8", f"{e.act(g.output)}_scale"
         prep = [f"for (k = 0; k < {kk}; ++k) {{", f"    lg8[k] = (int8_t)((int32_t){logits}[k] - 128);", "}"]
-    else:                    # float32: the logits quantized with the batch's range (fqt_logit_range)
+    else:                    # float32: the sample's logits quantized with their own range
         lg, scale = "lg8", "s_lg"
-        prep = [f"st = mt_fqt_logits_s8_f32({kk}, {logits}, fqt_lg_lo, fqt_lg_hi, lg8, &s_lg, &z_lg);",
+        prep = ["{", *(f"    {x}" for x in own_range_lines(logits, kk)),
+                f"    st = mt_fqt_logits_s8_f32({kk}, {logits}, lo, hi, lg8, &s_lg, &z_lg);", "}",
                 "if (st != MT_OK) {", "    return st;", "}", "(void)z_lg;"]
     body = "\n".join(f"        {x}" for x in prep)
     return f"""

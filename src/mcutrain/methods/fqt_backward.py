@@ -29,7 +29,7 @@ from mcutrain.quant.fixedpoint import (
     rounding_shift_right,
 )
 from mcutrain.quant.loss import PROB_FRAC_BITS, int_softmax_cross_entropy
-from mcutrain.quant.qparams import EmaRange, qparams_from_range
+from mcutrain.quant.qparams import EmaRange, QParams, qparams_from_range
 from mcutrain.quant.rounding import round_half_away
 
 ERR_S8 = np.int16
@@ -42,6 +42,22 @@ KEPT_DENSE_ABOVE = 0.5
 products (padding included); above it the dense kernels are faster (measured in docs/methods.md)."""
 
 
+def float_logits_s8(logits: np.ndarray) -> tuple[np.ndarray, list[QParams]]:
+    """float32 logits (B, K) as the integer loss sees them: each sample's logits quantized to int8
+    (nearest) with the qparams of that sample's own range.
+
+    Per sample, not per batch, so a sample's loss does not depend on the other samples of its batch
+    and the generated C quantizes each sample's logits as its forward pass ends, with no pass over
+    the batch first to find a range (docs/integer-semantics.md 13.2).
+    """
+    lg = np.asarray(logits).reshape(len(logits), -1)
+    qps = [qparams_from_range(row.min(), row.max(), "int8") for row in lg]
+    q = np.zeros(lg.shape, np.int8)
+    for b, qp in enumerate(qps):
+        q[b] = qp.quantize(lg[b], "nearest")
+    return q, qps
+
+
 class FQTBackward:
     """Loss, error propagation and weight gradients; state lives on the `FQT` object."""
 
@@ -49,7 +65,8 @@ class FQTBackward:
         """Per-sample Q16 loss and Q24 error p - onehot from the integer softmax cross-entropy.
 
         uint8 logits are shifted by -128 (the zero point cancels in softmax);
-        float32 logits are quantized to int8 with their own batch range for the loss only.
+        float32 logits are quantized to int8 for the loss only, each sample with its own range
+        (`float_logits_s8`).
         """
         out = self.graph.output
         lg = logits.reshape(len(logits), -1)
@@ -60,9 +77,10 @@ class FQTBackward:
         if self.prec.acts == "s8":
             qp = self.act_qparams(out)
             return int_softmax_cross_entropy(lg, float(qp.scale), int(qp.zero_point), y)
-        qp = qparams_from_range(lg.min(), lg.max(), "int8")
-        return int_softmax_cross_entropy(qp.quantize(lg, "nearest"), float(qp.scale),
-                                         int(qp.zero_point), y)
+        q, qps = float_logits_s8(lg)
+        parts = [int_softmax_cross_entropy(q[b:b + 1], float(qp.scale), int(qp.zero_point), y[b:b + 1])
+                 for b, qp in enumerate(qps)]
+        return np.concatenate([loss for loss, _ in parts]), np.concatenate([err for _, err in parts])
 
     def _logit_error(self, err_q: np.ndarray, rec: _Batch) -> _Err:
         """Quantize the Q24 error p - onehot into the logits' error format."""

@@ -1,6 +1,6 @@
 /*
- * float32 logits as the integer loss sees them (Python twin: fqt.FQT._loss, precision float32):
- * quantized to int8 with the qparams of the batch's range [lo, hi] (qparams_from_range) and
+ * float32 logits as the integer loss sees them (Python twin: fqt_backward.float_logits_s8):
+ * one sample's logits quantized to int8 with the qparams of their range [lo, hi] (qparams_from_range) and
  * rounding half away from zero (QParams.quantize, "nearest"); a quotient that overflows saturates.
  */
 #include "mt_fqt.h"
