@@ -1,0 +1,34 @@
+/*
+ * mcutrain runtime: mt_linear_bwd_w_row_s8_f32, the ARMv6-M (Cortex-M0+) twin of
+ * train/qas/mt_linear_bwd_w_row_s8_f32.c, bit-exact with it in every case: the same sum over n
+ * from +0.0, each step `acc + (float)(x - z_x) * e` by mt_m0_f32_mac (mt_m0_f32.h), 32-bit
+ * addressing.
+ */
+#include "mt_m0_f32.h"
+#include "mt_train.h"
+
+mt_status mt_linear_bwd_w_row_s8_f32(int32_t input_zero_point,
+                                     int32_t batch,
+                                     const int8_t *input,
+                                     int32_t in_features,
+                                     const float *e_acc,
+                                     int32_t out_features,
+                                     int32_t channel,
+                                     float *grad_row)
+{
+    int32_t n;
+    int32_t i;
+    if (input == NULL || e_acc == NULL || grad_row == NULL || batch < 1 || out_features < 1 || in_features < 1 ||
+        channel < 0 || channel >= out_features) {
+        return MT_ERR_ARG;
+    }
+    for (i = 0; i < in_features; ++i) {
+        mt_m0_f32 acc = {0u, MT_M0_F32_ZERO, 0u};
+        for (n = 0; n < batch; ++n) {
+            mt_m0_f32_mac(&acc, mt_m0_f32_bits(e_acc[n * out_features + channel]),
+                          input[n * in_features + i] - input_zero_point);
+        }
+        grad_row[i] = mt_m0_f32_float(mt_m0_f32_pack(&acc));
+    }
+    return MT_OK;
+}
