@@ -61,19 +61,13 @@ mt_status mt_conv2d_bwd_in_s8_f32(const mt_conv_params *params,
                                 const int32_t px = x + params->pad_left - kx;
                                 const int32_t ox = px < 0 ? -1 : tap_index(px, params->stride_w);
                                 mt_m0_f32 t = {0u, MT_M0_F32_ZERO, 0u};
-                                const float *ep;
-                                const float *end;
-                                const int8_t *w;
                                 if (ox < 0 || ox >= output_dims->w) {
                                     continue;
                                 }
-                                ep = e_acc + ((n * output_dims->h + oy) * output_dims->w + ox) * output_dims->c +
-                                     gi * og;
-                                end = ep + og;
-                                w = filter + ((gi * og * filter_dims->h + ky) * filter_dims->w + kx) * cg + i;
-                                for (; ep < end; ++ep, w += jstep) {
-                                    mt_m0_f32_mac(&t, mt_m0_f32_bits(*ep), *w);
-                                }
+                                mt_m0_f32_run(&t, e_acc + ((n * output_dims->h + oy) * output_dims->w + ox) *
+                                                          output_dims->c + gi * og,
+                                              1, filter + ((gi * og * filter_dims->h + ky) * filter_dims->w + kx) * cg + i,
+                                              jstep, 0, og);
                                 mt_m0_f32_add(&acc, &t);
                             }
                         }

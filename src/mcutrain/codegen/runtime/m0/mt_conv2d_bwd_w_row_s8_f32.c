@@ -53,19 +53,14 @@ mt_status mt_conv2d_bwd_w_row_s8_f32(const mt_conv_params *params,
                     int32_t oy;
                     for (oy = 0; oy < output_dims->h; ++oy) {
                         const int32_t y = oy * params->stride_h - params->pad_top + ky;
-                        const int8_t *xp;
-                        const float *ep;
-                        const float *end;
                         if (y < 0 || y >= input_dims->h) {
                             continue;
                         }
-                        xp = input + ((n * input_dims->h + y) * input_dims->w + lo * sw - params->pad_left + kx) *
-                                         input_dims->c + cin + i;
-                        ep = e_acc + ((n * output_dims->h + oy) * output_dims->w + lo) * ostep + channel;
-                        end = ep + (hi - lo) * ostep;
-                        for (; ep < end; ep += ostep, xp += xstep) {
-                            mt_m0_f32_mac(&t, mt_m0_f32_bits(*ep), *xp - params->input_zero_point);
-                        }
+                        mt_m0_f32_run(&t, e_acc + ((n * output_dims->h + oy) * output_dims->w + lo) * ostep + channel,
+                                      ostep,
+                                      input + ((n * input_dims->h + y) * input_dims->w + lo * sw - params->pad_left + kx) *
+                                                  input_dims->c + cin + i,
+                                      xstep, params->input_zero_point, hi - lo);
                     }
                     mt_m0_f32_add(&acc, &t);
                 }

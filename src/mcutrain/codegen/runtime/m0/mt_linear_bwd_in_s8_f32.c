@@ -22,12 +22,7 @@ mt_status mt_linear_bwd_in_s8_f32(int32_t batch,
         const float *e = e_acc + n * out_features;
         for (i = 0; i < in_features; ++i) {
             mt_m0_f32 acc = {0u, MT_M0_F32_ZERO, 0u};
-            const int8_t *w = weight + i;
-            const float *ep = e;
-            const float *end = e + out_features;
-            for (; ep < end; ++ep, w += in_features) {
-                mt_m0_f32_mac(&acc, mt_m0_f32_bits(*ep), *w);
-            }
+            mt_m0_f32_run(&acc, e, 1, weight + i, in_features, 0, out_features);
             e_x[n * in_features + i] = mt_m0_f32_float(mt_m0_f32_pack(&acc));
         }
     }

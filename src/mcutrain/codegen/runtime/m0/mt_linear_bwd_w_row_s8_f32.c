@@ -16,7 +16,6 @@ mt_status mt_linear_bwd_w_row_s8_f32(int32_t input_zero_point,
                                      int32_t channel,
                                      float *grad_row)
 {
-    int32_t n;
     int32_t i;
     if (input == NULL || e_acc == NULL || grad_row == NULL || batch < 1 || out_features < 1 || in_features < 1 ||
         channel < 0 || channel >= out_features) {
@@ -24,10 +23,7 @@ mt_status mt_linear_bwd_w_row_s8_f32(int32_t input_zero_point,
     }
     for (i = 0; i < in_features; ++i) {
         mt_m0_f32 acc = {0u, MT_M0_F32_ZERO, 0u};
-        for (n = 0; n < batch; ++n) {
-            mt_m0_f32_mac(&acc, mt_m0_f32_bits(e_acc[n * out_features + channel]),
-                          input[n * in_features + i] - input_zero_point);
-        }
+        mt_m0_f32_run(&acc, e_acc + channel, out_features, input + i, in_features, input_zero_point, batch);
         grad_row[i] = mt_m0_f32_float(mt_m0_f32_pack(&acc));
     }
     return MT_OK;

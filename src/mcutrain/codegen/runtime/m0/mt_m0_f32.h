@@ -113,18 +113,17 @@ static inline void mt_m0_f32_unpack(mt_m0_f32 *a, uint32_t u)
     }
 }
 
-/* acc = acc + (float)v * e with the float32 operations (every case the fast path leaves). */
-static MT_M0_UNUSED void __attribute__((noinline)) mt_m0_f32_mac_slow(mt_m0_f32 *a, uint32_t e, int32_t v)
+/* The bits of acc + (float)v * e by the float32 operations (every case the fast path leaves). */
+static MT_M0_UNUSED uint32_t __attribute__((noinline)) mt_m0_f32_mac_slow(uint32_t acc, uint32_t e, int32_t v)
 {
     const float p = (float)v * mt_m0_f32_float(e);
-    mt_m0_f32_unpack(a, mt_m0_f32_bits(mt_m0_f32_float(mt_m0_f32_pack(a)) + p));
+    return mt_m0_f32_bits(mt_m0_f32_float(acc) + p);
 }
 
-/* acc = acc + b with the float32 operations. */
-static MT_M0_UNUSED void __attribute__((noinline)) mt_m0_f32_add_slow(mt_m0_f32 *a, const mt_m0_f32 *b)
+/* The bits of a + b by the float32 add. */
+static MT_M0_UNUSED uint32_t __attribute__((noinline)) mt_m0_f32_add_slow(uint32_t a, uint32_t b)
 {
-    mt_m0_f32_unpack(a, mt_m0_f32_bits(mt_m0_f32_float(mt_m0_f32_pack(a)) +
-                                       mt_m0_f32_float(mt_m0_f32_pack(b))));
+    return mt_m0_f32_bits(mt_m0_f32_float(a) + mt_m0_f32_float(b));
 }
 
 /*
@@ -218,7 +217,7 @@ static inline void mt_m0_f32_mac(mt_m0_f32 *a, uint32_t e, int32_t v)
         if ((av == 0u || (e << 1) == 0u) && ee != 255u && a->e != MT_M0_F32_PACKED) {
             return; /* a +-0.0 product */
         }
-        mt_m0_f32_mac_slow(a, e, v);
+        mt_m0_f32_unpack(a, mt_m0_f32_mac_slow(mt_m0_f32_pack(a), e, v));
         return;
     }
     p = (((e << 8) | 0x80000000u) >> 8) * mt_m0_f32_norm[av]; /* in [2^30, 2^32) */
@@ -234,8 +233,47 @@ static inline void mt_m0_f32_mac(mt_m0_f32 *a, uint32_t e, int32_t v)
         ++eb;
     }
     if (eb > 254 || mt_m0_f32_add_fast(a, (r >> 8) << 6, eb, (e ^ neg) & 0x80000000u)) {
-        mt_m0_f32_mac_slow(a, e, v);
+        mt_m0_f32_unpack(a, mt_m0_f32_mac_slow(mt_m0_f32_pack(a), e, v));
     }
+}
+
+/*
+ * out = a * b (float32 bits, both normal), rounded to nearest even: the 48-bit product of the
+ * significands from four 12x12-bit partial products (MULS has no high half); returns 1 (out
+ * untouched) when an operand is not normal or the product is not a normal float32.
+ */
+static inline int mt_m0_f32_mul_fast(mt_m0_f32 *out, uint32_t a, uint32_t b)
+{
+    const uint32_t ea = (a << 1) >> 24;
+    const uint32_t eb = (b << 1) >> 24;
+    const uint32_t ga = ((a << 8) | 0x80000000u) >> 8;
+    const uint32_t gb = ((b << 8) | 0x80000000u) >> 8;
+    const uint32_t cross = (ga >> 12) * (gb & 0xFFFu) + (ga & 0xFFFu) * (gb >> 12);
+    const uint32_t low = (ga & 0xFFFu) * (gb & 0xFFFu) + ((cross & 0xFFFu) << 12);
+    uint32_t hi = (ga >> 12) * (gb >> 12) + (cross >> 12) + (low >> 24); /* product = hi * 2^24 + rest */
+    uint32_t rest = low & 0xFFFFFFu;
+    int32_t e = (int32_t)(ea + eb) - 126;
+    if (ea - 1u >= 254u || eb - 1u >= 254u) {
+        return 1;
+    }
+    if (hi < 0x800000u) { /* a 47-bit product: one more bit into the significand */
+        hi = (hi << 1) | (rest >> 23);
+        rest = (rest << 1) & 0xFFFFFFu;
+        --e;
+    }
+    if (rest > 0x800000u || (rest == 0x800000u && (hi & 1u))) {
+        if (++hi == 0x1000000u) {
+            hi = 0x800000u;
+            ++e;
+        }
+    }
+    if (e < 1 || e > 254) {
+        return 1;
+    }
+    out->m = hi << 6;
+    out->e = e;
+    out->s = (a ^ b) & 0x80000000u;
+    return 0;
 }
 
 /* acc = acc + b (both accumulators), bit-exact with the float32 add. */
@@ -245,8 +283,28 @@ static inline void mt_m0_f32_add(mt_m0_f32 *a, const mt_m0_f32 *b)
         return;
     }
     if (b->e == MT_M0_F32_PACKED || mt_m0_f32_add_fast(a, b->m, b->e, b->s)) {
-        mt_m0_f32_add_slow(a, b);
+        mt_m0_f32_unpack(a, mt_m0_f32_add_slow(mt_m0_f32_pack(a), mt_m0_f32_pack(b)));
     }
+}
+
+/*
+ * acc = acc + sum_{k < n} (float)(x[k * xstep] - zx) * e[k * estep], term by term in k order
+ * (mt_m0_f32_mac): the one inner loop of every BP-QAS adjoint, its accumulator in registers.
+ */
+static MT_M0_UNUSED void __attribute__((noinline)) mt_m0_f32_run(mt_m0_f32 *acc,
+                                                                const float *e,
+                                                                int32_t estep,
+                                                                const int8_t *x,
+                                                                int32_t xstep,
+                                                                int32_t zx,
+                                                                int32_t n)
+{
+    mt_m0_f32 a = *acc;
+    const float *end = e + n * estep;
+    for (; e != end; e += estep, x += xstep) {
+        mt_m0_f32_mac(&a, mt_m0_f32_bits(*e), *x - zx);
+    }
+    *acc = a;
 }
 
 #endif /* MT_M0_F32_H */
