@@ -2,7 +2,7 @@
  * mcutrain runtime: mt_conv2d_bwd_in_s8_f32, the ARMv6-M (Cortex-M0+) twin of
  * train/qas/mt_conv2d_bwd_in_s8_f32.c, bit-exact with it in every case: per input element the
  * taps (ky, kx) row-major, each tap's sum t over the group's output channels from +0.0, then
- * acc = acc + t; each step `t + (float)w * e` by mt_m0_f32_mac (mt_m0_f32.h), the tap sums added
+ * acc = acc + t; each step `t + (float)w * e` in mt_m0_f32_run (mt_m0_f32.h), the tap sums added
  * unpacked (mt_m0_f32_add), no division for stride 1 and 32-bit addressing.
  */
 #include "mt_m0_f32.h"

@@ -2,8 +2,8 @@
  * mcutrain runtime: mt_conv2d_bwd_w_row_s8_f32, the ARMv6-M (Cortex-M0+) twin of
  * train/qas/mt_conv2d_bwd_w_row_s8_f32.c, bit-exact with it in every case: the same sums in the
  * same order (per sample n, t over the positions (oy, ox) row-major from +0.0, padding skipped;
- * then acc = acc + t over n), each step `t + (float)(x - z_x) * e` done by mt_m0_f32_mac in
- * integers (mt_m0_f32.h) instead of three soft-float calls, the padding skipped by the range of
+ * then acc = acc + t over n), each step `t + (float)(x - z_x) * e` done in integers by
+ * mt_m0_f32_run (mt_m0_f32.h) instead of three soft-float calls, the padding skipped by the range of
  * valid ox per tap instead of a test per position, and 32-bit addressing (no __muldi3).
  */
 #include "mt_m0_f32.h"

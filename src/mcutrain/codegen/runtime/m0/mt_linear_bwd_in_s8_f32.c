@@ -1,7 +1,7 @@
 /*
  * mcutrain runtime: mt_linear_bwd_in_s8_f32, the ARMv6-M (Cortex-M0+) twin of
  * train/qas/mt_linear_bwd_in_s8_f32.c, bit-exact with it in every case: the same sum over o from
- * +0.0, each step `acc + (float)w * e` by mt_m0_f32_mac (mt_m0_f32.h), 32-bit addressing.
+ * +0.0, each step `acc + (float)w * e` in mt_m0_f32_run (mt_m0_f32.h), 32-bit addressing.
  */
 #include "mt_m0_f32.h"
 #include "mt_train.h"

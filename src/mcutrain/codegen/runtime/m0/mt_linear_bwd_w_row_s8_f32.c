@@ -1,7 +1,7 @@
 /*
  * mcutrain runtime: mt_linear_bwd_w_row_s8_f32, the ARMv6-M (Cortex-M0+) twin of
  * train/qas/mt_linear_bwd_w_row_s8_f32.c, bit-exact with it in every case: the same sum over n
- * from +0.0, each step `acc + (float)(x - z_x) * e` by mt_m0_f32_mac (mt_m0_f32.h), 32-bit
+ * from +0.0, each step `acc + (float)(x - z_x) * e` in mt_m0_f32_run (mt_m0_f32.h), 32-bit
  * addressing.
  */
 #include "mt_m0_f32.h"

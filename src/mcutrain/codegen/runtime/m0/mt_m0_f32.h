@@ -204,8 +204,11 @@ static inline int mt_m0_f32_add_fast(mt_m0_f32 *a, uint32_t mb, int32_t eb, uint
     return 0;
 }
 
-/* acc = acc + (float)v * e (e the float32 bits), bit-exact with those two float32 operations. */
-static inline void mt_m0_f32_mac(mt_m0_f32 *a, uint32_t e, int32_t v)
+/*
+ * acc = acc + (float)v * e (e the float32 bits) for an unpacked or +0.0 accumulator, e != +-0.0 and
+ * v != 0; returns 1 (acc untouched) when e is not normal or the result is not a normal float32.
+ */
+static inline int mt_m0_f32_mac_fast(mt_m0_f32 *a, uint32_t e, int32_t v)
 {
     const uint32_t ee = (e << 1) >> 24;
     const uint32_t neg = (uint32_t)(v >> 31);
@@ -213,12 +216,8 @@ static inline void mt_m0_f32_mac(mt_m0_f32 *a, uint32_t e, int32_t v)
     uint32_t p;
     uint32_t r;
     int32_t eb;
-    if (ee - 1u >= 254u || av == 0u) { /* zero, subnormal, infinite or NaN e; or v == 0 */
-        if ((av == 0u || (e << 1) == 0u) && ee != 255u && a->e != MT_M0_F32_PACKED) {
-            return; /* a +-0.0 product */
-        }
-        mt_m0_f32_unpack(a, mt_m0_f32_mac_slow(mt_m0_f32_pack(a), e, v));
-        return;
+    if (ee - 1u >= 254u) { /* subnormal, infinite or NaN e */
+        return 1;
     }
     p = (((e << 8) | 0x80000000u) >> 8) * mt_m0_f32_norm[av]; /* in [2^30, 2^32) */
     eb = (int32_t)ee + mt_m0_f32_log2[av];
@@ -232,9 +231,7 @@ static inline void mt_m0_f32_mac(mt_m0_f32 *a, uint32_t e, int32_t v)
         r = 0x80000000u;
         ++eb;
     }
-    if (eb > 254 || mt_m0_f32_add_fast(a, (r >> 8) << 6, eb, (e ^ neg) & 0x80000000u)) {
-        mt_m0_f32_unpack(a, mt_m0_f32_mac_slow(mt_m0_f32_pack(a), e, v));
-    }
+    return eb > 254 || mt_m0_f32_add_fast(a, (r >> 8) << 6, eb, (e ^ neg) & 0x80000000u);
 }
 
 /*
@@ -288,8 +285,10 @@ static inline void mt_m0_f32_add(mt_m0_f32 *a, const mt_m0_f32 *b)
 }
 
 /*
- * acc = acc + sum_{k < n} (float)(x[k * xstep] - zx) * e[k * estep], term by term in k order
- * (mt_m0_f32_mac): the one inner loop of every BP-QAS adjoint, its accumulator in registers.
+ * acc = acc + sum_{k < n} (float)(x[k * xstep] - zx) * e[k * estep], term by term in k order:
+ * the one inner loop of every BP-QAS adjoint, its accumulator in registers. A +-0.0 product (most
+ * errors are 0.0 behind a ReLU or a max pool) is skipped first; once the accumulator is packed the
+ * rest of the terms take the float32 operations.
  */
 static MT_M0_UNUSED void __attribute__((noinline)) mt_m0_f32_run(mt_m0_f32 *acc,
                                                                 const float *e,
@@ -301,10 +300,33 @@ static MT_M0_UNUSED void __attribute__((noinline)) mt_m0_f32_run(mt_m0_f32 *acc,
 {
     mt_m0_f32 a = *acc;
     const float *end = e + n * estep;
-    for (; e != end; e += estep, x += xstep) {
-        mt_m0_f32_mac(&a, mt_m0_f32_bits(*e), *x - zx);
+    uint32_t u;
+    if (a.e != MT_M0_F32_PACKED) {
+        for (; e != end; e += estep, x += xstep) {
+            const uint32_t eb = mt_m0_f32_bits(*e);
+            const int32_t v = *x - zx;
+            if ((eb << 1) == 0u || (v == 0 && (eb << 1) < 0xFF000000u)) {
+                continue; /* a +-0.0 product */
+            }
+            if (mt_m0_f32_mac_fast(&a, eb, v)) {
+                mt_m0_f32_unpack(&a, mt_m0_f32_mac_slow(mt_m0_f32_pack(&a), eb, v));
+                if (a.e == MT_M0_F32_PACKED) {
+                    e += estep;
+                    x += xstep;
+                    break;
+                }
+            }
+        }
     }
-    *acc = a;
+    if (e == end) {
+        *acc = a;
+        return;
+    }
+    u = mt_m0_f32_pack(&a);
+    for (; e != end; e += estep, x += xstep) {
+        u = mt_m0_f32_mac_slow(u, mt_m0_f32_bits(*e), *x - zx);
+    }
+    mt_m0_f32_unpack(acc, u);
 }
 
 #endif /* MT_M0_F32_H */
