@@ -6,6 +6,7 @@
  * unpacked (mt_m0_f32_add), no division for stride 1 and 32-bit addressing.
  */
 #include "mt_m0_f32.h"
+#include "mt_qas_f32_args_ref.h"
 #include "mt_train.h"
 
 /* The output index o with o * stride == p (0 <= p), or -1 when there is none. */
@@ -32,10 +33,7 @@ mt_status mt_conv2d_bwd_in_s8_f32(const mt_conv_params *params,
     int32_t og;
     int32_t jstep;
     float *dst = e_x;
-    if (params == NULL || output_dims == NULL || e_acc == NULL || filter_dims == NULL || filter == NULL ||
-        input_dims == NULL || e_x == NULL || params->groups < 1 || params->stride_h < 1 || params->stride_w < 1 ||
-        input_dims->c % params->groups != 0 || filter_dims->n % params->groups != 0 ||
-        filter_dims->c != input_dims->c / params->groups || output_dims->c != filter_dims->n) {
+    if (mt_conv2d_bwd_in_s8_f32_args(params, output_dims, e_acc, filter_dims, filter, input_dims, e_x) != MT_OK) {
         return MT_ERR_ARG;
     }
     cg = filter_dims->c;

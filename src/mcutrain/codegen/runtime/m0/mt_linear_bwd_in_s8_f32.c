@@ -4,6 +4,7 @@
  * +0.0, each step `acc + (float)w * e` in mt_m0_f32_run (mt_m0_f32.h), 32-bit addressing.
  */
 #include "mt_m0_f32.h"
+#include "mt_qas_f32_args_ref.h"
 #include "mt_train.h"
 
 mt_status mt_linear_bwd_in_s8_f32(int32_t batch,
@@ -15,7 +16,7 @@ mt_status mt_linear_bwd_in_s8_f32(int32_t batch,
 {
     int32_t n;
     int32_t i;
-    if (e_acc == NULL || weight == NULL || e_x == NULL || batch < 1 || out_features < 1 || in_features < 1) {
+    if (mt_linear_bwd_in_s8_f32_args(batch, out_features, e_acc, weight, in_features, e_x) != MT_OK) {
         return MT_ERR_ARG;
     }
     for (n = 0; n < batch; ++n) {

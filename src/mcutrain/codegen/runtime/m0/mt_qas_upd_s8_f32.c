@@ -9,6 +9,7 @@
  * leave (a zero, subnormal, infinite or NaN operand or result) runs the reference's expression.
  */
 #include "mt_m0_f32.h"
+#include "mt_qas_f32_args_ref.h"
 #include "mt_train.h"
 #include "mt_train_math.h"
 
@@ -48,7 +49,7 @@ mt_status mt_qas_upd_s8_f32(int32_t channels,
 {
     int32_t c;
     int32_t e;
-    if (grad == NULL || k == NULL || w == NULL || channels < 1 || per_channel < 1) {
+    if (mt_qas_upd_s8_f32_args(channels, per_channel, grad, k, w) != MT_OK) {
         return MT_ERR_ARG;
     }
     for (c = 0; c < channels; ++c) {
