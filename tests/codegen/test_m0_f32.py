@@ -14,6 +14,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from conftest import needs_gcc
 from mcutrain.buildflags import HOST_SANITIZE
 from mcutrain.codegen.runtime_files import RUNTIME_DIR, runtime_files
@@ -45,7 +47,8 @@ def _run(exe: Path, n: int, seed: int) -> dict[str, int]:
 
 def test_the_float32_operations_equal_ieee_float32(tmp_path):
     exe = tmp_path / "ops"
-    subprocess.run([find_host_cc(), "-std=c99", "-O2", "-ffp-contract=off", f"-I{RUNTIME_DIR / 'm0'}",
+    subprocess.run([find_host_cc(), "-std=c99", "-O2", "-ffp-contract=off", "-DMT_M0_F32_SOFT=1",
+                    f"-I{RUNTIME_DIR / 'm0'}",
                     f"-I{RUNTIME_DIR / 'include'}", str(DRIVERS / "m0_f32_ops.c"), "-o", str(exe)],
                    check=True)
     r = _run(exe, 60000, 11)      # about 1.5 million terms, 60000 adds and products
@@ -54,9 +57,12 @@ def test_the_float32_operations_equal_ieee_float32(tmp_path):
     assert r["mul_fast"] > r["products"] // 3, "most products take the integer path"
 
 
-def test_the_m0_bp_qas_kernels_equal_the_reference_kernels(tmp_path):
+@pytest.mark.parametrize("soft", [1, 0])
+def test_the_m0_bp_qas_kernels_equal_the_reference_kernels(tmp_path, soft):
+    """soft 1: the integer sums (a core without float32 hardware); 0: the core's float32 (RV32 F)."""
     rt = _runtime(tmp_path)
     cc, flags = find_host_cc(), ["-std=c99", "-Wall", "-Wextra", "-Werror", "-O1", "-ffp-contract=off",
+                                 f"-DMT_M0_F32_SOFT={soft}",
                                  *HOST_SANITIZE, f"-I{rt}", f"-I{RUNTIME_DIR / 'm0'}"]
     objs = []
     for name in KERNELS:

@@ -31,6 +31,20 @@
 
 #include "mt_m0.h"
 
+/*
+ * 1: the sums in integers (a core without single-precision floating point: ARMv6-M, RV32 without
+ * F); 0: the float32 operations of the core (RV32 with F, an FPU), which are faster there. Both
+ * give the same bits; tests set it to test the integer path on any host.
+ */
+#ifndef MT_M0_F32_SOFT
+#if (defined(__riscv_flen) && __riscv_flen >= 32) || (defined(__ARM_FP) && (__ARM_FP & 4)) || \
+    defined(__SSE_MATH__) || defined(__aarch64__)
+#define MT_M0_F32_SOFT 0
+#else /* no single-precision hardware */
+#define MT_M0_F32_SOFT 1
+#endif /* hardware float32 */
+#endif /* MT_M0_F32_SOFT */
+
 /* The exponent of an accumulator holding +0.0 (so far below any addend's that it is replaced). */
 #define MT_M0_F32_ZERO (-1024)
 /* The exponent of an accumulator kept packed (its bits in `m`): subnormal, infinite or NaN. */
@@ -276,6 +290,10 @@ static inline int mt_m0_f32_mul_fast(mt_m0_f32 *out, uint32_t a, uint32_t b)
 /* acc = acc + b (both accumulators), bit-exact with the float32 add. */
 static inline void mt_m0_f32_add(mt_m0_f32 *a, const mt_m0_f32 *b)
 {
+    if (!MT_M0_F32_SOFT) {
+        mt_m0_f32_unpack(a, mt_m0_f32_add_slow(mt_m0_f32_pack(a), mt_m0_f32_pack(b)));
+        return;
+    }
     if (b->e == MT_M0_F32_ZERO && a->e != MT_M0_F32_PACKED) {
         return;
     }
@@ -301,7 +319,7 @@ static MT_M0_UNUSED void __attribute__((noinline)) mt_m0_f32_run(mt_m0_f32 *acc,
     mt_m0_f32 a = *acc;
     const float *end = e + n * estep;
     uint32_t u;
-    if (a.e != MT_M0_F32_PACKED) {
+    if (MT_M0_F32_SOFT && a.e != MT_M0_F32_PACKED) {
         for (; e != end; e += estep, x += xstep) {
             const uint32_t eb = mt_m0_f32_bits(*e);
             const int32_t v = *x - zx;
@@ -323,6 +341,15 @@ static MT_M0_UNUSED void __attribute__((noinline)) mt_m0_f32_run(mt_m0_f32 *acc,
         return;
     }
     u = mt_m0_f32_pack(&a);
+    if (!MT_M0_F32_SOFT) { /* the core's float32: a +-0.0 product leaves the sum (never -0.0) as it is */
+        float s = mt_m0_f32_float(u);
+        for (; e != end; e += estep, x += xstep) {
+            if (*e != 0.0f) {
+                s = s + (float)(*x - zx) * *e;
+            }
+        }
+        u = mt_m0_f32_bits(s);
+    }
     for (; e != end; e += estep, x += xstep) {
         u = mt_m0_f32_mac_slow(u, mt_m0_f32_bits(*e), *x - zx);
     }

@@ -6,7 +6,8 @@
  * Here g * k[c] is rounded by mt_m0_f32_mul_fast and + r by mt_m0_f32_add_fast (mt_m0_f32.h,
  * the same IEEE roundings), and the integer step is read off the unpacked result: a step of
  * magnitude >= 511 (|value| >= 512) saturates the weight whatever its exact size. Every case those
- * leave (a zero, subnormal, infinite or NaN operand or result) runs the reference's expression.
+ * leave (a zero, subnormal, infinite or NaN operand or result) runs the reference's expression, as
+ * does every weight on a core with float32 hardware (MT_M0_F32_SOFT 0).
  */
 #include "mt_m0_f32.h"
 #include "mt_qas_f32_args_ref.h"
@@ -60,7 +61,8 @@ mt_status mt_qas_upd_s8_f32(int32_t channels,
             const uint32_t g = mt_m0_f32_bits(grad[i]);
             mt_m0_f32 d = {0u, MT_M0_F32_ZERO, 0u};
             /* g = +-0.0 (many: an input at its zero point) times a finite k: +-0.0, step 0 */
-            int fast = ((g << 1) == 0u && (kb << 1) < 0xFF000000u) || !mt_m0_f32_mul_fast(&d, g, kb);
+            int fast = MT_M0_F32_SOFT &&
+                       (((g << 1) == 0u && (kb << 1) < 0xFF000000u) || !mt_m0_f32_mul_fast(&d, g, kb));
             if (round_state == NULL) {
                 w[i] = fast ? apply(w[i], &d, 0) : mt_qas_apply_s8(w[i], mt_qas_step_f32(grad[i] * kc));
                 continue;
