@@ -3,6 +3,7 @@
  * computes the same terms). Order, per input element: taps (ky, kx) row-major, each tap's
  * channel sum t = sum_o w * e from 0 in o order, then e_x = ((0 + t0) + t1) + ... (col2im's).
  */
+#include "mt_qas_f32_args_ref.h"
 #include "mt_train.h"
 
 mt_status mt_conv2d_bwd_in_s8_f32(const mt_conv_params *params,
@@ -19,10 +20,7 @@ mt_status mt_conv2d_bwd_in_s8_f32(const mt_conv_params *params,
     int32_t c;
     int32_t cg;
     int32_t og;
-    if (params == NULL || output_dims == NULL || e_acc == NULL || filter_dims == NULL || filter == NULL ||
-        input_dims == NULL || e_x == NULL || params->groups < 1 || params->stride_h < 1 || params->stride_w < 1 ||
-        input_dims->c % params->groups != 0 || filter_dims->n % params->groups != 0 ||
-        filter_dims->c != input_dims->c / params->groups || output_dims->c != filter_dims->n) {
+    if (mt_conv2d_bwd_in_s8_f32_args(params, output_dims, e_acc, filter_dims, filter, input_dims, e_x) != MT_OK) {
         return MT_ERR_ARG;
     }
     cg = filter_dims->c;

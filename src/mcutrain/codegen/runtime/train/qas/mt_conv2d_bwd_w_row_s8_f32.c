@@ -7,6 +7,7 @@
  * A generated train_step applies each row's update as soon as it is complete, so only one row of
  * gradient is ever stored (the planner's `grad:<layer>.row`).
  */
+#include "mt_qas_f32_args_ref.h"
 #include "mt_train.h"
 
 mt_status mt_conv2d_bwd_w_row_s8_f32(const mt_conv_params *params,
@@ -23,11 +24,8 @@ mt_status mt_conv2d_bwd_w_row_s8_f32(const mt_conv_params *params,
     int32_t i;
     int32_t cg;
     int32_t cin;
-    if (params == NULL || input_dims == NULL || input == NULL || output_dims == NULL || e_acc == NULL ||
-        filter_dims == NULL || grad_row == NULL || params->groups < 1 || params->stride_h < 1 ||
-        params->stride_w < 1 || input_dims->c % params->groups != 0 || filter_dims->n % params->groups != 0 ||
-        filter_dims->c != input_dims->c / params->groups || output_dims->c != filter_dims->n ||
-        output_dims->n != input_dims->n || channel < 0 || channel >= filter_dims->n) {
+    if (mt_conv2d_bwd_w_row_s8_f32_args(params, input_dims, input, output_dims, e_acc, filter_dims, channel,
+                                         grad_row) != MT_OK) {
         return MT_ERR_ARG;
     }
     cg = filter_dims->c;

@@ -1,4 +1,5 @@
 /* Linear input error of BP-QAS, float32, summed over o in order from 0 (ste_kernels.linear_bwd_in_s8_f32). */
+#include "mt_qas_f32_args_ref.h"
 #include "mt_train.h"
 
 mt_status mt_linear_bwd_in_s8_f32(int32_t batch,
@@ -11,7 +12,7 @@ mt_status mt_linear_bwd_in_s8_f32(int32_t batch,
     int32_t n;
     int32_t i;
     int32_t o;
-    if (e_acc == NULL || weight == NULL || e_x == NULL || batch < 1 || out_features < 1 || in_features < 1) {
+    if (mt_linear_bwd_in_s8_f32_args(batch, out_features, e_acc, weight, in_features, e_x) != MT_OK) {
         return MT_ERR_ARG;
     }
     for (n = 0; n < batch; ++n) {

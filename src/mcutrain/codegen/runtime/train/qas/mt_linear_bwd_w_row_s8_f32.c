@@ -2,6 +2,7 @@
  * One output row of the BP-QAS linear weight gradient, float32: row `channel` of
  * mt_linear_bwd_w_s8_f32 in the same order (sum over n in order from 0), bit for bit.
  */
+#include "mt_qas_f32_args_ref.h"
 #include "mt_train.h"
 
 mt_status mt_linear_bwd_w_row_s8_f32(int32_t input_zero_point,
@@ -15,8 +16,7 @@ mt_status mt_linear_bwd_w_row_s8_f32(int32_t input_zero_point,
 {
     int32_t n;
     int32_t i;
-    if (input == NULL || e_acc == NULL || grad_row == NULL || batch < 1 || out_features < 1 || in_features < 1 ||
-        channel < 0 || channel >= out_features) {
+    if (mt_linear_bwd_w_row_s8_f32_args(batch, input, in_features, e_acc, out_features, channel, grad_row) != MT_OK) {
         return MT_ERR_ARG;
     }
     for (i = 0; i < in_features; ++i) {

@@ -4,6 +4,7 @@
  * with round_state != NULL, stochastic rounding: floor(clamp(g * k[c]) + r), r one uniform01 draw
  * per weight in index order.
  */
+#include "mt_qas_f32_args_ref.h"
 #include "mt_train.h"
 #include "mt_train_math.h"
 
@@ -16,7 +17,7 @@ mt_status mt_qas_upd_s8_f32(int32_t channels,
 {
     int32_t c;
     int32_t e;
-    if (grad == NULL || k == NULL || w == NULL || channels < 1 || per_channel < 1) {
+    if (mt_qas_upd_s8_f32_args(channels, per_channel, grad, k, w) != MT_OK) {
         return MT_ERR_ARG;
     }
     for (c = 0; c < channels; ++c) {
