@@ -77,27 +77,34 @@ PINNED_MODEL = "zo-adapt-pretrained.npz"
 """The committed pretrained model, in the `models/` folder beside the benchmarks' `work/` folder."""
 
 
-def pretrained_model(work: Path, budget: Budget, quick: bool) -> tuple[Graph, dict[str, Any]]:
-    """small-cnn trained in float on clean Fashion-MNIST, cached in `work` (trained once).
+def pretrained_file(work: Path, budget: Budget, quick: bool) -> Path:
+    """The file of small-cnn trained in float on clean Fashion-MNIST (trained once, into `work`).
 
     The full-budget model is pinned: where `work/../models/` holds it (the repository's
     `benchmarks/models/`), that file is the model, so every machine adapts the same weights.
     NOTE: training it again gives other weights on another CPU, since OpenBLAS picks its float
     kernel per CPU at run time (and its thread count changes the sums too), and every adaptation
-    result moves with the model. The meta records the file's SHA-256 either way.
+    result moves with the model.
     """
     path = work / ("pretrained-quick.npz" if quick else "pretrained.npz")
     pinned = work.parent / "models" / PINNED_MODEL
     if not quick and not path.exists() and pinned.is_file():
-        path = pinned
+        return pinned
     if not path.exists():
         _train_pretrained(path, budget)
+    return path
+
+
+def pretrained_model(work: Path, budget: Budget, quick: bool) -> tuple[Graph, dict[str, Any]]:
+    """The model of `pretrained_file`; its meta names the file and its SHA-256."""
+    path = pretrained_file(work, budget, quick)
     mf = io.load(path)
     return mf.graph, {**mf.meta, "file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
 
 
 def _train_pretrained(path: Path, budget: Budget) -> None:
     """Train the model with one BLAS thread (the sums then do not depend on the core count)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     ds = load_dataset("fashion-mnist", seed=0)
     n = min(budget.pretrain_samples, len(ds.x_train))
     g = zoo.build("small-cnn", seed=0)
