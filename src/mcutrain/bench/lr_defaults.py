@@ -7,7 +7,7 @@ train`), on seed 0; the gap is the grid's best test accuracy minus the default's
 - fqt int8 from scratch (He-initialized, `--init random`): digits-cnn on digits, mnist1d-cnn on
   MNIST-1D, small-cnn on a Fashion-MNIST subset. Target: gap <= 2.
 - zo (mix) and bp-qas adapting small-cnn pretrained on clean Fashion-MNIST (the zo-adapt model,
-  `zo_protocol.pretrained_model`) to a few Fashion-MNIST-C corruptions at severity 5, zo-adapt's
+  `zo_protocol.pretrained_file`) to a few Fashion-MNIST-C corruptions at severity 5, zo-adapt's
   setting (100 training samples, 5 epochs, trainable conv2 and fc1, 20 queries). Target: gap <= 3.
 - the 784-128-64-10 MLP a new user tried, from scratch on a Fashion-MNIST subset, with fqt
   int8, zo and bp-qas (reported, no target).
@@ -29,7 +29,7 @@ from typing import Any
 from mcutrain import graph as G
 from mcutrain import io, zoo
 from mcutrain.bench.files import limit_threads, markdown_table, update_docs, write_results
-from mcutrain.bench.zo_protocol import TRAINABLE, pretrained_model
+from mcutrain.bench.zo_protocol import TRAINABLE, pretrained_file
 from mcutrain.bench.zo_protocol import Budget as ZOBudget
 from mcutrain.data import load_dataset
 from mcutrain.errors import UserError
@@ -122,8 +122,7 @@ def pretrained_path(work: Path, budget: Budget, quick: bool) -> Path:
             work.mkdir(parents=True, exist_ok=True)
             io.save(path, g)
         return path
-    pretrained_model(work, ZOBudget(), quick)
-    return work / ("pretrained-quick.npz" if quick else "pretrained.npz")
+    return pretrained_file(work, ZOBudget(), quick)
 
 
 def one_run(case: Case, lr: float | None, pretrained: Path, seed: int) -> dict[str, Any]:

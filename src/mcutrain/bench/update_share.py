@@ -7,7 +7,7 @@ transfer tasks run through the public API (`mcutrain.api.train`, as `mcutrain tr
 
 - digits: digits-cnn pretrained as the README does (`mcutrain pretrain --arch digits-cnn
   --dataset digits --lr 1e-2`), adapted on `digits-c:stripe:5`;
-- fashion: small-cnn pretrained on clean Fashion-MNIST (`zo_protocol.pretrained_model`,
+- fashion: small-cnn pretrained on clean Fashion-MNIST (`zo_protocol.pretrained_file`,
   the ZO benchmarks' model), adapted on `fashion-mnist-c:fog:5`.
 
 zo (wp, np, mix) and bp-qas run with `--update-rounding nearest` and `stochastic` side by
@@ -26,7 +26,7 @@ import numpy as np
 
 from mcutrain.bench.files import markdown_table, update_docs, write_results
 from mcutrain.bench.zo_protocol import Budget as ZOBudget
-from mcutrain.bench.zo_protocol import pretrained_model
+from mcutrain.bench.zo_protocol import pretrained_file
 from mcutrain.progress import Progress
 
 METHODS: dict[str, dict[str, Any]] = {
@@ -84,8 +84,7 @@ def pretrained_digits(work: Path) -> Path:
 def model_of(task: str, work: Path, quick: bool) -> Path:
     if task == "digits":
         return pretrained_digits(work)
-    pretrained_model(work, ZOBudget(), quick)
-    return work / ("pretrained-quick.npz" if quick else "pretrained.npz")
+    return pretrained_file(work, ZOBudget(), quick)
 
 
 def one_run(model: Path, task: str, name: str, rounding: str, seed: int, budget: Budget) -> dict[str, Any]:

@@ -32,7 +32,7 @@ import numpy as np
 from mcutrain.bench.files import result_path, sweep_grid
 from mcutrain.bench.subset import SUFFIX, Only, describe
 from mcutrain.bench.sweep_stage import fresh_start, run_cells
-from mcutrain.bench.zo_docs import write_docs
+from mcutrain.bench.zo_docs import adapt_targets, write_docs
 from mcutrain.bench.zo_protocol import (
     ADAPT_METHODS,
     CORRUPTIONS,
@@ -189,6 +189,7 @@ def run_adapt(work: Path, results: Path, quick: bool = False, log=print, docs: P
                 f"{run['seconds']:.0f} s)")
         doc["runs"] = sorted(doc["runs"] + runs, key=_run_order)
         doc["rows"] = summarize(doc["runs"], chosen)
+        doc["targets"] = adapt_targets(doc, list(budget.corruptions))
         doc["seconds"] = time.perf_counter() - t_all
         doc["complete"] = False
         write_json(out_file, doc)

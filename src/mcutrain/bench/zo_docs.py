@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from mcutrain.bench.zo_protocol import ADAPT_METHODS, CORRUPTIONS
+from mcutrain.bench.zo_protocol import ADAPT_METHODS, CORRUPTIONS, PINNED_MODEL
 from mcutrain.io import atomic_write_bytes
 
 
@@ -35,7 +35,7 @@ def adapt_table(doc: dict[str, Any]) -> str:
 
 
 def adapt_head(doc: dict[str, Any]) -> str:
-    """The paragraph above the zo-adapt table: protocol, learning rates and the two targets."""
+    """The paragraph above the zo-adapt table: protocol, learning rates and the targets."""
     b, rows = doc["budget"], doc["rows"]
     seeds = sorted({s for r in rows for s in r["seeds"]})
     corrs = [c for c in CORRUPTIONS if any(r["corruption"] == c for r in rows)]
@@ -53,7 +53,8 @@ def adapt_head(doc: dict[str, Any]) -> str:
             f"{len(corrs)} corruption(s) (`mcutrain bench zo-adapt`; "
             f"{doc.get('seconds', 0) / 60:.0f} minutes here, machine shared). small-cnn pretrained in float "
             "on 15,000 clean Fashion-MNIST images "
-            "(2 epochs), int8 by PTQ; each corruption at severity 5 on the Fashion-MNIST test set split per "
+            f"(2 epochs{pinned_text(doc.get('pretrained', {}))}), int8 by PTQ; each corruption at "
+            "severity 5 on the Fashion-MNIST test set split per "
             f"class into {b['n_train']} train / {b['n_val']} validation / {b['n_test']} test images (the ZO "
             f"seed's protocol); batch 100, {b['epochs']} epochs, cosine learning rate, trainable `conv2` and "
             f"`fc1` (classifier frozen) for every method; ZO with {b['queries']} queries "
@@ -69,10 +70,7 @@ def adapt_head(doc: dict[str, Any]) -> str:
     if lr:
         text += f"Rates chosen (rate x corruptions): {lr}. "
     if "zo-mix" in mean and "bp-qas" in mean and "none" in mean:
-        gap, gain = mean["zo-mix"] - mean["bp-qas"], mean["zo-mix"] - mean["none"]
-        text += (f"Targets: zo-mix within 1 point of bp-qas ({'met' if gap >= -1 else 'not met'}: "
-                 f"{mean['zo-mix']:.1f} vs {mean['bp-qas']:.1f}) and clearly above none "
-                 f"({'met' if gain > 5 else 'not met'}: {gain:+.1f} points).")
+        text += targets_text(adapt_targets(doc, corrs), mean)
         acc = {(r["corruption"], r["method"]): 100 * r["accuracy_after"] for r in rows}
         diff = [f"{c} {acc[(c, 'zo-mix')] - acc[(c, 'bp-qas')]:+.1f}" for c in corrs
                 if (c, "zo-mix") in acc and (c, "bp-qas") in acc]
@@ -87,6 +85,72 @@ def adapt_head(doc: dict[str, Any]) -> str:
         if len(spread["seeds"]) > 1:
             text += (f" Largest seed spread of zo-mix: {spread['corruption']} (std "
                      f"{100 * spread['accuracy_after_std']:.1f} points).")
+    return text
+
+
+def pinned_text(meta: dict[str, Any]) -> str:
+    """Which model file the run adapted, and its float accuracy (the pinned file, see zo_protocol)."""
+    if "float_accuracy" not in meta:
+        return ""
+    name = meta.get("file", "pretrained.npz")
+    where = f"`benchmarks/models/{name}`, " if name == PINNED_MODEL else ""
+    return f"; {where}float accuracy {100 * meta['float_accuracy']:.2f}%"
+
+
+MIX_MEAN_GAP, MIX_WORST_GAP, SPARSE_MEAN_GAP = 1.5, 4.0, 3.0
+"""Issue #20's targets, points below bp-qas: zo-mix's mean and worst corruption, zo-sparse's mean."""
+COLLAPSE = 5.0
+"""Points below its start at which a run counts as diverged (`adapt_targets`)."""
+
+
+def adapt_targets(doc: dict[str, Any], corrs: list[str]) -> dict[str, Any]:
+    """The zo-adapt targets measured: gaps to bp-qas (points) and the runs that diverged.
+
+    A run diverges when its training loss ends above its first epoch's (or is not finite), or its
+    test accuracy ends more than `COLLAPSE` points below the unadapted model's: training made it
+    worse. Ending a point below on a mild corruption (jpeg_compression: every method, with 100
+    training images) is noise, not divergence.
+    """
+    acc = {(r["corruption"], r["method"]): 100 * r["accuracy_after"] for r in doc["rows"]}
+    gap = {m: {c: acc[(c, m)] - acc[(c, "bp-qas")] for c in corrs if (c, m) in acc and (c, "bp-qas") in acc}
+           for m in ("zo-mix", "zo-sparse")}
+    mix, sparse = list(gap["zo-mix"].values()), list(gap["zo-sparse"].values())
+    diverged = sorted({f"{r['method']} on {r['corruption']}" for r in doc.get("runs", [])
+                       if _diverged(r)})
+    out: dict[str, Any] = {"zo_mix_gap": float(np.mean(mix)) if mix else None,
+                           "zo_mix_worst_gap": min(mix) if mix else None,
+                           "zo_sparse_gap": float(np.mean(sparse)) if sparse else None, "diverged": diverged}
+    out["met"] = {"zo_mix_mean": _within(out["zo_mix_gap"], MIX_MEAN_GAP),
+                  "zo_mix_worst": _within(out["zo_mix_worst_gap"], MIX_WORST_GAP),
+                  "zo_sparse_mean": _within(out["zo_sparse_gap"], SPARSE_MEAN_GAP),
+                  "none_diverged": not diverged}
+    return out
+
+
+def _diverged(run: dict[str, Any]) -> bool:
+    losses = [h["loss"] for h in run.get("history", [])]
+    rose = bool(losses) and (not np.all(np.isfinite(losses)) or losses[-1] > losses[0])
+    return rose or 100 * (run["accuracy_after"] - run["accuracy_before"]) < -COLLAPSE
+
+
+def _within(gap: float | None, points: float) -> bool:
+    return gap is not None and gap >= -points
+
+
+def targets_text(t: dict[str, Any], mean: dict[str, float]) -> str:
+    """One sentence per target of `adapt_targets`."""
+    def verdict(key: str) -> str:
+        return "met" if t["met"][key] else "not met"
+    text = (f"Targets: zo-mix mean within {MIX_MEAN_GAP:g} points of bp-qas ({verdict('zo_mix_mean')}: "
+            f"{mean['zo-mix']:.1f} vs {mean['bp-qas']:.1f}, {t['zo_mix_gap']:+.1f}); no corruption more "
+            f"than {MIX_WORST_GAP:g} points below it ({verdict('zo_mix_worst')}: worst "
+            f"{t['zo_mix_worst_gap']:+.1f})")
+    if t["zo_sparse_gap"] is not None:
+        text += (f"; zo-sparse within {SPARSE_MEAN_GAP:g} points ({verdict('zo_sparse_mean')}: "
+                 f"{t['zo_sparse_gap']:+.1f})")
+    text += (f"; no trained method diverges on any corruption (training loss rising over the epochs, "
+             f"or test accuracy ending over {COLLAPSE:g} points below the unadapted model's; "
+             + ("met" if not t["diverged"] else "not met: " + ", ".join(t["diverged"])) + ").")
     return text
 
 

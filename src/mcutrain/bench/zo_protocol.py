@@ -7,6 +7,7 @@ from both so that neither imports the other.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,10 @@ from typing import Any
 import numpy as np
 
 from mcutrain import io, zoo
+from mcutrain.bench.files import limit_threads
+from mcutrain.data import load_dataset
 from mcutrain.graph import Graph
+from mcutrain.methods import float as float_method
 from mcutrain.methods.base import TrainingMethod
 from mcutrain.methods.bp_qas import BPQASConfig, BPQASMethod
 from mcutrain.methods.zo import ZOConfig, ZOMethod
@@ -69,24 +73,48 @@ QUICK = Budget(epochs=1, queries=2, seeds=(0,), corruptions=("gaussian_noise",),
                n_test=5, pretrain_epochs=1, pretrain_samples=2000, tuned=(), workers=1)
 
 
-def pretrained_model(work: Path, budget: Budget, quick: bool) -> tuple[Graph, dict[str, Any]]:
-    """small-cnn trained in float on clean Fashion-MNIST, cached in `work` (trained once)."""
-    from mcutrain.data import load_dataset
-    from mcutrain.methods import float as float_method
+PINNED_MODEL = "zo-adapt-pretrained.npz"
+"""The committed pretrained model, in the `models/` folder beside the benchmarks' `work/` folder."""
+
+
+def pretrained_file(work: Path, budget: Budget, quick: bool) -> Path:
+    """The file of small-cnn trained in float on clean Fashion-MNIST (trained once, into `work`).
+
+    The full-budget model is pinned: where `work/../models/` holds it (the repository's
+    `benchmarks/models/`), that file is the model, so every machine adapts the same weights.
+    NOTE: training it again gives other weights on another CPU, since OpenBLAS picks its float
+    kernel per CPU at run time (and its thread count changes the sums too), and every adaptation
+    result moves with the model.
+    """
     path = work / ("pretrained-quick.npz" if quick else "pretrained.npz")
-    if path.exists():
-        mf = io.load(path)
-        return mf.graph, mf.meta
+    pinned = work.parent / "models" / PINNED_MODEL
+    if not quick and not path.exists() and pinned.is_file():
+        return pinned
+    if not path.exists():
+        _train_pretrained(path, budget)
+    return path
+
+
+def pretrained_model(work: Path, budget: Budget, quick: bool) -> tuple[Graph, dict[str, Any]]:
+    """The model of `pretrained_file`; its meta names the file and its SHA-256."""
+    path = pretrained_file(work, budget, quick)
+    mf = io.load(path)
+    return mf.graph, {**mf.meta, "file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+
+
+def _train_pretrained(path: Path, budget: Budget) -> None:
+    """Train the model with one BLAS thread (the sums then do not depend on the core count)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     ds = load_dataset("fashion-mnist", seed=0)
     n = min(budget.pretrain_samples, len(ds.x_train))
     g = zoo.build("small-cnn", seed=0)
     t0 = time.perf_counter()
-    float_method.train(g, ds.x_train[:n], ds.y_train[:n], epochs=budget.pretrain_epochs, batch=64,
-                       lr=2e-3, seed=0, progress=False)
+    with limit_threads(1):
+        float_method.train(g, ds.x_train[:n], ds.y_train[:n], epochs=budget.pretrain_epochs, batch=64,
+                           lr=2e-3, seed=0, progress=False)
     acc = float_method.evaluate(g, ds.x_test, ds.y_test)
-    meta = {"dataset": "fashion-mnist", "float_accuracy": acc, "seconds": time.perf_counter() - t0}
-    io.save(path, g, meta)
-    return g, meta
+    io.save(path, g, {"dataset": "fashion-mnist", "float_accuracy": acc,
+                      "seconds": time.perf_counter() - t0})
 
 
 def make_method(name: str, qm, graph: Graph, x_tr: np.ndarray, y_tr: np.ndarray, budget: Budget,
