@@ -11,9 +11,10 @@
  * operation is used only where neither can differ:
  *   - float32(grad) * g_scale and float32(w) * s_w: an integer of magnitude >= 1 times a normal
  *     scale (checked per row) is 0 or at least 2^-126, never subnormal;
- *   - g - mu with 2^-100 <= |mu| (checked per row): a subnormal g is below half an ulp of mu, so
- *     IEEE rounds g - mu to -mu, as the flushed g gives; and two values of magnitude >= 2^-101
- *     differ by 0 or at least 2^-124 (a multiple of their ulp), never subnormal;
+ *   - g - mu of the step with 2^-100 <= |mu| (checked per row): a subnormal g is below half an
+ *     ulp of mu, so IEEE rounds g - mu to -mu, as the flushed g gives; and two values of magnitude
+ *     >= 2^-101 differ by 0 or at least 2^-124 (a multiple of their ulp), never subnormal; g - mu
+ *     of the sum of squares with any non-NaN mu (sq_dev_mve: only its square counts);
  *   - int32 <-> float32 conversions of the stream's 24-bit draws (exact), integer lanes.
  * Everything whose operand or result may be subnormal stays scalar on the lanes themselves (Q0-Q3
  * are S0-S15): the divisions, lr * g_hat, the subtraction from w * s_w, the squares, the sums in
