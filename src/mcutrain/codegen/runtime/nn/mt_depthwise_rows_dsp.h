@@ -60,16 +60,16 @@ MT_INLINE int32_t mt_dwr_row_len(const mt_conv_params *p, const mt_dims *in_d, c
 
 /* 1 when the row body takes a layer of requantization form `mode` (mt_dw_mode): a prepared form and
    act_min = -128 (the SSAT's bound; act_max is one compare), stride 1 or 2 in both directions, a
-   square kernel of 3, 5 or 7, output rows of more than four pixels (or a 7x7 kernel: on narrower
-   rows of smaller kernels the per-row set-up costs more than the quad loop), and the widened rows of
-   four channels within MT_DWR_WORDS. */
+   square kernel of 3, 5 or 7, output rows of more than four pixels (on narrower rows the per-row
+   set-up costs more than the quad loop, for every kernel size: a 7x7 kernel on 2-pixel rows took
+   2.7x the quad loop's instructions), and the widened rows of four channels within MT_DWR_WORDS. */
 MT_INLINE int mt_dwr_fits(const mt_conv_params *p, const mt_dims *in_d, const mt_dims *f_d, const mt_dims *out_d,
                           int mode)
 {
     const int32_t s = p->stride_w;
     return mode != MT_DW_REQ_ANY && p->act_min == -128 && (s == 1 || s == 2) && p->stride_h == s &&
            (f_d->w == 3 || f_d->w == 5 || f_d->w == 7) &&
-           f_d->h == f_d->w && (out_d->w > 4 || f_d->w == 7) && ((out_d->w + 3) & ~3) <= MT_DWR_LINE && 2 * f_d->h * mt_dwr_row_len(p, in_d, f_d, out_d) <= MT_DWR_WORDS;
+           f_d->h == f_d->w && out_d->w > 4 && ((out_d->w + 3) & ~3) <= MT_DWR_LINE && 2 * f_d->h * mt_dwr_row_len(p, in_d, f_d, out_d) <= MT_DWR_WORDS;
 }
 
 /* Input row iy of channels [c0, c0 + 4) widened and centred into the four int16 rows at r (each
