@@ -133,3 +133,19 @@ def test_bad_input() -> None:
         int_softmax_cross_entropy(q, 0.0, 0, np.array([0, 1]))
     with pytest.raises(ValueError, match="int8"):
         int_softmax_cross_entropy(q.astype(np.int32) + 200, 0.1, 0, np.array([0, 1]))
+
+
+def test_per_sample_scales_give_each_row_its_own_scalar_loss():
+    """One scale and zero point per sample (FQT float32's logits) is the scalar call on each row."""
+    rng = np.random.default_rng(3)
+    q = rng.integers(-128, 128, (6, 10)).astype(np.int8)
+    scales = np.array([1e-30, 0.004, 0.1, 0.5, 1.0, 3.0], np.float32)
+    zps = np.array([-128, -3, 0, 5, 17, 127])
+    y = rng.integers(0, 10, 6)
+    loss, err = int_softmax_cross_entropy(q, scales, zps, y)
+    for b in range(6):
+        lb, eb = int_softmax_cross_entropy(q[b:b + 1], float(scales[b]), int(zps[b]), y[b:b + 1])
+        assert lb[0] == loss[b] and np.array_equal(eb[0], err[b])
+    assert len(set(loss.tolist())) > 3
+    with pytest.raises(ValueError, match="per-sample logit scales"):
+        int_softmax_cross_entropy(q, scales[:5], zps, y)

@@ -42,20 +42,19 @@ KEPT_DENSE_ABOVE = 0.5
 products (padding included); above it the dense kernels are faster (measured in docs/methods.md)."""
 
 
-def float_logits_s8(logits: np.ndarray) -> tuple[np.ndarray, list[QParams]]:
+def float_logits_s8(logits: np.ndarray) -> tuple[np.ndarray, QParams]:
     """float32 logits (B, K) as the integer loss sees them: each sample's logits quantized to int8
-    (nearest) with the qparams of that sample's own range.
+    (nearest) with the qparams of that sample's own range (a per-sample QParams, first axis).
 
     Per sample, not per batch, so a sample's loss does not depend on the other samples of its batch
     and the generated C quantizes each sample's logits as its forward pass ends, with no pass over
     the batch first to find a range (docs/integer-semantics.md 13.2).
     """
     lg = np.asarray(logits).reshape(len(logits), -1)
-    qps = [qparams_from_range(row.min(), row.max(), "int8") for row in lg]
-    q = np.zeros(lg.shape, np.int8)
-    for b, qp in enumerate(qps):
-        q[b] = qp.quantize(lg[b], "nearest")
-    return q, qps
+    own = [qparams_from_range(lo, hi, "int8") for lo, hi in zip(lg.min(axis=1), lg.max(axis=1))]
+    qp = QParams(np.array([p.scale for p in own], np.float32),
+                 np.array([p.zero_point for p in own], np.int32))
+    return qp.quantize(lg, "nearest"), qp
 
 
 class FQTBackward:
@@ -77,10 +76,8 @@ class FQTBackward:
         if self.prec.acts == "s8":
             qp = self.act_qparams(out)
             return int_softmax_cross_entropy(lg, float(qp.scale), int(qp.zero_point), y)
-        q, qps = float_logits_s8(lg)
-        parts = [int_softmax_cross_entropy(q[b:b + 1], float(qp.scale), int(qp.zero_point), y[b:b + 1])
-                 for b, qp in enumerate(qps)]
-        return np.concatenate([loss for loss, _ in parts]), np.concatenate([err for _, err in parts])
+        q, qp = float_logits_s8(lg)
+        return int_softmax_cross_entropy(q, qp.scale, qp.zero_point, y)
 
     def _logit_error(self, err_q: np.ndarray, rec: _Batch) -> _Err:
         """Quantize the Q24 error p - onehot into the logits' error format."""

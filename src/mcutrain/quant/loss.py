@@ -66,24 +66,22 @@ MAX_PROB_ERROR = 2.0**-21
 each carry the same sub-LSB error of their Q30 exp into the sum; 0.5 LSB for 10 classes)."""
 
 
-def _scale_fixed(scale: float) -> tuple[int, int]:
-    """``s = m * 2^(e - 31)`` exactly for float32 ``s > 0`` (m in [2^30, 2^31))."""
-    s = float(np.float32(scale))
-    if not (math.isfinite(s) and s > 0):
+def _scale_fixed(scale: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+    """``s = m * 2^(e - 31)`` exactly for float32 ``s > 0`` (m in [2^30, 2^31)); one scale per
+    sample as a (B, 1) column (a scalar: one for the batch)."""
+    s = np.asarray(scale, np.float32).astype(np.float64).reshape(-1, 1)
+    if not (np.all(np.isfinite(s)) and np.all(s > 0)):
         raise ValueError(f"logit scale must be finite and > 0, got {scale}")
-    f, e = math.frexp(s)
-    m = int(f * 2**31)        # exact: a float32 mantissa has 24 bits
-    return m, e
+    f, e = np.frexp(s)
+    m = (f * 2**31).astype(np.int64)        # exact: a float32 mantissa has 24 bits
+    return m, e.astype(np.int64)
 
 
-def _gaps_q24(d: np.ndarray, m: int, e: int) -> np.ndarray:
-    p = d * np.int64(m)
+def _gaps_q24(d: np.ndarray, m: np.ndarray, e: np.ndarray) -> np.ndarray:
+    p = d * m
     n = 7 - e
-    if n >= 1:
-        n = min(n, 62)
-        g = (p + (np.int64(1) << (n - 1))) >> n
-    else:
-        g = p << min(-n, 2)
+    right = np.clip(n, 1, 62)
+    g = np.where(n >= 1, (p + (np.int64(1) << (right - 1))) >> right, p << np.clip(-n, 0, 2))
     return np.minimum(g, np.int64(GAP_MAX))
 
 
@@ -121,13 +119,14 @@ def log_q30(s: np.ndarray) -> np.ndarray:
     return j * np.int64(LN2_Q30) + ln1p
 
 
-def int_softmax_cross_entropy(logits_q: np.ndarray, scale: float, zero_point: int,
+def int_softmax_cross_entropy(logits_q: np.ndarray, scale: np.ndarray | float, zero_point: np.ndarray | int,
                               labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-sample loss (int32 Q16, shape (B,)) and error p - onehot (int32 Q24, shape (B, K)).
 
-    ``logits_q`` are int8 (B, K) with real value ``scale * (q - zero_point)``;
-    the zero point cancels in softmax and is only validated. See the module
-    docstring for the exact integer steps.
+    ``logits_q`` are int8 (B, K) with real value ``scale * (q - zero_point)``; scale and zero
+    point are one for the batch or one per sample (shape (B,): FQT float32's logits, each
+    quantized with its own range). The zero point cancels in softmax and is only validated.
+    See the module docstring for the exact integer steps.
     """
     q = np.asarray(logits_q)
     if q.ndim != 2 or q.shape[1] < 1:
@@ -136,8 +135,11 @@ def int_softmax_cross_entropy(logits_q: np.ndarray, scale: float, zero_point: in
         raise ValueError("logits must be int8 values in [-128, 127]")
     if q.shape[1] > MAX_CLASSES:
         raise ValueError(f"at most {MAX_CLASSES} classes are supported, got {q.shape[1]}")
-    if not -128 <= int(zero_point) <= 127:
+    zp = np.asarray(zero_point)
+    if zp.size and (zp.min() < -128 or zp.max() > 127):
         raise ValueError(f"logit zero point {zero_point} outside [-128, 127]")
+    if np.ndim(scale) and np.shape(scale) != (q.shape[0],):
+        raise ValueError(f"per-sample logit scales must have shape ({q.shape[0]},), got {np.shape(scale)}")
     y = np.asarray(labels)
     if y.shape != (q.shape[0],) or y.dtype.kind not in "iu":
         raise ValueError(f"labels must be integers of shape ({q.shape[0]},), got {y.dtype} {y.shape}")
