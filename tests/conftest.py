@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import os
 
-import pytest
+from float_pin import pin
 
-from mcutrain.mcu.qemu import find_qemu
-from mcutrain.mcu.toolchain import ToolchainMissingError, find_toolchain
-from mcutrain.targets import get_target
+pin()       # before anything imports numpy: see tests/float_pin.py
+
+import pytest  # noqa: E402
+
+from mcutrain.mcu.qemu import find_qemu  # noqa: E402
+from mcutrain.mcu.toolchain import ToolchainMissingError, find_toolchain  # noqa: E402
+from mcutrain.targets import get_target  # noqa: E402
 
 QEMU_OF = {"arm": "qemu-system-arm", "riscv": "qemu-system-riscv32"}
 
@@ -40,6 +44,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Modules holding a `slow` test first; the order inside a module and among the rest is kept."""
     slow = {getattr(item, "module", None) for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: getattr(item, "module", None) not in slow)
+
+
+@pytest.fixture(scope="session")
+def pinned_floats():
+    """The float kernels the digests were recorded with (tests/float_pin.py); where this CPU cannot run
+    them the test skips, except in CI as root, where a digest must never go unchecked."""
+    from float_pin import PINNED_KERNEL, pinned_kernel_in_use
+    if not pinned_kernel_in_use():
+        msg = (f"the recorded digests are of OpenBLAS's {PINNED_KERNEL} kernels on one thread, which this "
+               "machine does not run (tests/float_pin.py)")
+        if os.environ.get("CI") and hasattr(os, "geteuid") and os.geteuid() == 0:
+            pytest.fail(msg)
+        pytest.skip(msg)
 
 
 @pytest.fixture(scope="session")

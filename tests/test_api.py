@@ -87,6 +87,23 @@ def test_train_equals_the_command(files, capsys, method, options, extra):
     assert isinstance(meta, dict) and arrays
 
 
+def test_train_runs_on_the_command_s_blas_threads_whatever_the_caller_s(capsys):
+    """OpenBLAS splits some float32 products by thread count (here the calibration's float forward
+    pass of a zoo model), so the API trains on `--threads`'s default (1) even inside a caller's
+    wider BLAS limit: the result is the command's to the bit."""
+    from threadpoolctl import threadpool_limits
+    run = {"train_samples": 200, "test_samples": 100, "epochs": 1, "lr": 0.01, "seed": 1, "queries": 4}
+    assert cli.main(["train", "--arch", "digits-cnn", "--init", "random", "--dataset", "digits",
+                     "--method", "zo", "--json",
+                     *[a for k, v in run.items() for a in (f"--{k.replace('_', '-')}", str(v))]]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    with threadpool_limits(2, "blas"):
+        r = mcutrain.train(None, "digits", "zo", arch="digits-cnn", **run)
+    assert r.result["history"] == doc["history"]
+    with pytest.raises(mcutrain.UserError, match="threads must be a whole number of at least 1"):
+        mcutrain.train(None, "digits", "zo", arch="digits-cnn", threads=0, **run)
+
+
 def test_train_from_memory_and_refusals(files):
     qm = mcutrain.load(files[1])
     r = mcutrain.train(qm, DATA, method="zo", queries=2, **SMALL)

@@ -22,7 +22,7 @@ def always_split(monkeypatch):
     ("small-cnn mix randk q10 b32", 2), ("small-cnn np topk q10 b32", 3),
     ("small-cnn wp randk q10 b32 tflite", 2), ("small-cnn mix q1 b1", 2), ("mcunet mix q10 b8", 3),
     ("mobilenet mix q10 b8", 2)])
-def test_any_worker_count_gives_the_recorded_run(always_split, name, workers):
+def test_any_worker_count_gives_the_recorded_run(pinned_floats, always_split, name, workers):
     assert run_digest(CASES[name], workers=workers) == DIGESTS[name]
 
 

@@ -5,11 +5,13 @@ trajectory unchanged. `digest(case)` trains a case a few steps from fixed seeds 
 after each step, the loss and correct count and the method's whole saved state (weights,
 biases, ranges, normalization statistics, velocities, the xorshift32 state). One flipped bit
 anywhere changes the digest. Only exact configurations are digested: integer formats, and the
-float formats in their defined summation order (`exact_float_order`), whose results do not
-depend on the BLAS build.
+float formats in their defined summation order (`exact_float_order`). The float initialization
+and calibration before the first step still run through BLAS, so the digests hold under the
+float kernels the tests pin (`tests/float_pin.py`).
 
-Run `python tests/methods/trajectory_digest.py` (with the package on the path) to print the
-digests of every case, e.g. after a change that alters a trajectory on purpose.
+Run `python tests/float_pin.py tests/methods/trajectory_digest.py` (with the package on the path)
+to print the digests of every case under that pin, e.g. after a change that alters a trajectory
+on purpose.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ from mcutrain.methods.lr_auto import AUTO, RateChoice, choose_rate, resumed_rate
 from mcutrain.methods.resume import check_allowed
 from mcutrain.methods.state_file import StateFileError, file_sha256
 from mcutrain.methods.trainable import internal_spec, resolve_trainable, source_names_of, user_names
-from mcutrain.options import check_lr
+from mcutrain.options import BLAS_THREADS, blas_threads, check_lr
 from mcutrain.qmodel import QuantModel
 
 JSON_ORDER = ("method", "precision", "update", "trainable", "train_samples", "test_samples",
@@ -324,19 +324,25 @@ def save_trained(path: str | Path, method: TrainingMethod, result: dict[str, Any
 
 def train(model: Model | str | Path | None, dataset: str | Dataset, method: str = "fqt", *,
           arch: str | None = None, train_samples: int | None = None, test_samples: int | None = None,
-          output: str | Path | None = None, progress: bool = False, **options: Any) -> TrainResult:
+          output: str | Path | None = None, progress: bool = False, threads: int = BLAS_THREADS,
+          **options: Any) -> TrainResult:
     """Train `model` on `dataset` with `method` in the exact simulator (as `mcutrain train`).
 
     `model`: a model file, a `Graph` or a `QuantModel` (None with `arch=`: a zoo architecture,
     He-initialized from `seed`). `options`: every training option of the method by its
     `--flag` name with `_` (`precision`, `partial`, `epochs`, `lr`, `batch`, `trainable`, `seed`,
     `queries`, `momentum`, ...), with the command's defaults and checks; another method's option
-    is refused. `output`: also save the trained model file, as `train -o` does.
+    is refused. `output`: also save the trained model file, as `train -o` does. `threads`: BLAS
+    threads, as `train --threads` (the same default): OpenBLAS splits some float32 products
+    differently on more threads, so a run on another count can differ in the last bits of
+    FQT float32's or BP-QAS's sums, and the API run would not be the command's or a sweep cell's.
 
     Example:
         >>> r = mcutrain.train("model.npz", "digits-c:stripe:5", method="fqt", partial=0.5, epochs=2)
         >>> r.result["accuracy_after"], len(r.history)
     """
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise UserError(f"threads must be a whole number of at least 1, got {threads!r}")
     args = options_namespace("train", method, options, model=None if arch else model, arch=arch,
                              init="random",
                              dataset=dataset if isinstance(dataset, str) else dataset.name,
@@ -344,5 +350,6 @@ def train(model: Model | str | Path | None, dataset: str | Dataset, method: str 
                              checkpoint=None, resume=None, resume_changed=())
     if not isinstance(dataset, str):
         args.data = dataset_of(dataset, args.seed, train_samples, test_samples)
-    result, trained = train_args(args, progress=progress)
+    with blas_threads(threads):
+        result, trained = train_args(args, progress=progress)
     return TrainResult(trained_int8(trained), trained, result["history"], trained.state(), result)
