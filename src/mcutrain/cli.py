@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
-    from mcutrain.engines import keep_freed_memory
+    from mcutrain.allocator import keep_freed_memory
     keep_freed_memory()  # training steps reuse the same large buffers: keep them mapped
     try:
         with blas_threads(getattr(args, "threads", None)):     # the commands that compute take --threads

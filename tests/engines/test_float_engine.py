@@ -365,12 +365,3 @@ def test_unknown_trainable_name_is_refused():
     acts = fe.run(g, np.zeros((1, 8, 8, 1)))
     with pytest.raises(ValueError, match="not conv2d/linear"):
         fe.backward(g, acts, np.zeros((1, 10)), trainable=["flatten"])
-
-
-def test_keep_freed_memory_applies_on_glibc():
-    import platform
-    import sys
-
-    from mcutrain.engines import keep_freed_memory
-    glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
-    assert keep_freed_memory() is glibc

@@ -10,7 +10,7 @@ side and the median of the per-round ratios against PyTorch with
 and the numpy engine with its BLAS limited to 1 and to 2 threads (via
 threadpoolctl) are further sides: on a loaded machine, spinning worker
 threads can make 2 threads far slower than 1. Unless `--default-malloc`,
-the process first calls `mcutrain.engines.keep_freed_memory()` (as
+the process first calls `mcutrain.allocator.keep_freed_memory()` (as
 `mcutrain pretrain` does), which applies to both sides alike.
 
 Run: ``mcutrain bench float-speed`` (small-cnn, batch 64, 9 rounds of 5 steps per side, the
@@ -33,8 +33,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from mcutrain import __version__, zoo
+from mcutrain.allocator import keep_freed_memory
 from mcutrain.bench import files
-from mcutrain.engines import keep_freed_memory
 from mcutrain.engines.float_engine import forward
 from mcutrain.graph import INPUT, Graph, Op
 from mcutrain.methods.float import FloatMethod
@@ -50,7 +50,7 @@ class Settings:
     steps: int = 5
     lr: float = 1e-3
     default_malloc: bool = False
-    """Leave glibc's malloc settings alone (see `mcutrain.engines.keep_freed_memory`)."""
+    """Leave glibc's malloc settings alone (see `mcutrain.allocator.keep_freed_memory`)."""
 
 
 FULL = Settings()
