@@ -4,6 +4,7 @@ slice of the training split; deterministic, reported, and leaving the method as 
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from mcutrain.data import load_dataset
 from mcutrain.engines import ptq
 from mcutrain.methods.bp_qas import BPQASConfig, BPQASMethod
 from mcutrain.methods.lr_auto import (
+    FQT_KNEE_STEPS,
     FQT_MAX,
     FQT_TRAVEL,
     SEARCH_RATES,
@@ -35,6 +37,10 @@ def test_fqt_rate_shrinks_with_the_run_and_is_capped():
     assert long.lr == FQT_TRAVEL / 5625 and "5,625 steps" in long.reason
     assert short.lr == FQT_MAX and "(the cap)" in short.reason
     assert run_steps(3, 60000, 32) == 5625
+    ten = fqt_rate(run_steps(10, 60000, 32))       # beyond the knee: 1 / sqrt(steps), continuous at it
+    assert ten.lr == FQT_TRAVEL / math.sqrt(FQT_KNEE_STEPS * 18750)
+    assert "sqrt(5,625 x 18,750 steps)" in ten.reason
+    assert 0.00024 < ten.lr < 0.00032 and fqt_rate(FQT_KNEE_STEPS + 1).lr < long.lr
 
 
 def test_holdout_is_part_of_the_training_split_and_search_steps_are_bounded():
