@@ -52,7 +52,7 @@ FQT_KNEE_STEPS = 5625
 steps grows as sqrt(steps / FQT_KNEE_STEPS) from FQT_TRAVEL. Measured on small-cnn from scratch on
 the full Fashion-MNIST for 10 epochs (18,750 steps, seed 0, int8 / float32): 3 / steps = 0.00016
 gave 88.8 / 89.3%, 0.00024 gave 89.5 / 89.9%, 0.00032 gave 89.6 / 90.0%, all stable, and 0.0005
-diverged (the loss climbed to 1.1 / 16 in epochs 5 / 4): what stays stable there is about twice
+diverged (the loss climbed to 1.1 / 16 by epoch 6): what stays stable there is about twice
 the travel of a 3-epoch run (5,625 steps, where 0.001 diverged and 0.0005 held). The rule gives
 0.00029 for the 10 epochs, inside the stable range and 0.58x the diverging rate."""
 FQT_MAX = 0.003
