@@ -40,10 +40,15 @@ demo: $(CORE_STAMP)
 # module's shared fixture (a C library, a QEMU benchmark run) is built once, not once per worker;
 # in collection order, where the modules of `slow` tests come first (tests/conftest.py).
 # `make test TEST_WORKERS=0` runs it in this process, one test after another.
+# --max-worker-restart 0: a worker that crashes is reported as a failure and not replaced, and the
+# other worker finishes the run; xdist's loadscope scheduler re-queues a crashed worker's finished
+# modules for its replacement and can then wait forever (pytest-xdist issue 1378): a CI run hung
+# that way until its time limit, after a worker's segmentation fault.
 TEST_WORKERS ?= auto
 test: $(DEV_STAMP) sysdeps
 	$(BIN)/ruff check src tests
-	$(BIN)/python -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
+	$(BIN)/python -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder \
+		--max-worker-restart 0
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check src tests
