@@ -17,6 +17,7 @@ from mcutrain.data import load_dataset
 from mcutrain.engines import ptq
 from mcutrain.methods.bp_qas import BPQASConfig, BPQASMethod
 from mcutrain.methods.lr_auto import (
+    FOLDS,
     FQT_KNEE_STEPS,
     FQT_MAX,
     FQT_TRAVEL,
@@ -25,6 +26,7 @@ from mcutrain.methods.lr_auto import (
     holdout_split,
     pick,
     run_steps,
+    search_folds,
     search_rate,
     search_steps,
 )
@@ -49,6 +51,17 @@ def test_holdout_is_part_of_the_training_split_and_search_steps_are_bounded():
     assert np.array_equal(holdout_split(100, seed=3)[1], val_idx)
     assert not np.array_equal(holdout_split(100, seed=4)[1], val_idx)
     assert [search_steps(s) for s in (2, 20, 60, 10_000)] == [2, 20, 20, 20]
+
+
+def test_a_small_split_is_searched_in_folds_that_hold_out_every_sample_once():
+    folds = search_folds(100, seed=3)
+    assert len(folds) == FOLDS
+    held = np.concatenate([v for _, v in folds])
+    assert sorted(held) == list(range(100))                      # each sample held out exactly once
+    assert all(not set(f) & set(v) and len(f) + len(v) == 100 for f, v in folds)
+    big = search_folds(6000, seed=3)                              # 1,000 held out: one slice, as before
+    assert len(big) == 1 and all(np.array_equal(a, b) for a, b in zip(big[0], holdout_split(6000, seed=3)))
+    assert len(search_folds(7, seed=0)) == 1                      # too small to fold
 
 
 def _trials(losses, scores):

@@ -14,11 +14,12 @@ second half not below its first step's) is out, and so is a rate whose next high
 collapsed: the chosen rate keeps a half-decade margin from divergence, since a rate at the edge
 can hold up for the search's steps and diverge in the run (bp-qas on gaussian noise: 0.1 won a
 20-step search, then reached 22% against 73% at 0.01). The rest are scored by accuracy on the
-held-out slice topped up to `SCORE_SAMPLES` with search-training samples (ties: the lower
-training loss of the search's second half, then the lower rate); the method is then restored
+held-out slice, or, on a split too small for `SCORE_SAMPLES` held-out samples, on every sample
+held out once over `FOLDS` folds (ties: the lower training loss of the search's second half,
+then the lower rate); the method is then restored
 to its starting state exactly (`state()`/`load_state()`), so the run equals `--lr X` with
 the chosen X. The slice, the batches and the methods' random streams come from the seed
-alone: the search is deterministic. Its cost is at most `len(rates) * SEARCH_STEPS_MAX`
+alone: the search is deterministic. Its cost is at most `len(rates) * FOLDS * SEARCH_STEPS_MAX`
 steps, shown with a progress bar. A resumed run (`--resume`) chooses nothing: it continues at
 the rate its checkpoint's run configuration stores (`resumed_rate`), the one the first run chose.
 
@@ -68,10 +69,16 @@ HOLDOUT_FRACTION = 0.2
 HOLDOUT_MAX = 1000
 """At most this many held-out samples: the score's cost stays bounded on large splits."""
 SCORE_SAMPLES = 1000
-"""Samples of the training split each searched rate is scored on: the held-out slice and, when it has
-fewer, the first search-training samples. zo-adapt's 100 samples hold out 20, whose accuracy moves in
-steps of 5 points: on fog bp-qas it preferred 0.01 (test 61.4%) over 0.03 (70.0%); scored on all 100
-the search picks 0.03 (`bench lr-defaults`; docs/methods.md compares the candidate rules)."""
+"""Held-out samples a searched rate is scored on at least, where the split has them: a smaller split
+is searched in `FOLDS` folds instead, each sample held out once, so the score counts every sample of
+the split and none it trained on. zo-adapt's 100 samples hold out 20, whose accuracy moves in steps
+of 5 points: on fog bp-qas one slice preferred 0.01 (test 61.4%) over 0.03 (70.0%). Topping the
+slice up with the search's own training samples (the rule before the folds) scored fit, not
+generalization: on the pinned pretrained model it preferred 0.1 (score 0.78, held-out 0.60, test
+56.4%) over 0.03 (0.74, 0.70, 70.4%) (`bench lr-defaults`; docs/methods.md compares the rules)."""
+FOLDS = 5
+"""Folds of a split whose held-out slice is smaller than `SCORE_SAMPLES` (the slice's own share,
+`HOLDOUT_FRACTION`, each); the search then costs `FOLDS` times as many steps."""
 SEARCH_STEPS_MAX = 20
 """Steps per searched rate: the run's own steps up to this many, under the run's cosine decay over
 them. A short run (zo-adapt's 20 steps) is searched as it will run; a first version trained each
@@ -126,16 +133,21 @@ def collapsed(trial: dict[str, Any]) -> bool:
     """A searched rate that diverged or ended no better than it started: its loss over the search's
     second half is not below the loss of the first step (taken before any update, the same for every
     rate), or not finite. A one-step search has no second half to compare: only a non-finite loss
-    counts there."""
+    counts there. Over folds, both losses are the folds' means (`collapsed_folds` only informs)."""
     if not math.isfinite(trial["loss"]):
         return True
     return trial.get("steps", 2) > 1 and not trial["loss"] < trial["start_loss"]
 
 
-def score_indices(fit_idx: np.ndarray, val_idx: np.ndarray) -> np.ndarray:
-    """The samples a searched rate is scored on: the held-out slice, topped up with search-training
-    samples to `SCORE_SAMPLES` when the split is small (see `SCORE_SAMPLES`)."""
-    return np.concatenate([val_idx, fit_idx[:max(0, SCORE_SAMPLES - len(val_idx))]])
+def search_folds(n: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(search training, held-out) index pairs of a training split of `n` samples, from `seed`: the one
+    `holdout_split` when its slice has `SCORE_SAMPLES` samples (or the split is too small to fold),
+    otherwise `FOLDS` folds of the same permutation, each sample held out once (see `SCORE_SAMPLES`)."""
+    fit_idx, val_idx = holdout_split(n, seed)
+    if len(val_idx) >= SCORE_SAMPLES or n < 2 * FOLDS:
+        return [(fit_idx, val_idx)]
+    parts = np.array_split(np.random.default_rng([seed, 11]).permutation(n), FOLDS)
+    return [(np.concatenate(parts[:f] + parts[f + 1:]), parts[f]) for f in range(FOLDS)]
 
 
 def pick(trials: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, int]:
@@ -154,35 +166,60 @@ def pick(trials: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, int]:
     return max(eligible, key=lambda t: (t["score"], -t["loss"], -t["lr"])), margin
 
 
+def _train_fold(method: TrainingMethod, x: np.ndarray, y: np.ndarray, batches: list[np.ndarray], lr: float,
+                bar: Progress) -> list[float]:
+    """The losses of `batches` trained at `lr` under cosine decay over them, until one is not finite."""
+    losses: list[float] = []
+    for i, idx in enumerate(batches):
+        losses.append(float(method.step(x[idx], y[idx], cosine_lr(lr, i, len(batches))).loss))
+        bar.update(1, lr=lr)
+        if not math.isfinite(losses[-1]):
+            break
+    return losses
+
+
 def search_rate(method_name: str, method: TrainingMethod, x: np.ndarray, y: np.ndarray, *, steps: int,
                 batch: int, seed: int, progress: bool | None = None) -> RateChoice:
-    """The best of `SEARCH_RATES[method_name]` by `pick`; `method` is left as it came."""
+    """The best of `SEARCH_RATES[method_name]` by `pick`, each rate trained on every fold of
+    `search_folds` from the method's starting state; `method` is left as it came."""
     rates = SEARCH_RATES[method_name]
-    fit_idx, val_idx = holdout_split(len(x), seed)
-    score_idx = score_indices(fit_idx, val_idx)
+    folds = search_folds(len(x), seed)
     k = search_steps(steps)
-    rng = np.random.default_rng([seed, 12])
-    order = np.concatenate([rng.permutation(fit_idx) for _ in range(math.ceil(k * batch / len(fit_idx)))])
-    batches = [order[i * batch:(i + 1) * batch] for i in range(k)]
+    fold_batches = []
+    for f, (fit_idx, _) in enumerate(folds):
+        rng = np.random.default_rng([seed, 12] if f == 0 else [seed, 12, f])
+        order = np.concatenate([rng.permutation(fit_idx) for _ in range(math.ceil(k * batch / len(fit_idx)))])
+        fold_batches.append([order[i * batch:(i + 1) * batch] for i in range(k)])
     start = method.state()
     trials = []
-    with Progress(len(rates) * k, f"{method.name} lr search", show=progress) as bar:
+    nan = float("nan")
+    with Progress(len(rates) * len(folds) * k, f"{method.name} lr search", show=progress) as bar:
         for lr in rates:
-            losses = []
-            for i, idx in enumerate(batches):
-                losses.append(float(method.step(x[idx], y[idx], cosine_lr(lr, i, k)).loss))
-                bar.update(1, lr=lr)
-                if not math.isfinite(losses[-1]):
+            correct = held = 0
+            starts, halves, n_steps, n_collapsed, finite = [], [], [], 0, True
+            for (_, val_idx), batches in zip(folds, fold_batches):
+                losses = _train_fold(method, x, y, batches, lr, bar)
+                finite = finite and all(math.isfinite(v) for v in losses)
+                if finite:
+                    correct += round(evaluate(method, x[val_idx], y[val_idx]) * len(val_idx))
+                    held += len(val_idx)
+                    half = float(np.mean(losses[len(losses) // 2:]))
+                    starts.append(losses[0])
+                    halves.append(half)
+                    n_steps.append(len(losses))
+                    n_collapsed += collapsed({"loss": half, "start_loss": losses[0], "steps": len(losses)})
+                method.load_state(*start)
+                if not finite:
                     break
-            finite = all(math.isfinite(v) for v in losses)
-            nan = float("nan")
-            trials.append({"lr": lr, "steps": len(losses), "start_loss": losses[0],
-                           "holdout_accuracy": evaluate(method, x[val_idx], y[val_idx]) if finite else nan,
-                           "score": evaluate(method, x[score_idx], y[score_idx]) if finite else nan,
-                           "loss": float(np.mean(losses[len(losses) // 2:])) if finite else nan})
-            method.load_state(*start)
-    where = (f"{k} steps each on {len(fit_idx):,} training samples, scored on {len(score_idx):,} of the "
-             f"training split, {len(val_idx):,} of them held out")
+            score = correct / held if finite and held else nan
+            trials.append({"lr": lr, "steps": min(n_steps) if finite else 0,
+                           "start_loss": float(np.mean(starts)) if finite else nan,
+                           "holdout_accuracy": score, "score": score,
+                           "loss": float(np.mean(halves)) if finite else nan,
+                           "collapsed_folds": n_collapsed})
+    n_fit = len(folds[0][0])
+    where = (f"{k} steps each on {n_fit:,} training samples, scored on {sum(len(v) for _, v in folds):,} "
+             "held out" + (f", in {len(folds)} folds" if len(folds) > 1 else ""))
     best, margin = pick(trials)
     if best is None:
         return RateChoice(rates[0], f"auto: every searched rate collapsed or had a collapsing neighbour "
