@@ -131,8 +131,12 @@ def _pids_with_cwd(path: Path) -> list[int]:
     return pids
 
 
+# The child takes Ctrl-C as a terminal gives it: a job started in the background of a
+# non-interactive shell (as a CI runner may start the suite) inherits SIGINT ignored, and its
+# Python children would then never see the signal.
 INTERRUPTED = """\
-import sys, tempfile
+import signal, sys, tempfile
+signal.signal(signal.SIGINT, signal.default_int_handler)
 tempfile.tempdir = sys.argv[2]
 from mcutrain.mcu.qemu import run_elf
 run_elf(sys.argv[1], "cortex-m4", timeout=120)
