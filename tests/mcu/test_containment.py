@@ -10,6 +10,7 @@ caller's environment, or reach a socket on the host's loopback.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -149,10 +150,10 @@ def test_interrupt_kills_qemu_and_removes_the_run_dir(spin_elf, tmp_path, sig):
     root = tmp_path / "tmproot"
     root.mkdir()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    qemu: list[int] = []
     proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED, str(spin_elf), str(root)], env=env)
     try:
         deadline = time.monotonic() + 60
-        qemu: list[int] = []
         while not qemu and time.monotonic() < deadline:
             time.sleep(0.2)
             dirs = list(root.iterdir())
@@ -162,6 +163,9 @@ def test_interrupt_kills_qemu_and_removes_the_run_dir(spin_elf, tmp_path, sig):
         assert proc.wait(timeout=30) != 0
     finally:
         proc.kill()
+        for pid in qemu if sys.exc_info()[0] else ():   # a failed run must not leave QEMU spinning
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
     assert list(root.iterdir()) == []
     time.sleep(0.2)
     assert not any(Path(f"/proc/{pid}").exists() and "qemu" in Path(f"/proc/{pid}/comm").read_text()
