@@ -34,10 +34,15 @@ def _cross_tools(arch: str):
         tools = find_toolchain(arch)
         find_qemu(QEMU_OF[arch])
     except ToolchainMissingError as e:
-        if os.environ.get("CI") and hasattr(os, "geteuid") and os.geteuid() == 0:
-            pytest.fail(f"CI runs as root, so 'make test' should have installed the tools: {e}")
-        pytest.skip(str(e))
+        _skip_unless_ci_root(str(e), f"CI runs as root, so 'make test' should have installed the tools: {e}")
     return tools
+
+
+def _skip_unless_ci_root(reason: str, failure: str) -> None:
+    """Skip with `reason`, except in CI as root, where nothing may go unchecked: fail with `failure`."""
+    if os.environ.get("CI") and hasattr(os, "geteuid") and os.geteuid() == 0:
+        pytest.fail(failure)
+    pytest.skip(reason)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -54,9 +59,7 @@ def pinned_floats():
     if not pinned_kernel_in_use():
         msg = (f"the recorded digests are of OpenBLAS's {PINNED_KERNEL} kernels on one thread, which this "
                "machine does not run (tests/float_pin.py)")
-        if os.environ.get("CI") and hasattr(os, "geteuid") and os.geteuid() == 0:
-            pytest.fail(msg)
-        pytest.skip(msg)
+        _skip_unless_ci_root(msg, msg)
 
 
 @pytest.fixture(scope="session")

@@ -196,10 +196,10 @@ def search_rate(method_name: str, method: TrainingMethod, x: np.ndarray, y: np.n
     with Progress(len(rates) * len(folds) * k, f"{method.name} lr search", show=progress) as bar:
         for lr in rates:
             correct = held = 0
-            starts, halves, n_steps, n_collapsed, finite = [], [], [], 0, True
+            starts, halves, n_steps, n_collapsed = [], [], [], 0
             for (_, val_idx), batches in zip(folds, fold_batches):
                 losses = _train_fold(method, x, y, batches, lr, bar)
-                finite = finite and all(math.isfinite(v) for v in losses)
+                finite = all(math.isfinite(v) for v in losses)     # the folds before were (see the break)
                 if finite:
                     correct += round(evaluate(method, x[val_idx], y[val_idx]) * len(val_idx))
                     held += len(val_idx)
