@@ -14,7 +14,7 @@ from mcutrain.api import training
 from mcutrain.api.training import train
 from mcutrain.cli import main
 from mcutrain.data import load_dataset
-from mcutrain.engines import ptq
+from mcutrain.engines import int_engine, ptq
 from mcutrain.methods.bp_qas import BPQASConfig, BPQASMethod
 from mcutrain.methods.lr_auto import (
     FOLDS,
@@ -23,6 +23,7 @@ from mcutrain.methods.lr_auto import (
     FQT_TRAVEL,
     SEARCH_RATES,
     fqt_rate,
+    holdout_scores,
     holdout_split,
     pick,
     run_steps,
@@ -64,9 +65,10 @@ def test_a_small_split_is_searched_in_folds_that_hold_out_every_sample_once():
     assert len(search_folds(7, seed=0)) == 1                      # too small to fold
 
 
-def _trials(losses, scores):
-    return [{"lr": lr, "start_loss": 2.0, "loss": loss, "score": score}
-            for lr, loss, score in zip((0.01, 0.03, 0.1, 0.3, 1.0), losses, scores, strict=True)]
+def _trials(losses, scores, held_losses=(1.0,) * 5):
+    return [{"lr": lr, "start_loss": 2.0, "loss": loss, "score": score, "holdout_loss": held}
+            for lr, loss, score, held in zip((0.01, 0.03, 0.1, 0.3, 1.0), losses, scores, held_losses,
+                                             strict=True)]
 
 
 def test_pick_keeps_a_margin_below_a_collapsing_rate():
@@ -74,10 +76,15 @@ def test_pick_keeps_a_margin_below_a_collapsing_rate():
     # 0.1 scores best but 0.3 ends above its start loss and 1 diverged: 0.1 is at the edge, 0.03 wins
     best, excluded = pick(_trials([1.0, 0.9, 1.1, 3.0, nan], [0.70, 0.72, 0.80, 0.10, nan]))
     assert best["lr"] == 0.03 and excluded == 1
-    # nothing collapses: the top rate needs no higher neighbour; ties go to the lower loss
-    best, excluded = pick(_trials([1.5, 1.4, 1.3, 1.2, 1.1], [0.5, 0.6, 0.6, 0.7, 0.7]))
+    # nothing collapses: the top rate needs no higher neighbour; ties go to the lower held-out loss
+    # (not the training loss), then to the lower rate
+    best, excluded = pick(_trials([1.5, 1.4, 1.3, 1.2, 1.1], [0.5, 0.6, 0.6, 0.7, 0.7], [1, 1, 1, 0.9, 0.8]))
     assert best["lr"] == 1.0 and excluded == 0
-    best, _ = pick(_trials([1.5, 1.4, 1.3, 1.2, 1.25], [0.5, 0.6, 0.6, 0.7, 0.7]))
+    best, _ = pick(_trials([1.5, 1.4, 1.3, 1.1, 1.2], [0.5, 0.6, 0.6, 0.7, 0.7], [1, 1, 1, 0.9, 0.8]))
+    assert best["lr"] == 1.0
+    best, _ = pick(_trials([1.5, 1.4, 1.3, 1.2, 1.1], [0.5, 0.6, 0.6, 0.7, 0.7], [1, 1, 1, 0.8, 0.9]))
+    assert best["lr"] == 0.3
+    best, _ = pick(_trials([1.5, 1.4, 1.3, 1.2, 1.1], [0.5, 0.6, 0.6, 0.7, 0.7]))
     assert best["lr"] == 0.3
     assert pick(_trials([1.0, 3.0, 3.0, nan, nan], [0.7, 0.1, 0.1, nan, nan])) == (None, 1)
     one_step = [{**t, "steps": 1} for t in _trials([2.0] * 5, [0.5, 0.6, 0.7, 0.6, 0.5])]
@@ -88,6 +95,18 @@ def test_pick_keeps_a_margin_below_a_collapsing_rate():
 def digits():
     ds = load_dataset("digits", seed=0)
     return ds.x_train[:96], ds.y_train[:96]
+
+
+def test_holdout_scores_count_what_predict_gets_right_and_the_float_cross_entropy(digits):
+    x, y = digits
+    qm = ptq.quantize_model(zoo.build("digits-cnn", seed=0), x[:32])
+    method = BPQASMethod(qm, BPQASConfig())
+    right, loss = holdout_scores(method, x, y)
+    assert right == int(np.sum(method.predict(x) == y))
+    out = qm.act_qparams[qm.graph.output]
+    z = out.dequantize(int_engine.forward(qm, int_engine.quantize_input(qm, x))).astype(np.float64)
+    expected = -np.log(np.exp(z) / np.exp(z).sum(axis=1, keepdims=True))[np.arange(len(y)), y].sum()
+    assert loss == pytest.approx(expected, rel=1e-9) and loss > 0
 
 
 def test_search_is_deterministic_and_restores_the_method(digits):

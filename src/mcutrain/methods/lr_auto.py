@@ -15,8 +15,8 @@ collapsed: the chosen rate keeps a half-decade margin from divergence, since a r
 can hold up for the search's steps and diverge in the run (bp-qas on gaussian noise: 0.1 won a
 20-step search, then reached 22% against 73% at 0.01). The rest are scored by accuracy on the
 held-out slice, or, on a split too small for `SCORE_SAMPLES` held-out samples, on every sample
-held out once over `FOLDS` folds (ties: the lower training loss of the search's second half,
-then the lower rate); the method is then restored
+held out once over `FOLDS` folds (ties: the lower loss on the held-out samples, then the lower
+rate); the method is then restored
 to its starting state exactly (`state()`/`load_state()`), so the run equals `--lr X` with
 the chosen X. The slice, the batches and the methods' random streams come from the seed
 alone: the search is deterministic. Its cost is at most `len(rates) * FOLDS * SEARCH_STEPS_MAX`
@@ -37,8 +37,9 @@ from typing import Any
 
 import numpy as np
 
+from mcutrain.engines import int_engine
 from mcutrain.methods.base import TrainingMethod, read_state
-from mcutrain.methods.loop import cosine_lr, evaluate
+from mcutrain.methods.loop import cosine_lr
 from mcutrain.methods.resume import check_run_types
 from mcutrain.progress import Progress
 
@@ -93,7 +94,7 @@ class RateChoice:
     lr: float
     reason: str
     trials: tuple[dict[str, Any], ...] = field(default=())
-    """The searched rates: {lr, holdout_accuracy, loss} each (empty without a search)."""
+    """The searched rates: {lr, holdout_accuracy, holdout_loss, loss} each (empty without a search)."""
 
 
 def run_steps(epochs: int, n_train: int, batch: int) -> int:
@@ -155,15 +156,36 @@ def pick(trials: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, int]:
 
     A rate is eligible when neither it nor the next higher searched rate collapsed (`collapsed`): a
     half-decade margin from divergence (the grid's top rate has no higher neighbour and needs only
-    itself). The eligible rate of the highest score wins; ties: the lower second-half training loss,
-    then the lower rate.
+    itself). The eligible rate of the highest score wins; ties: the lower held-out loss (the same
+    samples as the score, graded finer than by right or wrong), then the lower rate.
     """
     eligible = [t for i, t in enumerate(trials) if not collapsed(t)
                 and (i + 1 == len(trials) or not collapsed(trials[i + 1]))]
     margin = sum(1 for i, t in enumerate(trials) if not collapsed(t)) - len(eligible)
     if not eligible:
         return None, margin
-    return max(eligible, key=lambda t: (t["score"], -t["loss"], -t["lr"])), margin
+    return max(eligible, key=lambda t: (t["score"], -t["holdout_loss"], -t["lr"])), margin
+
+
+def holdout_scores(method: TrainingMethod, x: np.ndarray, y: np.ndarray) -> tuple[int, float]:
+    """(samples right, summed cross-entropy in nats) of the int8 model `method` trained so far on (x, y).
+
+    One golden-engine forward pass of `trained_model()` (what C runs and `train -o` writes; for the
+    searched methods it is what `predict` runs) gives both: the argmax as `int_engine.predict` takes
+    it, and float64 cross-entropy of the logits dequantized with the output's qparams, which ranks
+    rates more finely than right or wrong; it is not a training signal.
+    """
+    qm = method.trained_model()
+    out = qm.act_qparams[qm.graph.output]
+    right, total = 0, 0.0
+    for i in range(0, len(x), 500):
+        q = int_engine.forward(qm, int_engine.quantize_input(qm, x[i:i + 500]))
+        yb = y[i:i + 500]
+        right += int(np.sum(q.argmax(axis=1) == yb))
+        z = out.dequantize(q).astype(np.float64)
+        z -= z.max(axis=1, keepdims=True)
+        total += float(np.sum(np.log(np.exp(z).sum(axis=1)) - z[np.arange(len(z)), yb]))
+    return right, total
 
 
 def _train_fold(method: TrainingMethod, x: np.ndarray, y: np.ndarray, batches: list[np.ndarray], lr: float,
@@ -196,12 +218,15 @@ def search_rate(method_name: str, method: TrainingMethod, x: np.ndarray, y: np.n
     with Progress(len(rates) * len(folds) * k, f"{method.name} lr search", show=progress) as bar:
         for lr in rates:
             correct = held = 0
+            held_loss = 0.0
             starts, halves, n_steps, n_collapsed = [], [], [], 0
             for (_, val_idx), batches in zip(folds, fold_batches):
                 losses = _train_fold(method, x, y, batches, lr, bar)
                 finite = all(math.isfinite(v) for v in losses)     # the folds before were (see the break)
                 if finite:
-                    correct += round(evaluate(method, x[val_idx], y[val_idx]) * len(val_idx))
+                    right, loss_sum = holdout_scores(method, x[val_idx], y[val_idx])
+                    correct += right
+                    held_loss += loss_sum
                     held += len(val_idx)
                     half = float(np.mean(losses[len(losses) // 2:]))
                     starts.append(losses[0])
@@ -215,6 +240,7 @@ def search_rate(method_name: str, method: TrainingMethod, x: np.ndarray, y: np.n
             trials.append({"lr": lr, "steps": min(n_steps) if finite else 0,
                            "start_loss": float(np.mean(starts)) if finite else nan,
                            "holdout_accuracy": score, "score": score,
+                           "holdout_loss": held_loss / held if finite and held else nan,
                            "loss": float(np.mean(halves)) if finite else nan,
                            "collapsed_folds": n_collapsed})
     n_fit = len(folds[0][0])
