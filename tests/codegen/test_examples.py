@@ -28,7 +28,9 @@ ARENA_ALIGN_AND_HOOK = 16
 
 CASES = [("nrf52840", ["--method", "none"]),
          ("stm32f746", ["--method", "zo", "--queries", "2", "--batch", "2"]),
-         ("nrf52840", ["--method", "fqt", "--precision", "int8", "--trainable", "last:2"])]
+         ("nrf52840", ["--method", "fqt", "--precision", "int8", "--trainable", "last:2"]),
+         ("nrf5340", ["--method", "fqt", "--precision", "int8", "--trainable", "last:2"]),
+         ("stm32u585", ["--method", "bp-qas"])]
 
 
 def _json(argv: list[str], capsys) -> dict:
@@ -73,12 +75,12 @@ def test_baremetal_image_builds_and_holds_the_planners_ram_and_flash(tmp_path, c
     data_flash = sum(flash[k] for k in ("frozen weights and biases", "trainable initial values",
                                         "quantization constants"))
     assert data_flash < image_flash <= t.flash_bytes
-    assert sec[".data"] + sec[".bss"] + sec[".stack"] <= t.ram_bytes
+    assert sec[".data"] + sec[".bss"] + sec[".stack"] <= m.linked_ram_bytes() <= t.ram_bytes
     header = _tool("arm-none-eabi-readelf", "-lW", elf)
     assert f"Entry point 0x{m.flash_origin:x}" not in header   # the entry is Reset_Handler, not the table
     loads = re.findall(r"LOAD\s+0x[0-9a-f]+ (0x[0-9a-f]+) (0x[0-9a-f]+)", header)
     assert int(loads[0][1], 16) == m.flash_origin          # the vector table sits at the start of Flash
-    assert all(m.ram_origin <= int(v, 16) < m.ram_origin + t.ram_bytes for v, _ in loads[1:])
+    assert all(m.ram_origin <= int(v, 16) < m.ram_origin + m.linked_ram_bytes() for v, _ in loads[1:])
 
 
 def test_a_baremetal_example_for_another_core_is_refused(tmp_path, capsys):

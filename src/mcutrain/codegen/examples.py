@@ -6,6 +6,8 @@
                           folder is a Zephyr module (ZEPHYR_EXTRA_MODULES), CONFIG_<LIB>=y
     baremetal-nrf52840    examples/baremetal-<board>/: main.c, startup.c (vectors, .data/.bss,
     baremetal-stm32f746   FPU on), <board>.ld (the chip's memory map), a Makefile for arm-none-eabi-gcc
+    baremetal-nrf5340     (the Cortex-M33 boards run in the Secure state they reset in, as the
+    baremetal-stm32u585   instruction-counted QEMU runs do)
 
 The bare-metal examples link the library with the chip's real Flash and RAM and the planner's
 stack allowance, so the image's section sizes are the RAM and Flash the planner accounts
@@ -35,14 +37,26 @@ class MemoryMap:
     board: str
     flash_origin: int
     ram_origin: int
+    ram_bytes: int | None = None
+    """The contiguous RAM the image links into, where smaller than the chip's total (the target's
+    `ram_bytes` counts every bank; one linker region cannot span a gap between them)."""
+
+    def linked_ram_bytes(self) -> int:
+        return self.ram_bytes if self.ram_bytes is not None else get_target(self.board).ram_bytes
 
 
 MEMORY_MAPS = {
     "nrf52840": MemoryMap("nrf52840", 0x00000000, 0x20000000),
     "stm32f746": MemoryMap("stm32f746", 0x08000000, 0x20000000),
+    "nrf5340": MemoryMap("nrf5340", 0x00000000, 0x20000000),
+    "stm32u585": MemoryMap("stm32u585", 0x08000000, 0x20000000, ram_bytes=768 * 1024),
 }
 """Boards with a bare-metal example: nRF52840 (Flash at 0x0), STM32F746 (Flash at 0x08000000,
-RAM = DTCM + SRAM1 + SRAM2, contiguous from 0x20000000)."""
+RAM = DTCM + SRAM1 + SRAM2, contiguous from 0x20000000), the nRF5340's application core (1 MB
+Flash at 0x0, 512 KB RAM at 0x20000000) and the STM32U585 (2 MB Flash at 0x08000000 with
+TrustZone off, its reset default; SRAM1-3, 768 KB contiguous at 0x20000000: SRAM4 and the backup
+SRAM sit elsewhere). The RP2350 needs a boot block of its ROM's format, and the Cortex-M55 chips
+boot through their own secure firmware: no bare-metal example for them."""
 
 EXAMPLES = ("arduino", "zephyr", *(f"baremetal-{b}" for b in MEMORY_MAPS))
 """`--example` choices."""
@@ -100,8 +114,8 @@ def baremetal(f: LibraryFacts, board: str) -> dict[str, str]:
         f"{folder}/main.c": render("baremetal_main.c", board=board, **_demo_fields(f)),
         f"{folder}/startup.c": render("baremetal_startup.c", board=board, core=t.core),
         f"{folder}/{board}.ld": render("baremetal.ld", **mem, flash_bytes=t.flash_bytes,
-                                       ram_bytes=t.ram_bytes, flash_kb=t.flash_bytes // 1024,
-                                       ram_kb=t.ram_bytes // 1024, stack_bytes=STACK_ALLOWANCE),
+                                       ram_bytes=m.linked_ram_bytes(), flash_kb=t.flash_bytes // 1024,
+                                       ram_kb=m.linked_ram_bytes() // 1024, stack_bytes=STACK_ALLOWANCE),
         f"{folder}/Makefile": render("Makefile.baremetal", board=board, core=t.core, lib=f.lib,
                                      flash_origin=mem["flash_origin"], core_flags=" ".join(core_flags(t)),
                                      opt=CROSS_OPT,
