@@ -64,12 +64,12 @@ MT_INLINE int32_t mt_dwr_row_len(const mt_conv_params *p, const mt_dims *in_d, c
    set-up costs more than the quad loop, for every kernel size: a 7x7 kernel on 2-pixel rows took
    2.7x the quad loop's instructions), and the widened rows of four channels within MT_DWR_WORDS. */
 MT_INLINE int mt_dwr_fits(const mt_conv_params *p, const mt_dims *in_d, const mt_dims *f_d, const mt_dims *out_d,
-                          int mode)
+                          int mode, int32_t min_w)
 {
     const int32_t s = p->stride_w;
     return mode != MT_DW_REQ_ANY && p->act_min == -128 && (s == 1 || s == 2) && p->stride_h == s &&
            (f_d->w == 3 || f_d->w == 5 || f_d->w == 7) &&
-           f_d->h == f_d->w && out_d->w > 4 && ((out_d->w + 3) & ~3) <= MT_DWR_LINE && 2 * f_d->h * mt_dwr_row_len(p, in_d, f_d, out_d) <= MT_DWR_WORDS;
+           f_d->h == f_d->w && out_d->w >= min_w && ((out_d->w + 3) & ~3) <= MT_DWR_LINE && 2 * f_d->h * mt_dwr_row_len(p, in_d, f_d, out_d) <= MT_DWR_WORDS;
 }
 
 /* Input row iy of channels [c0, c0 + 4) widened and centred into the four int16 rows at r (each
@@ -357,6 +357,366 @@ MT_INLINE void mt_dwr_quad(const mt_conv_params *p, const mt_per_channel_quant *
             acc_min[c0 + ch] = lo[ch];
             acc_max[c0 + ch] = hi[ch];
         }
+    }
+}
+
+/*
+ * The inference row body (no extremes): the same sums as mt_dwr_quad, with the requantization fused
+ * into the tap loop and four channels stored per word.
+ *
+ * Why: mt_dwr_quad stored each output's accumulator, reloaded it, requantized it, clamped it to
+ * act_max (CMP / IT / MOV) and stored one byte c_n bytes apart, about 10 instructions per output
+ * (1.1 per MAC of a 3x3 kernel), and GCC spilled the tap loop's pointers and weights around the
+ * inline-assembly steps; the kw - s kept rows were moved down by memmove per output row (0.36 per MAC
+ * on a 64x64 map). Here one inline-assembly loop per channel and output row takes a group of four
+ * outputs through all kw kernel rows in 14 registers (weights loaded by LDRD, no spill), then
+ * requantizes the four accumulators in registers (3 instructions each for an output zero point of
+ * -128) and stores each result's byte into a staging line in which the four channels of a position
+ * are one word; one pass per output row then clamps four channels to act_max at once (SSUB8 / SEL)
+ * and stores them with one STR. The rows are a ring (input row iy in slot iy mod kw): instead of
+ * moving rows, each output row starts the channel's weight table at another row (the table holds
+ * the kernel rows twice over, 2 kw - 1 rows, each row followed by the channel's prepared
+ * requantization constants, so that they sit at one fixed offset from any start). The rows of a
+ * channel lie in one block (slot stride MT_DWF_LW(kw) words), so every input and weight offset of
+ * the loop is an instruction immediate.
+ */
+#define MT_DWF_LW(kw) (MT_DWR_WORDS / 4 / (kw)) /* words of one channel's row slot: 53, 32, 22 */
+#define MT_DWF_TABLE (4 * 13 * 11)               /* four channels' tables: 13 rows of 8 pairs + 3 */
+#ifndef MT_DWF_MIN_W
+#define MT_DWF_MIN_W 4 /* the narrowest output rows the inference row body takes */
+#endif
+
+/* min(a, b) of four int8 lanes (SSUB8 sets GE where a >= b, SEL then takes b there). */
+MT_INLINE int32_t mt_dwf_min_s8x4(int32_t a, int32_t b)
+{
+#if defined(MT_DSP_NATIVE)
+    int32_t r;
+    __asm__("ssub8 %0, %1, %2\n\tsel %0, %2, %1" : "=&r"(r) : "r"(a), "r"(b) : "cc");
+    return r;
+#else  /* !MT_DSP_NATIVE */
+    uint32_t r = 0;
+    int t;
+    for (t = 0; t < 4; ++t) {
+        const int32_t x = (int32_t)(int8_t)(uint8_t)((uint32_t)a >> (8 * t));
+        const int32_t y = (int32_t)(int8_t)(uint8_t)((uint32_t)b >> (8 * t));
+        r |= ((uint32_t)(x < y ? x : y) & 0xFFu) << (8 * t);
+    }
+    return (int32_t)r;
+#endif /* MT_DSP_NATIVE */
+}
+
+/* The weight table of one channel (see above): rows j < 2 kw - 1 hold kernel row j mod kw, as the
+   pairs (A_m, B_m) of mt_dwr_pairs at stride 1 or A_m alone at stride 2, then (m, c1, sh). */
+MT_INLINE void mt_dwf_table(const int8_t *f, int32_t kw, int32_t k, int32_t s, int32_t rm, int32_t rc1,
+                            int32_t rsh, int32_t *t)
+{
+    const int32_t npair = s == 1 ? 2 * k : k, rw = npair + 3;
+    int32_t *row = t;
+    int32_t j, m, pr[2 * MT_DWR_KMAX];
+    for (j = 0; j < kw; ++j, row += rw) {
+        mt_dwr_pairs(f + j * kw, 1, kw, k, pr, 0);
+        for (m = 0; m < k; ++m) {
+            if (s == 1) {
+                row[2 * m] = pr[2 * m];
+                row[2 * m + 1] = pr[2 * m + 1];
+            } else {
+                row[m] = pr[2 * m];
+            }
+        }
+        row[npair] = rm;
+        row[npair + 1] = rc1;
+        row[npair + 2] = rsh;
+    }
+    memcpy(row, t, (size_t)((kw - 1) * rw) * sizeof(int32_t)); /* rows kw ... 2 kw - 2: rows 0 ... kw - 2 again */
+}
+
+#if defined(MT_DSP_NATIVE)
+/* One kernel-row step of stride 1 (assembler text inside .rept loops over mtdw_r and mtdw_m): X_m in
+   XC, the step loads X_{m+1} into XN and (A_m, B_m); the first step of a group starts from the bias. */
+#define MT_DWF_S1_STEP(XC, XN)                                                                                   \
+    "ldr   %[" XN "], [%[px], #(mtdw_r * %c[lwb] + 4 * mtdw_m + 4)]\n\t"                                       \
+    "ldrd  %[wa], %[wb], [%[pw], #(mtdw_r * %c[rwb] + 8 * mtdw_m)]\n\t"                                        \
+    ".if (mtdw_r == 0) && (mtdw_m == 0)\n\t"                                                                    \
+    "smlad %[a0], %[" XC "], %[wa], %[b]\n\t"                                                                   \
+    "smlad %[a1], %[" XC "], %[wb], %[b]\n\t"                                                                   \
+    "smlad %[a2], %[" XN "], %[wa], %[b]\n\t"                                                                   \
+    "smlad %[a3], %[" XN "], %[wb], %[b]\n\t"                                                                   \
+    ".else\n\t"                                                                                                 \
+    "smlad %[a0], %[" XC "], %[wa], %[a0]\n\t"                                                                  \
+    "smlad %[a1], %[" XC "], %[wb], %[a1]\n\t"                                                                  \
+    "smlad %[a2], %[" XN "], %[wa], %[a2]\n\t"                                                                  \
+    "smlad %[a3], %[" XN "], %[wb], %[a3]\n\t"                                                                  \
+    ".endif\n\t"
+
+/* The product of X_j (in x0) for output q of a stride-2 group: A_{j - q} when 0 <= j - q < k. */
+#define MT_DWF_S2_MAC(Q)                                                                                         \
+    ".set mtdw_q, mtdw_j - " #Q "\n\t"                                                                          \
+    ".if (mtdw_q >= 0) && (mtdw_q < %c[k])\n\t"                                                                 \
+    ".if (mtdw_r == 0) && (mtdw_q == 0)\n\t"                                                                    \
+    "smlad %[a" #Q "], %[x0], %[w0], %[b]\n\t"                                                                  \
+    ".elseif mtdw_q == 0\n\t"                                                                                   \
+    "smlad %[a" #Q "], %[x0], %[w0], %[a" #Q "]\n\t"                                                            \
+    ".elseif mtdw_q == 1\n\t"                                                                                   \
+    "smlad %[a" #Q "], %[x0], %[w1], %[a" #Q "]\n\t"                                                            \
+    ".elseif mtdw_q == 2\n\t"                                                                                   \
+    "smlad %[a" #Q "], %[x0], %[w2], %[a" #Q "]\n\t"                                                            \
+    ".else\n\t"                                                                                                 \
+    "smlad %[a" #Q "], %[x0], %[w3], %[a" #Q "]\n\t"                                                            \
+    ".endif\n\t"                                                                                                \
+    ".endif\n\t"
+
+/* The four outputs' requantization (REQ: MT_ASM_REQUANT_FLOOR / _FAST; M, C1, SH in registers) and
+   byte stores, 4 bytes apart, into the staging line. */
+#define MT_DWF_STORE4(REQ, Y, T, M, C1, SH)                                                                      \
+    REQ("%[" Y "]", "%[" T "]", "%[a0]", "%[" M "]", "%[" C1 "]", "%[" SH "]")                                  \
+    "strb  %[" Y "], [%[ps]], #4\n\t"                                                                           \
+    REQ("%[" Y "]", "%[" T "]", "%[a1]", "%[" M "]", "%[" C1 "]", "%[" SH "]")                                  \
+    "strb  %[" Y "], [%[ps]], #4\n\t"                                                                           \
+    REQ("%[" Y "]", "%[" T "]", "%[a2]", "%[" M "]", "%[" C1 "]", "%[" SH "]")                                  \
+    "strb  %[" Y "], [%[ps]], #4\n\t"                                                                           \
+    REQ("%[" Y "]", "%[" T "]", "%[a3]", "%[" M "]", "%[" C1 "]", "%[" SH "]")                                  \
+    "strb  %[" Y "], [%[ps]], #4\n\t"
+
+/* Stride 1: per kernel row one LDR, then per pair step one LDR, one LDRD and four SMLADs. */
+#define MT_DWF_S1_LOOP(REQ)                                                                                      \
+    __asm__ volatile("1:\n\t"                                                                                   \
+                     ".set mtdw_r, 0\n\t"                                                                       \
+                     ".rept %c[kw]\n\t"                                                                         \
+                     "ldr   %[x0], [%[px], #(mtdw_r * %c[lwb])]\n\t"                                            \
+                     ".set mtdw_m, 0\n\t"                                                                       \
+                     ".rept %c[k]\n\t"                                                                          \
+                     ".if (mtdw_m & 1) == 0\n\t" MT_DWF_S1_STEP("x0", "x1") ".else\n\t"                         \
+                     MT_DWF_S1_STEP("x1", "x0") ".endif\n\t"                                                    \
+                     ".set mtdw_m, mtdw_m + 1\n\t"                                                              \
+                     ".endr\n\t"                                                                                \
+                     ".set mtdw_r, mtdw_r + 1\n\t"                                                              \
+                     ".endr\n\t"                                                                                \
+                     "ldrd  %[wa], %[wb], [%[pw], #%c[wcb]]\n\t"                                                \
+                     "ldr   %[x0], [%[pw], #(%c[wcb] + 8)]\n\t"                                                 \
+                     MT_DWF_STORE4(REQ, "x1", "t", "wa", "wb", "x0")                                            \
+                     "add   %[px], %[px], #8\n\t"                                                               \
+                     "subs  %[n], %[n], #1\n\t"                                                                 \
+                     "bne   1b"                                                                                 \
+                     : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [x0] "=&r"(x0),        \
+                       [x1] "=&r"(x1), [wa] "=&r"(wa), [wb] "=&r"(wb), [t] "=&r"(t), [px] "+r"(px),           \
+                       [ps] "+r"(ps), [n] "+r"(n)                                                               \
+                     : [pw] "r"(pw), [b] "r"(b), [kw] "n"(kw), [k] "n"(k), [lwb] "n"(4 * MT_DWF_LW(kw)),     \
+                       [rwb] "n"(4 * (2 * k + 3)), [wcb] "n"(8 * k)                                             \
+                     : "cc", "memory")
+
+/* Stride 2: per kernel row the k weights (LDRD), then per input pair X_j one LDR and a SMLAD into
+   each output q with 0 <= j - q < k. */
+#define MT_DWF_S2_LOOP(REQ)                                                                                      \
+    __asm__ volatile("1:\n\t"                                                                                   \
+                     ".set mtdw_r, 0\n\t"                                                                       \
+                     ".rept %c[kw]\n\t"                                                                         \
+                     "ldrd  %[w0], %[w1], [%[pw], #(mtdw_r * %c[rwb])]\n\t"                                     \
+                     ".if %c[k] == 3\n\t"                                                                       \
+                     "ldr   %[w2], [%[pw], #(mtdw_r * %c[rwb] + 8)]\n\t"                                        \
+                     ".elseif %c[k] == 4\n\t"                                                                   \
+                     "ldrd  %[w2], %[w3], [%[pw], #(mtdw_r * %c[rwb] + 8)]\n\t"                                 \
+                     ".endif\n\t"                                                                               \
+                     ".set mtdw_j, 0\n\t"                                                                       \
+                     ".rept %c[k] + 3\n\t"                                                                      \
+                     "ldr   %[x0], [%[px], #(mtdw_r * %c[lwb] + 4 * mtdw_j)]\n\t"                               \
+                     MT_DWF_S2_MAC(0) MT_DWF_S2_MAC(1) MT_DWF_S2_MAC(2) MT_DWF_S2_MAC(3)                        \
+                     ".set mtdw_j, mtdw_j + 1\n\t"                                                              \
+                     ".endr\n\t"                                                                                \
+                     ".set mtdw_r, mtdw_r + 1\n\t"                                                              \
+                     ".endr\n\t"                                                                                \
+                     "ldrd  %[w0], %[w1], [%[pw], #%c[wcb]]\n\t"                                                \
+                     "ldr   %[w2], [%[pw], #(%c[wcb] + 8)]\n\t"                                                 \
+                     MT_DWF_STORE4(REQ, "x0", "w3", "w0", "w1", "w2")                                           \
+                     "add   %[px], %[px], #16\n\t"                                                              \
+                     "subs  %[n], %[n], #1\n\t"                                                                 \
+                     "bne   1b"                                                                                 \
+                     : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [x0] "=&r"(x0),        \
+                       [w0] "=&r"(wa), [w1] "=&r"(wb), [w2] "=&r"(x1), [w3] "=&r"(t), [px] "+r"(px),          \
+                       [ps] "+r"(ps), [n] "+r"(n)                                                               \
+                     : [pw] "r"(pw), [b] "r"(b), [kw] "n"(kw), [k] "n"(k), [lwb] "n"(4 * MT_DWF_LW(kw)),     \
+                       [rwb] "n"(4 * (k + 3)), [wcb] "n"(4 * k)                                                 \
+                     : "cc", "memory")
+#endif /* MT_DSP_NATIVE */
+
+/* `groups` groups of four outputs of one channel into the staging line ps (a byte every 4): px its
+   ring slot 0 (slot r at px + r MT_DWF_LW(kw)), pw its weight table from the output row's start row,
+   b its bias. The portable build computes the same sums with the emulated SMLAD. */
+MT_INLINE void mt_dwf_groups(const int32_t *px, const int32_t *pw, int32_t b, int8_t *ps, int32_t n,
+                             const int kw, const int k, const int s, const int mode)
+{
+#if defined(MT_DSP_NATIVE)
+    int32_t a0, a1, a2, a3, x0, x1, wa, wb, t;
+    if (s == 1) {
+        if (mode == MT_DW_REQ_FLOOR) {
+            MT_DWF_S1_LOOP(MT_ASM_REQUANT_FLOOR);
+        } else {
+            MT_DWF_S1_LOOP(MT_ASM_REQUANT_FAST);
+        }
+    } else if (mode == MT_DW_REQ_FLOOR) {
+        MT_DWF_S2_LOOP(MT_ASM_REQUANT_FLOOR);
+    } else {
+        MT_DWF_S2_LOOP(MT_ASM_REQUANT_FAST);
+    }
+    (void)a0, (void)a1, (void)a2, (void)a3, (void)x0, (void)x1, (void)wa, (void)wb, (void)t;
+    (void)px, (void)ps, (void)n;
+#else  /* !MT_DSP_NATIVE */
+    const int32_t lw = MT_DWF_LW(kw), npair = s == 1 ? 2 * k : k;
+    const int32_t rm = pw[npair], rc1 = pw[npair + 1], rsh = pw[npair + 2];
+    int32_t g, q, r, m;
+    for (g = 0; g < n; ++g, px += 2 * s, ps += 16) {
+        for (q = 0; q < 4; ++q) {
+            int32_t a = b, v;
+            for (r = 0; r < kw; ++r) {
+                for (m = 0; m < k; ++m) {
+                    if (s == 1) { /* outputs 2i, 2i + 1 read X_{i + m} with A_m, B_m */
+                        a = mt_smlad(px[r * lw + (q >> 1) + m], pw[r * (npair + 3) + 2 * m + (q & 1)], a);
+                    } else {
+                        a = mt_smlad(px[r * lw + q + m], pw[r * (npair + 3) + m], a);
+                    }
+                }
+            }
+            v = mode == MT_DW_REQ_FLOOR ? mt_requantize_floor(a, rm, rsh, rc1) : mt_requantize_fast(a, rm, rsh, rc1);
+            ps[4 * q] = (int8_t)v;
+        }
+    }
+#endif /* MT_DSP_NATIVE */
+}
+
+#if defined(MT_DSP_NATIVE)
+#undef MT_DWF_S1_LOOP
+#undef MT_DWF_S2_LOOP
+#undef MT_DWF_STORE4
+#undef MT_DWF_S2_MAC
+#undef MT_DWF_S1_STEP
+#endif /* MT_DSP_NATIVE */
+
+/* n words at p zeroed inline (a padding row is a few dozen words; newlib's memset took ~130
+   instructions for 88 bytes). The empty asm hides the zero from GCC, which would call memset. */
+MT_INLINE void mt_dwf_zero(int32_t *p, int32_t n)
+{
+#if defined(MT_DSP_NATIVE)
+    int32_t z = 0;
+    __asm__("" : "+r"(z));
+    for (; n > 0; --n) {
+        *p++ = z;
+    }
+#else  /* !MT_DSP_NATIVE */
+    memset(p, 0, (size_t)n * sizeof(int32_t));
+#endif /* MT_DSP_NATIVE */
+}
+
+/* Input row iy of channels [c0, c0 + 4) into ring slot iy mod kw (the len elements a group reads of a
+   padding row zero; the padding columns of an image row stay zero from mt_dwf_zero_pads). */
+MT_INLINE void mt_dwf_fill(int32_t *buf, int32_t iy, const int8_t *image, int32_t h, int32_t w, int32_t c_n,
+                           int32_t zz, int32_t pad_left, int32_t kw, int32_t len)
+{
+    const int32_t lw = MT_DWF_LW(kw);
+    int32_t *slot = buf + ((iy % kw) + kw) % kw * lw;
+    int32_t ch;
+    if (iy >= 0 && iy < h) {
+        mt_dwr_widen(image + iy * w * c_n, w, c_n, zz, (int16_t *)(void *)slot + pad_left, 2 * kw * lw);
+    } else {
+        for (ch = 0; ch < 4; ++ch) {
+            mt_dwf_zero(slot + ch * kw * lw, len / 2);
+        }
+    }
+}
+
+/* The padding columns [0, pad_left) and [pad_left + w, len) of every slot of the four channels zeroed,
+   in whole words (once per call, before any row is widened: image rows only ever write the columns
+   between, a word shared with the image's first or last column included). */
+MT_INLINE void mt_dwf_zero_pads(int32_t *buf, int32_t kw, int32_t pad_left, int32_t w, int32_t len)
+{
+    const int32_t lw = MT_DWF_LW(kw), left = (pad_left + 1) / 2, right = (pad_left + w) / 2;
+    int32_t line;
+    for (line = 0; line < 4 * kw; ++line) {
+        mt_dwf_zero(buf + line * lw, left);
+        mt_dwf_zero(buf + line * lw + right, len / 2 - right);
+    }
+}
+
+/* The staging line's wo positions (four channels a word) clamped to act_max and stored, c_n bytes apart. */
+MT_INLINE void mt_dwf_store(const int32_t *stage, int32_t wo, int8_t *y, int32_t c_n, int32_t hi4)
+{
+    for (; wo >= 2; wo -= 2, stage += 2, y += 2 * c_n) {
+        mt_write_s8x4(y, mt_dwf_min_s8x4(stage[0], hi4));
+        mt_write_s8x4(y + c_n, mt_dwf_min_s8x4(stage[1], hi4));
+    }
+    if (wo > 0) {
+        mt_write_s8x4(y, mt_dwf_min_s8x4(stage[0], hi4));
+    }
+}
+
+/* Channels [c0, c0 + 4) over every output position (mt_dwr_fits holds) in requantization form `mode`,
+   without extremes: the ring of widened rows, the fused group loop, the per-row store. The kernel
+   width and stride are constants (one copy per pair: no dispatch per channel and output row). */
+MT_INLINE void mt_dwf_quad_ks(const mt_conv_params *p, const mt_per_channel_quant *q, const mt_dims *in_d,
+                              const int8_t *input, const mt_dims *f_d, const int8_t *filter, const int32_t *bias,
+                              const mt_dims *out_d, int8_t *output, int32_t c0, int mode, const int kw,
+                              const int s)
+{
+    const int32_t h = in_d->h, w = in_d->w, c_n = in_d->c, wo = out_d->w;
+    const int k = kw / 2 + 1, lw = MT_DWF_LW(kw), rw = (s == 1 ? 2 * k : k) + 3, tw = (2 * kw - 1) * rw;
+    const int32_t groups = (wo + 3) / 4;
+    const int32_t len = mt_dwr_row_len(p, in_d, f_d, out_d);
+    const int32_t zz = (int32_t)(((uint32_t)(-p->input_zero_point) & 0xFFFFu) | ((uint32_t)(-p->input_zero_point) << 16));
+    const int32_t hi4 = (int32_t)(((uint32_t)p->act_max & 0xFFu) * 0x01010101u);
+    int32_t buf[MT_DWR_WORDS];
+    int32_t wt[MT_DWF_TABLE];
+    int32_t stage[MT_DWR_LINE];
+    int32_t n, oy, ch, i;
+    for (ch = 0; ch < 4; ++ch) {
+        const int32_t c = c0 + ch, sh = mt_requant_sh(q->shift[c]);
+        mt_dwf_table(filter + c * kw * kw, kw, k, s, mt_requant_mult(q->multiplier[c]),
+                     mt_requant_c1(sh, p->output_zero_point), sh, wt + ch * tw);
+    }
+    mt_dwf_zero_pads(buf, kw, p->pad_left, w, len);
+    for (n = 0; n < in_d->n; ++n) {
+        const int8_t *image = input + n * h * w * c_n + c0;
+        for (oy = 0; oy < out_d->h; ++oy) {
+            const int32_t iy0 = oy * s - p->pad_top, start = ((-iy0) % kw + kw) % kw;
+            int8_t *y = output + ((n * out_d->h + oy) * wo) * c_n + c0;
+            for (i = oy == 0 ? 0 : kw - s; i < kw; ++i) {
+                mt_dwf_fill(buf, iy0 + i, image, h, w, c_n, zz, p->pad_left, kw, len);
+            }
+            MT_DWR_UNROLL
+            for (ch = 0; ch < 4; ++ch) {
+                const int32_t *pw = wt + ch * tw + start * rw;
+                if (mode == MT_DW_REQ_FLOOR) {
+                    mt_dwf_groups(buf + ch * kw * lw, pw, bias[c0 + ch], (int8_t *)(void *)stage + ch, groups, kw, k, s,
+                                  MT_DW_REQ_FLOOR);
+                } else {
+                    mt_dwf_groups(buf + ch * kw * lw, pw, bias[c0 + ch], (int8_t *)(void *)stage + ch, groups, kw, k, s,
+                                  MT_DW_REQ_FAST);
+                }
+            }
+            mt_dwf_store(stage, wo, y, c_n, hi4);
+        }
+    }
+}
+
+/* mt_dwf_quad_ks with the layer's kernel width and stride. */
+MT_INLINE void mt_dwf_quad(const mt_conv_params *p, const mt_per_channel_quant *q, const mt_dims *in_d,
+                           const int8_t *input, const mt_dims *f_d, const int8_t *filter, const int32_t *bias,
+                           const mt_dims *out_d, int8_t *output, int32_t c0, int mode)
+{
+    const int32_t kw = f_d->w, s = p->stride_w;
+    if (kw == 3) {
+        if (s == 1) {
+            mt_dwf_quad_ks(p, q, in_d, input, f_d, filter, bias, out_d, output, c0, mode, 3, 1);
+        } else {
+            mt_dwf_quad_ks(p, q, in_d, input, f_d, filter, bias, out_d, output, c0, mode, 3, 2);
+        }
+    } else if (kw == 5) {
+        if (s == 1) {
+            mt_dwf_quad_ks(p, q, in_d, input, f_d, filter, bias, out_d, output, c0, mode, 5, 1);
+        } else {
+            mt_dwf_quad_ks(p, q, in_d, input, f_d, filter, bias, out_d, output, c0, mode, 5, 2);
+        }
+    } else if (s == 1) {
+        mt_dwf_quad_ks(p, q, in_d, input, f_d, filter, bias, out_d, output, c0, mode, 7, 1);
+    } else {
+        mt_dwf_quad_ks(p, q, in_d, input, f_d, filter, bias, out_d, output, c0, mode, 7, 2);
     }
 }
 
