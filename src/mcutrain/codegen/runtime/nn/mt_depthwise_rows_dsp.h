@@ -407,20 +407,23 @@ MT_INLINE int32_t mt_dwf_min_s8x4(int32_t a, int32_t b)
 
 /* The weight table of one channel (see above): rows j < 2 kw - 1 hold kernel row j mod kw, as the
    pairs (A_m, B_m) of mt_dwr_pairs at stride 1 or A_m alone at stride 2, then (m, c1, sh). */
-MT_INLINE void mt_dwf_table(const int8_t *f, int32_t kw, int32_t k, int32_t s, int32_t rm, int32_t rc1,
+MT_INLINE void mt_dwf_table(const int8_t *f, const int kw, const int k, const int s, int32_t rm, int32_t rc1,
                             int32_t rsh, int32_t *t)
 {
-    const int32_t npair = s == 1 ? 2 * k : k, rw = npair + 3;
+    const int npair = s == 1 ? 2 * k : k, rw = npair + 3;
     int32_t *row = t;
-    int32_t j, m, pr[2 * MT_DWR_KMAX];
-    for (j = 0; j < kw; ++j, row += rw) {
-        mt_dwr_pairs(f + j * kw, 1, kw, k, pr, 0);
-        for (m = 0; m < k; ++m) {
+    int j, m;
+    for (j = 0; j < kw; ++j, row += rw, f += kw) {
+        MT_DWR_UNROLL
+        for (m = 0; m < k; ++m) { /* kw and k constant: the bounds below fold away */
+            const int32_t w0 = 2 * m < kw ? f[2 * m] : 0, w1 = 2 * m + 1 < kw ? f[2 * m + 1] : 0;
+            const int32_t a = (int32_t)(((uint32_t)w0 & 0xFFFFu) | ((uint32_t)w1 << 16));
             if (s == 1) {
-                row[2 * m] = pr[2 * m];
-                row[2 * m + 1] = pr[2 * m + 1];
+                const int32_t wm = m >= 1 ? f[2 * m - 1] : 0;
+                row[2 * m] = a;
+                row[2 * m + 1] = (int32_t)(((uint32_t)wm & 0xFFFFu) | ((uint32_t)w0 << 16));
             } else {
-                row[m] = pr[2 * m];
+                row[m] = a;
             }
         }
         row[npair] = rm;
@@ -431,10 +434,18 @@ MT_INLINE void mt_dwf_table(const int8_t *f, int32_t kw, int32_t k, int32_t s, i
 }
 
 #if defined(MT_DSP_NATIVE)
-/* One kernel-row step of stride 1 (assembler text inside .rept loops over mtdw_r and mtdw_m): X_m in
-   XC, the step loads X_{m+1} into XN and (A_m, B_m); the first step of a group starts from the bias. */
+/*
+ * The loops' assembler text. .rept loops over the kernel rows (mtdw_r) and pair steps (mtdw_m, mtdw_j)
+ * unroll a group; the group's first input load post-increments px to the next group (so every other
+ * offset is less the group's step, D bytes), and the first product into each output starts from the
+ * bias (SMLAD's accumulate operand).
+ */
+/* The address of pair X_i of kernel row mtdw_r, D the group's step already added to px. */
+#define MT_DWF_X(I, D) "[%[px], #(mtdw_r * %c[lwb] + 4 * (" I ") - " #D ")]"
+
+/* Stride-1 step m of a kernel row: X_m in XC, loads X_{m+1} into XN and (A_m, B_m), four SMLADs. */
 #define MT_DWF_S1_STEP(XC, XN)                                                                                   \
-    "ldr   %[" XN "], [%[px], #(mtdw_r * %c[lwb] + 4 * mtdw_m + 4)]\n\t"                                       \
+    "ldr   %[" XN "], " MT_DWF_X("mtdw_m + 1", 8) "\n\t"                                                          \
     "ldrd  %[wa], %[wb], [%[pw], #(mtdw_r * %c[rwb] + 8 * mtdw_m)]\n\t"                                        \
     ".if (mtdw_r == 0) && (mtdw_m == 0)\n\t"                                                                    \
     "smlad %[a0], %[" XC "], %[wa], %[b]\n\t"                                                                   \
@@ -448,55 +459,114 @@ MT_INLINE void mt_dwf_table(const int8_t *f, int32_t kw, int32_t k, int32_t s, i
     "smlad %[a3], %[" XN "], %[wb], %[a3]\n\t"                                                                  \
     ".endif\n\t"
 
-/* The product of X_j (in x0) for output q of a stride-2 group: A_{j - q} when 0 <= j - q < k. */
-#define MT_DWF_S2_MAC(Q)                                                                                         \
-    ".set mtdw_q, mtdw_j - " #Q "\n\t"                                                                          \
+/* The taps of a stride-1 group: per kernel row one LDR, then per pair step one LDR, one LDRD, four SMLADs. */
+#define MT_DWF_S1_TAPS                                                                                           \
+    ".set mtdw_r, 0\n\t"                                                                                        \
+    ".rept %c[kw]\n\t"                                                                                          \
+    ".if mtdw_r == 0\n\t"                                                                                       \
+    "ldr   %[x0], [%[px]], #8\n\t"                                                                              \
+    ".else\n\t"                                                                                                 \
+    "ldr   %[x0], " MT_DWF_X("0", 8) "\n\t"                                                                      \
+    ".endif\n\t"                                                                                                \
+    ".set mtdw_m, 0\n\t"                                                                                        \
+    ".rept %c[k]\n\t"                                                                                           \
+    ".if (mtdw_m & 1) == 0\n\t" MT_DWF_S1_STEP("x0", "x1") ".else\n\t" MT_DWF_S1_STEP("x1", "x0") ".endif\n\t"   \
+    ".set mtdw_m, mtdw_m + 1\n\t"                                                                               \
+    ".endr\n\t"                                                                                                 \
+    ".set mtdw_r, mtdw_r + 1\n\t"                                                                               \
+    ".endr\n\t"
+
+/* Output q's product of X_j (in XJ) in a stride-2 group: A_{j - q} (in w0 ... w3) when 0 <= j - q < k. */
+#define MT_DWF_S2_MAC(Q, XJ, J)                                                                                  \
+    ".set mtdw_q, " J " - " #Q "\n\t"                                                                           \
     ".if (mtdw_q >= 0) && (mtdw_q < %c[k])\n\t"                                                                 \
     ".if (mtdw_r == 0) && (mtdw_q == 0)\n\t"                                                                    \
-    "smlad %[a" #Q "], %[x0], %[w0], %[b]\n\t"                                                                  \
+    "smlad %[a" #Q "], %[" XJ "], %[w0], %[b]\n\t"                                                              \
     ".elseif mtdw_q == 0\n\t"                                                                                   \
-    "smlad %[a" #Q "], %[x0], %[w0], %[a" #Q "]\n\t"                                                            \
+    "smlad %[a" #Q "], %[" XJ "], %[w0], %[a" #Q "]\n\t"                                                        \
     ".elseif mtdw_q == 1\n\t"                                                                                   \
-    "smlad %[a" #Q "], %[x0], %[w1], %[a" #Q "]\n\t"                                                            \
+    "smlad %[a" #Q "], %[" XJ "], %[w1], %[a" #Q "]\n\t"                                                        \
     ".elseif mtdw_q == 2\n\t"                                                                                   \
-    "smlad %[a" #Q "], %[x0], %[w2], %[a" #Q "]\n\t"                                                            \
+    "smlad %[a" #Q "], %[" XJ "], %[w2], %[a" #Q "]\n\t"                                                        \
     ".else\n\t"                                                                                                 \
-    "smlad %[a" #Q "], %[x0], %[w3], %[a" #Q "]\n\t"                                                            \
+    "smlad %[a" #Q "], %[" XJ "], %[w3], %[a" #Q "]\n\t"                                                        \
     ".endif\n\t"                                                                                                \
     ".endif\n\t"
+#define MT_DWF_S2_MACS(XJ, J)                                                                                    \
+    MT_DWF_S2_MAC(0, XJ, J) MT_DWF_S2_MAC(1, XJ, J) MT_DWF_S2_MAC(2, XJ, J) MT_DWF_S2_MAC(3, XJ, J)
 
-/* The four outputs' requantization (REQ: MT_ASM_REQUANT_FLOOR / _FAST; M, C1, SH in registers) and
-   byte stores, 4 bytes apart, into the staging line. */
-#define MT_DWF_STORE4(REQ, Y, T, M, C1, SH)                                                                      \
-    REQ("%[" Y "]", "%[" T "]", "%[a0]", "%[" M "]", "%[" C1 "]", "%[" SH "]")                                  \
-    "strb  %[" Y "], [%[ps]], #4\n\t"                                                                           \
-    REQ("%[" Y "]", "%[" T "]", "%[a1]", "%[" M "]", "%[" C1 "]", "%[" SH "]")                                  \
-    "strb  %[" Y "], [%[ps]], #4\n\t"                                                                           \
-    REQ("%[" Y "]", "%[" T "]", "%[a2]", "%[" M "]", "%[" C1 "]", "%[" SH "]")                                  \
-    "strb  %[" Y "], [%[ps]], #4\n\t"                                                                           \
-    REQ("%[" Y "]", "%[" T "]", "%[a3]", "%[" M "]", "%[" C1 "]", "%[" SH "]")                                  \
+/* The taps of a stride-2 group: per kernel row the k weights (LDRD), then the k + 3 input pairs, two
+   by LDRD into x0 and w2 for a 3x3 kernel (w2 is no weight there), else one by LDR into x0, each with
+   its SMLAD into every output q with 0 <= j - q < k. */
+#define MT_DWF_S2_TAPS                                                                                           \
+    ".set mtdw_r, 0\n\t"                                                                                        \
+    ".rept %c[kw]\n\t"                                                                                          \
+    "ldrd  %[w0], %[w1], [%[pw], #(mtdw_r * %c[rwb])]\n\t"                                                      \
+    ".if %c[k] == 3\n\t"                                                                                        \
+    "ldr   %[w2], [%[pw], #(mtdw_r * %c[rwb] + 8)]\n\t"                                                         \
+    ".elseif %c[k] == 4\n\t"                                                                                    \
+    "ldrd  %[w2], %[w3], [%[pw], #(mtdw_r * %c[rwb] + 8)]\n\t"                                                  \
+    ".endif\n\t"                                                                                                \
+    ".if %c[k] == 2\n\t"                                                                                        \
+    ".set mtdw_j, 0\n\t"                                                                                        \
+    ".rept 2\n\t"                                                                                               \
+    ".if (mtdw_r == 0) && (mtdw_j == 0)\n\t"                                                                    \
+    "ldrd  %[x0], %[w2], [%[px]], #16\n\t"                                                                      \
+    ".else\n\t"                                                                                                 \
+    "ldrd  %[x0], %[w2], " MT_DWF_X("mtdw_j", 16) "\n\t"                                                         \
+    ".endif\n\t"                                                                                                \
+    MT_DWF_S2_MACS("x0", "mtdw_j") MT_DWF_S2_MACS("w2", "mtdw_j + 1")                                           \
+    ".set mtdw_j, mtdw_j + 2\n\t"                                                                               \
+    ".endr\n\t"                                                                                                 \
+    "ldr   %[x0], " MT_DWF_X("4", 16) "\n\t"                                                                     \
+    MT_DWF_S2_MACS("x0", "4")                                                                                   \
+    ".else\n\t"                                                                                                 \
+    ".set mtdw_j, 0\n\t"                                                                                        \
+    ".rept %c[k] + 3\n\t"                                                                                       \
+    ".if (mtdw_r == 0) && (mtdw_j == 0)\n\t"                                                                    \
+    "ldr   %[x0], [%[px]], #16\n\t"                                                                             \
+    ".else\n\t"                                                                                                 \
+    "ldr   %[x0], " MT_DWF_X("mtdw_j", 16) "\n\t"                                                                \
+    ".endif\n\t"                                                                                                \
+    MT_DWF_S2_MACS("x0", "mtdw_j")                                                                              \
+    ".set mtdw_j, mtdw_j + 1\n\t"                                                                               \
+    ".endr\n\t"                                                                                                 \
+    ".endif\n\t"                                                                                                \
+    ".set mtdw_r, mtdw_r + 1\n\t"                                                                               \
+    ".endr\n\t"
+
+/* The four outputs' requantization (REQ: MT_ASM_REQUANT_FLOOR / _FAST) and byte stores, 4 bytes apart,
+   into the staging line; Y the result (an accumulator itself where the form allows: A0 ... A3). */
+#define MT_DWF_REQ1(REQ, Y, T, A, M, C1, SH)                                                                     \
+    REQ("%[" Y "]", "%[" T "]", "%[" A "]", "%[" M "]", "%[" C1 "]", "%[" SH "]")                                \
     "strb  %[" Y "], [%[ps]], #4\n\t"
+#define MT_DWF_STORE4(REQ, Y0, Y1, Y2, Y3, T, M, C1, SH)                                                         \
+    MT_DWF_REQ1(REQ, Y0, T, "a0", M, C1, SH) MT_DWF_REQ1(REQ, Y1, T, "a1", M, C1, SH)                           \
+    MT_DWF_REQ1(REQ, Y2, T, "a2", M, C1, SH) MT_DWF_REQ1(REQ, Y3, T, "a3", M, C1, SH)
 
-/* Stride 1: per kernel row one LDR, then per pair step one LDR, one LDRD and four SMLADs. */
-#define MT_DWF_S1_LOOP(REQ)                                                                                      \
-    __asm__ volatile("1:\n\t"                                                                                   \
-                     ".set mtdw_r, 0\n\t"                                                                       \
-                     ".rept %c[kw]\n\t"                                                                         \
-                     "ldr   %[x0], [%[px], #(mtdw_r * %c[lwb])]\n\t"                                            \
-                     ".set mtdw_m, 0\n\t"                                                                       \
-                     ".rept %c[k]\n\t"                                                                          \
-                     ".if (mtdw_m & 1) == 0\n\t" MT_DWF_S1_STEP("x0", "x1") ".else\n\t"                         \
-                     MT_DWF_S1_STEP("x1", "x0") ".endif\n\t"                                                    \
-                     ".set mtdw_m, mtdw_m + 1\n\t"                                                              \
-                     ".endr\n\t"                                                                                \
-                     ".set mtdw_r, mtdw_r + 1\n\t"                                                              \
-                     ".endr\n\t"                                                                                \
-                     "ldrd  %[wa], %[wb], [%[pw], #%c[wcb]]\n\t"                                                \
+#define MT_DWF_LOOP_END                                                                                          \
+    "subs  %[n], %[n], #1\n\t"                                                                                  \
+    "bne   1b"
+
+/* Stride 1, zero point -128: the shift stays in a register (t) and each output's SMMLA / ASR / SSAT
+   works in its accumulator (the "tflite" form's scratch is x1). */
+#define MT_DWF_S1_LOOP_FLOOR                                                                                     \
+    __asm__ volatile("1:\n\t" MT_DWF_S1_TAPS "ldrd  %[wa], %[wb], [%[pw], #%c[wcb]]\n\t"                        \
+                     MT_DWF_STORE4(MT_ASM_REQUANT_FLOOR, "a0", "a1", "a2", "a3", "x1", "wa", "wb", "t")        \
+                     MT_DWF_LOOP_END                                                                            \
+                     : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [x0] "=&r"(x0),        \
+                       [x1] "=&r"(x1), [wa] "=&r"(wa), [wb] "=&r"(wb), [px] "+r"(px), [ps] "+r"(ps),          \
+                       [n] "+r"(n)                                                                              \
+                     : [t] "r"(pw[2 * k + 2]), [pw] "r"(pw), [b] "r"(b), [kw] "n"(kw), [k] "n"(k),             \
+                       [lwb] "n"(4 * MT_DWF_LW(kw)), [rwb] "n"(4 * (2 * k + 3)), [wcb] "n"(8 * k)              \
+                     : "cc", "memory")
+
+/* Stride 1, other zero points: the shift loaded per group, x1 the result, t the scratch. */
+#define MT_DWF_S1_LOOP_FAST                                                                                      \
+    __asm__ volatile("1:\n\t" MT_DWF_S1_TAPS "ldrd  %[wa], %[wb], [%[pw], #%c[wcb]]\n\t"                        \
                      "ldr   %[x0], [%[pw], #(%c[wcb] + 8)]\n\t"                                                 \
-                     MT_DWF_STORE4(REQ, "x1", "t", "wa", "wb", "x0")                                            \
-                     "add   %[px], %[px], #8\n\t"                                                               \
-                     "subs  %[n], %[n], #1\n\t"                                                                 \
-                     "bne   1b"                                                                                 \
+                     MT_DWF_STORE4(MT_ASM_REQUANT_FAST, "x1", "x1", "x1", "x1", "t", "wa", "wb", "x0")         \
+                     MT_DWF_LOOP_END                                                                            \
                      : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [x0] "=&r"(x0),        \
                        [x1] "=&r"(x1), [wa] "=&r"(wa), [wb] "=&r"(wb), [t] "=&r"(t), [px] "+r"(px),           \
                        [ps] "+r"(ps), [n] "+r"(n)                                                               \
@@ -504,32 +574,12 @@ MT_INLINE void mt_dwf_table(const int8_t *f, int32_t kw, int32_t k, int32_t s, i
                        [rwb] "n"(4 * (2 * k + 3)), [wcb] "n"(8 * k)                                             \
                      : "cc", "memory")
 
-/* Stride 2: per kernel row the k weights (LDRD), then per input pair X_j one LDR and a SMLAD into
-   each output q with 0 <= j - q < k. */
+/* Stride 2 in form REQ: the constants loaded per group into w0 ... w2, x0 the result, w3 the scratch. */
 #define MT_DWF_S2_LOOP(REQ)                                                                                      \
-    __asm__ volatile("1:\n\t"                                                                                   \
-                     ".set mtdw_r, 0\n\t"                                                                       \
-                     ".rept %c[kw]\n\t"                                                                         \
-                     "ldrd  %[w0], %[w1], [%[pw], #(mtdw_r * %c[rwb])]\n\t"                                     \
-                     ".if %c[k] == 3\n\t"                                                                       \
-                     "ldr   %[w2], [%[pw], #(mtdw_r * %c[rwb] + 8)]\n\t"                                        \
-                     ".elseif %c[k] == 4\n\t"                                                                   \
-                     "ldrd  %[w2], %[w3], [%[pw], #(mtdw_r * %c[rwb] + 8)]\n\t"                                 \
-                     ".endif\n\t"                                                                               \
-                     ".set mtdw_j, 0\n\t"                                                                       \
-                     ".rept %c[k] + 3\n\t"                                                                      \
-                     "ldr   %[x0], [%[px], #(mtdw_r * %c[lwb] + 4 * mtdw_j)]\n\t"                               \
-                     MT_DWF_S2_MAC(0) MT_DWF_S2_MAC(1) MT_DWF_S2_MAC(2) MT_DWF_S2_MAC(3)                        \
-                     ".set mtdw_j, mtdw_j + 1\n\t"                                                              \
-                     ".endr\n\t"                                                                                \
-                     ".set mtdw_r, mtdw_r + 1\n\t"                                                              \
-                     ".endr\n\t"                                                                                \
-                     "ldrd  %[w0], %[w1], [%[pw], #%c[wcb]]\n\t"                                                \
+    __asm__ volatile("1:\n\t" MT_DWF_S2_TAPS "ldrd  %[w0], %[w1], [%[pw], #%c[wcb]]\n\t"                        \
                      "ldr   %[w2], [%[pw], #(%c[wcb] + 8)]\n\t"                                                 \
-                     MT_DWF_STORE4(REQ, "x0", "w3", "w0", "w1", "w2")                                           \
-                     "add   %[px], %[px], #16\n\t"                                                              \
-                     "subs  %[n], %[n], #1\n\t"                                                                 \
-                     "bne   1b"                                                                                 \
+                     MT_DWF_STORE4(REQ, "x0", "x0", "x0", "x0", "w3", "w0", "w1", "w2")                        \
+                     MT_DWF_LOOP_END                                                                            \
                      : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [x0] "=&r"(x0),        \
                        [w0] "=&r"(wa), [w1] "=&r"(wb), [w2] "=&r"(x1), [w3] "=&r"(t), [px] "+r"(px),          \
                        [ps] "+r"(ps), [n] "+r"(n)                                                               \
@@ -548,9 +598,9 @@ MT_INLINE void mt_dwf_groups(const int32_t *px, const int32_t *pw, int32_t b, in
     int32_t a0, a1, a2, a3, x0, x1, wa, wb, t;
     if (s == 1) {
         if (mode == MT_DW_REQ_FLOOR) {
-            MT_DWF_S1_LOOP(MT_ASM_REQUANT_FLOOR);
+            MT_DWF_S1_LOOP_FLOOR;
         } else {
-            MT_DWF_S1_LOOP(MT_ASM_REQUANT_FAST);
+            MT_DWF_S1_LOOP_FAST;
         }
     } else if (mode == MT_DW_REQ_FLOOR) {
         MT_DWF_S2_LOOP(MT_ASM_REQUANT_FLOOR);
@@ -583,11 +633,18 @@ MT_INLINE void mt_dwf_groups(const int32_t *px, const int32_t *pw, int32_t b, in
 }
 
 #if defined(MT_DSP_NATIVE)
-#undef MT_DWF_S1_LOOP
 #undef MT_DWF_S2_LOOP
+#undef MT_DWF_S1_LOOP_FAST
+#undef MT_DWF_S1_LOOP_FLOOR
+#undef MT_DWF_LOOP_END
 #undef MT_DWF_STORE4
+#undef MT_DWF_REQ1
+#undef MT_DWF_S2_TAPS
+#undef MT_DWF_S2_MACS
 #undef MT_DWF_S2_MAC
+#undef MT_DWF_S1_TAPS
 #undef MT_DWF_S1_STEP
+#undef MT_DWF_X
 #endif /* MT_DSP_NATIVE */
 
 /* n words at p zeroed inline (a padding row is a few dozen words; newlib's memset took ~130
@@ -625,13 +682,20 @@ MT_INLINE void mt_dwf_fill(int32_t *buf, int32_t iy, const int8_t *image, int32_
 /* The padding columns [0, pad_left) and [pad_left + w, len) of every slot of the four channels zeroed,
    in whole words (once per call, before any row is widened: image rows only ever write the columns
    between, a word shared with the image's first or last column included). */
-MT_INLINE void mt_dwf_zero_pads(int32_t *buf, int32_t kw, int32_t pad_left, int32_t w, int32_t len)
+MT_INLINE void mt_dwf_zero_pads(int32_t *buf, const int kw, int32_t pad_left, int32_t w, int32_t len)
 {
-    const int32_t lw = MT_DWF_LW(kw), left = (pad_left + 1) / 2, right = (pad_left + w) / 2;
-    int32_t line;
-    for (line = 0; line < 4 * kw; ++line) {
-        mt_dwf_zero(buf + line * lw, left);
-        mt_dwf_zero(buf + line * lw + right, len / 2 - right);
+    const int32_t lw = MT_DWF_LW(kw), left = (pad_left + 1) / 2, right = (pad_left + w) / 2, half = len / 2;
+    int32_t z = 0, line, e;
+#if defined(MT_DSP_NATIVE)
+    __asm__("" : "+r"(z)); /* hides the zero from GCC, which would call memset per line */
+#endif /* MT_DSP_NATIVE */
+    for (line = 0; line < 4 * kw; ++line, buf += lw) {
+        for (e = 0; e < left; ++e) {
+            buf[e] = z;
+        }
+        for (e = right; e < half; ++e) {
+            buf[e] = z;
+        }
     }
 }
 
