@@ -798,14 +798,41 @@ MT_INLINE void mt_dwf_zero_pads(int32_t *buf, const int kw, int32_t pad_left, in
     }
 }
 
-/* The staging line's wo positions (four channels a word) clamped to act_max and stored, c_n bytes apart. */
+/* The staging line's wo positions (four channels a word) clamped to act_max and stored, c_n bytes apart:
+   four positions per step, 17 instructions in the native assembly (GCC's loop took 26). */
 MT_INLINE void mt_dwf_store(const int32_t *stage, int32_t wo, int8_t *y, int32_t c_n, int32_t hi4)
 {
-    for (; wo >= 2; wo -= 2, stage += 2, y += 2 * c_n) {
-        mt_write_s8x4(y, mt_dwf_min_s8x4(stage[0], hi4));
-        mt_write_s8x4(y + c_n, mt_dwf_min_s8x4(stage[1], hi4));
+#if defined(MT_DSP_NATIVE)
+    if (wo >= 4) {
+        int32_t s0, s1, s2, s3, t, i = wo / 4;
+        const int32_t cn3 = 3 * c_n;
+        __asm__ volatile("1:\n\t"
+                         "ldrd    %[s0], %[s1], [%[st]], #16\n\t"
+                         "ldrd    %[s2], %[s3], [%[st], #-8]\n\t"
+                         "ssub8   %[t], %[s0], %[hi]\n\t"
+                         "sel     %[s0], %[hi], %[s0]\n\t"
+                         "ssub8   %[t], %[s1], %[hi]\n\t"
+                         "sel     %[s1], %[hi], %[s1]\n\t"
+                         "ssub8   %[t], %[s2], %[hi]\n\t"
+                         "sel     %[s2], %[hi], %[s2]\n\t"
+                         "ssub8   %[t], %[s3], %[hi]\n\t"
+                         "sel     %[s3], %[hi], %[s3]\n\t"
+                         "str     %[s0], [%[y]]\n\t"
+                         "str     %[s1], [%[y], %[cn]]\n\t"
+                         "str     %[s2], [%[y], %[cn], lsl #1]\n\t"
+                         "str     %[s3], [%[y], %[cn3]]\n\t"
+                         "add     %[y], %[y], %[cn], lsl #2\n\t"
+                         "subs    %[i], %[i], #1\n\t"
+                         "bne     1b"
+                         : [s0] "=&r"(s0), [s1] "=&r"(s1), [s2] "=&r"(s2), [s3] "=&r"(s3), [t] "=&r"(t),
+                           [st] "+r"(stage), [y] "+r"(y), [i] "+r"(i)
+                         : [cn] "r"(c_n), [cn3] "r"(cn3), [hi] "r"(hi4)
+                         : "cc", "memory");
+        (void)s0, (void)s1, (void)s2, (void)s3, (void)t;
+        wo &= 3;
     }
-    if (wo > 0) {
+#endif /* MT_DSP_NATIVE */
+    for (; wo > 0; --wo, ++stage, y += c_n) {
         mt_write_s8x4(y, mt_dwf_min_s8x4(stage[0], hi4));
     }
 }
