@@ -761,13 +761,13 @@ MT_INLINE void mt_dwf_zero(int32_t *p, int32_t n)
 #endif /* MT_DSP_NATIVE */
 }
 
-/* Input row iy of channels [c0, c0 + 4) into ring slot iy mod kw (the len elements a group reads of a
+/* Input row iy of channels [c0, c0 + 4) into ring slot `at` = iy mod kw (the len elements a group reads of a
    padding row zero; the padding columns of an image row stay zero from mt_dwf_zero_pads). */
-MT_INLINE void mt_dwf_fill(int32_t *buf, int32_t iy, const int8_t *image, int32_t h, int32_t w, int32_t c_n,
-                           int32_t zz, int32_t pad_left, int32_t kw, int32_t len)
+MT_INLINE void mt_dwf_fill(int32_t *buf, int32_t iy, int32_t at, const int8_t *image, int32_t h, int32_t w,
+                           int32_t c_n, int32_t zz, int32_t pad_left, int32_t kw, int32_t len)
 {
     const int32_t lw = MT_DWF_LW(kw);
-    int32_t *slot = buf + ((iy % kw) + kw) % kw * lw;
+    int32_t *slot = buf + at * lw; /* at: iy mod kw, from the caller's running start */
     int32_t ch;
     if (iy >= 0 && iy < h) {
         mt_dwf_widen(image + iy * w * c_n, w, c_n, zz, (int16_t *)(void *)slot, pad_left, 2 * kw * lw);
@@ -784,16 +784,21 @@ MT_INLINE void mt_dwf_fill(int32_t *buf, int32_t iy, const int8_t *image, int32_
 MT_INLINE void mt_dwf_zero_pads(int32_t *buf, const int kw, int32_t pad_left, int32_t w, int32_t len)
 {
     const int32_t lw = MT_DWF_LW(kw), left = (pad_left + 1) / 2, right = (pad_left + w) / 2, half = len / 2;
-    int32_t z = 0, line, e;
+    int32_t z = 0, e;
+    int line;
 #if defined(MT_DSP_NATIVE)
-    __asm__("" : "+r"(z)); /* hides the zero from GCC, which would call memset per line */
+    __asm__("" : "+r"(z)); /* hides the zero from GCC, which would call memset */
 #endif /* MT_DSP_NATIVE */
-    for (line = 0; line < 4 * kw; ++line, buf += lw) {
-        for (e = 0; e < left; ++e) {
-            buf[e] = z;
+    for (e = 0; e < half; ++e) { /* column-major: the 4 kw lines of a column are constant offsets apart */
+        if (e == left) {
+            e = right;
+            if (e >= half) {
+                break;
+            }
         }
-        for (e = right; e < half; ++e) {
-            buf[e] = z;
+        MT_DWR_UNROLL
+        for (line = 0; line < 4 * kw; ++line) {
+            buf[line * lw + e] = z;
         }
     }
 }
@@ -863,11 +868,13 @@ MT_INLINE void mt_dwf_quad_ks(const mt_conv_params *p, const mt_per_channel_quan
     mt_dwf_zero_pads(buf, kw, p->pad_left, w, len);
     for (n = 0; n < in_d->n; ++n) {
         const int8_t *image = input + n * h * w * c_n + c0;
-        for (oy = 0; oy < out_d->h; ++oy) {
-            const int32_t iy0 = oy * s - p->pad_top, start = ((-iy0) % kw + kw) % kw;
+        int32_t start = p->pad_top % kw; /* (-iy0) mod kw, iy0 = oy s - pad_top: the window's first slot is kw - start */
+        for (oy = 0; oy < out_d->h; ++oy, start = start >= s ? start - s : start - s + kw) {
+            const int32_t iy0 = oy * s - p->pad_top;
             int8_t *y = output + ((n * out_d->h + oy) * wo) * c_n + c0;
-            for (i = oy == 0 ? 0 : kw - s; i < kw; ++i) {
-                mt_dwf_fill(buf, iy0 + i, image, h, w, c_n, zz, p->pad_left, kw, len);
+            for (i = oy == 0 ? 0 : kw - s; i < kw; ++i) { /* window row i sits in slot (i - start) mod kw */
+                mt_dwf_fill(buf, iy0 + i, i >= start ? i - start : i - start + kw, image, h, w, c_n, zz, p->pad_left,
+                            kw, len);
             }
             MT_DWR_UNROLL
             for (ch = 0; ch < 4; ++ch) {
