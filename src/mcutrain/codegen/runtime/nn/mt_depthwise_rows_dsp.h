@@ -557,7 +557,7 @@ MT_INLINE void mt_dwf_table(const int8_t *f, const int kw, const int k, const in
                      : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [x0] "=&r"(x0),        \
                        [x1] "=&r"(x1), [wa] "=&r"(wa), [wb] "=&r"(wb), [px] "+r"(px), [ps] "+r"(ps),          \
                        [n] "+r"(n)                                                                              \
-                     : [t] "r"(pw[2 * k + 2]), [pw] "r"(pw), [b] "r"(b), [kw] "n"(kw), [k] "n"(k),             \
+                     : [t] "r"(pw[2 * k + 2]), [pw] "r"(pw), [b] "r"(b), [kw] "n"(nv), [k] "n"(k),             \
                        [lwb] "n"(4 * MT_DWF_LW(kw)), [rwb] "n"(4 * (2 * k + 3)), [wcb] "n"(8 * k)              \
                      : "cc", "memory")
 
@@ -570,7 +570,7 @@ MT_INLINE void mt_dwf_table(const int8_t *f, const int kw, const int k, const in
                      : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [x0] "=&r"(x0),        \
                        [x1] "=&r"(x1), [wa] "=&r"(wa), [wb] "=&r"(wb), [t] "=&r"(t), [px] "+r"(px),           \
                        [ps] "+r"(ps), [n] "+r"(n)                                                               \
-                     : [pw] "r"(pw), [b] "r"(b), [kw] "n"(kw), [k] "n"(k), [lwb] "n"(4 * MT_DWF_LW(kw)),     \
+                     : [pw] "r"(pw), [b] "r"(b), [kw] "n"(nv), [k] "n"(k), [lwb] "n"(4 * MT_DWF_LW(kw)),     \
                        [rwb] "n"(4 * (2 * k + 3)), [wcb] "n"(8 * k)                                             \
                      : "cc", "memory")
 
@@ -583,16 +583,17 @@ MT_INLINE void mt_dwf_table(const int8_t *f, const int kw, const int k, const in
                      : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [x0] "=&r"(x0),        \
                        [w0] "=&r"(wa), [w1] "=&r"(wb), [w2] "=&r"(x1), [w3] "=&r"(t), [px] "+r"(px),          \
                        [ps] "+r"(ps), [n] "+r"(n)                                                               \
-                     : [pw] "r"(pw), [b] "r"(b), [kw] "n"(kw), [k] "n"(k), [lwb] "n"(4 * MT_DWF_LW(kw)),     \
+                     : [pw] "r"(pw), [b] "r"(b), [kw] "n"(nv), [k] "n"(k), [lwb] "n"(4 * MT_DWF_LW(kw)),     \
                        [rwb] "n"(4 * (k + 3)), [wcb] "n"(4 * k)                                                 \
                      : "cc", "memory")
 #endif /* MT_DSP_NATIVE */
 
 /* `groups` groups of four outputs of one channel into the staging line ps (a byte every 4): px its
    ring slot 0 (slot r at px + r MT_DWF_LW(kw)), pw its weight table from the output row's start row,
-   b its bias. The portable build computes the same sums with the emulated SMLAD. */
+   b its bias; the kernel rows of slots [0, nv) only (the others hold padding rows). The portable build
+   computes the same sums with the emulated SMLAD. */
 MT_INLINE void mt_dwf_groups(const int32_t *px, const int32_t *pw, int32_t b, int8_t *ps, int32_t n,
-                             const int kw, const int k, const int s, const int mode)
+                             const int kw, const int k, const int s, const int mode, const int nv)
 {
 #if defined(MT_DSP_NATIVE)
     int32_t a0, a1, a2, a3, x0, x1, wa, wb, t;
@@ -616,7 +617,7 @@ MT_INLINE void mt_dwf_groups(const int32_t *px, const int32_t *pw, int32_t b, in
     for (g = 0; g < n; ++g, px += 2 * s, ps += 16) {
         for (q = 0; q < 4; ++q) {
             int32_t a = b, v;
-            for (r = 0; r < kw; ++r) {
+            for (r = 0; r < nv; ++r) {
                 for (m = 0; m < k; ++m) {
                     if (s == 1) { /* outputs 2i, 2i + 1 read X_{i + m} with A_m, B_m */
                         a = mt_smlad(px[r * lw + (q >> 1) + m], pw[r * (npair + 3) + 2 * m + (q & 1)], a);
@@ -842,6 +843,48 @@ MT_INLINE void mt_dwf_store(const int32_t *stage, int32_t wo, int8_t *y, int32_t
     }
 }
 
+/* One output row of the four channels over nv kernel rows (constant here): mt_dwf_groups per channel. */
+MT_INLINE void mt_dwf_row4_nv(const int32_t *px, const int32_t *pw, const int32_t *b, int8_t *ps, int32_t groups,
+                              const int kw, const int k, const int s, int mode, const int nv)
+{
+    const int32_t lw = MT_DWF_LW(kw), tw = (2 * kw - 1) * ((s == 1 ? 2 * k : k) + 3);
+    int ch;
+#define MT_DWF_CH(CH)                                                                                            \
+    do {                                                                                                         \
+        if (mode == MT_DW_REQ_FLOOR) {                                                                           \
+            mt_dwf_groups(px + (CH) * kw * lw, pw + (CH) * tw, b[CH], ps + (CH), groups, kw, k, s, MT_DW_REQ_FLOOR, nv); \
+        } else {                                                                                                 \
+            mt_dwf_groups(px + (CH) * kw * lw, pw + (CH) * tw, b[CH], ps + (CH), groups, kw, k, s, MT_DW_REQ_FAST, nv); \
+        }                                                                                                        \
+    } while (0)
+    if (nv == kw) { /* every row but the padded ones: the four channels unrolled (constant offsets) */
+        MT_DWF_CH(0);
+        MT_DWF_CH(1);
+        MT_DWF_CH(2);
+        MT_DWF_CH(3);
+    } else {
+        for (ch = 0; ch < 4; ++ch) {
+            MT_DWF_CH(ch);
+        }
+    }
+#undef MT_DWF_CH
+}
+
+/* mt_dwf_row4_nv with nv in [k, kw] as a constant (one copy of the loops each). */
+MT_INLINE void mt_dwf_row4(const int32_t *px, const int32_t *pw, const int32_t *b, int8_t *ps, int32_t groups,
+                           const int kw, const int k, const int s, int mode, int32_t nv)
+{
+    if (nv == kw) {
+        mt_dwf_row4_nv(px, pw, b, ps, groups, kw, k, s, mode, kw);
+    } else if (nv == kw - 1) {
+        mt_dwf_row4_nv(px, pw, b, ps, groups, kw, k, s, mode, kw - 1);
+    } else if (kw > 3 && nv == kw - 2) {
+        mt_dwf_row4_nv(px, pw, b, ps, groups, kw, k, s, mode, kw > 3 ? kw - 2 : kw);
+    } else {
+        mt_dwf_row4_nv(px, pw, b, ps, groups, kw, k, s, mode, kw > 5 ? kw - 3 : kw);
+    }
+}
+
 /* Channels [c0, c0 + 4) over every output position (mt_dwr_fits holds) in requantization form `mode`,
    without extremes: the ring of widened rows, the fused group loop, the per-row store. The kernel
    width and stride are constants (one copy per pair: no dispatch per channel and output row). */
@@ -876,16 +919,18 @@ MT_INLINE void mt_dwf_quad_ks(const mt_conv_params *p, const mt_per_channel_quan
                 mt_dwf_fill(buf, iy0 + i, i >= start ? i - start : i - start + kw, image, h, w, c_n, zz, p->pad_left,
                             kw, len);
             }
-            MT_DWR_UNROLL
-            for (ch = 0; ch < 4; ++ch) {
-                const int32_t *pw = wt + ch * tw + start * rw;
-                if (mode == MT_DW_REQ_FLOOR) {
-                    mt_dwf_groups(buf + ch * kw * lw, pw, bias[c0 + ch], (int8_t *)(void *)stage + ch, groups, kw, k, s,
-                                  MT_DW_REQ_FLOOR);
-                } else {
-                    mt_dwf_groups(buf + ch * kw * lw, pw, bias[c0 + ch], (int8_t *)(void *)stage + ch, groups, kw, k, s,
-                                  MT_DW_REQ_FAST);
+            {
+                /* the window's image rows lie in the slots [a, a + nv) when they do not wrap round the
+                   ring (always so under top padding, where input row 0 is in slot 0): only those run */
+                const int32_t lo = iy0 < 0 ? -iy0 : 0, hi = h - iy0 < kw ? h - iy0 : kw;
+                int32_t a = iy0 < 0 ? 0 : kw - start, nv = hi - lo;
+                a = a == kw ? 0 : a;
+                if (kw == 3 || a + nv > kw || nv < k) { /* 3x3: one row of three saved, less than the copies cost;
+                                                          a wrapped window; fewer rows than the copies take */
+                    a = 0, nv = kw; /* the padding rows are zero slots: all kw rows give the same sums */
                 }
+                mt_dwf_row4(buf + a * lw, wt + (start + a) * rw, bias + c0, (int8_t *)(void *)stage, groups, kw, k, s,
+                            mode, nv);
             }
             mt_dwf_store(stage, wo, y, c_n, hi4);
         }
