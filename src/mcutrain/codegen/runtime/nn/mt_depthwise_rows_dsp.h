@@ -443,9 +443,12 @@ MT_INLINE void mt_dwf_table(const int8_t *f, const int kw, const int k, const in
 /* The address of pair X_i of kernel row mtdw_r, D the group's step already added to px. */
 #define MT_DWF_X(I, D) "[%[px], #(mtdw_r * %c[lwb] + 4 * (" I ") - " #D ")]"
 
-/* Stride-1 step m of a kernel row: X_m in XC, loads X_{m+1} into XN and (A_m, B_m), four SMLADs. */
+/* Stride-1 step m of a kernel row: X_m in XC, loads X_{m+1} into XN (step 0 has it from the row's LDRD)
+   and (A_m, B_m), four SMLADs. */
 #define MT_DWF_S1_STEP(XC, XN)                                                                                   \
+    ".if mtdw_m != 0\n\t"                                                                                      \
     "ldr   %[" XN "], " MT_DWF_X("mtdw_m + 1", 8) "\n\t"                                                          \
+    ".endif\n\t"                                                                                                \
     "ldrd  %[wa], %[wb], [%[pw], #(mtdw_r * %c[rwb] + 8 * mtdw_m)]\n\t"                                        \
     ".if (mtdw_r == 0) && (mtdw_m == 0)\n\t"                                                                    \
     "smlad %[a0], %[" XC "], %[wa], %[b]\n\t"                                                                   \
@@ -459,14 +462,15 @@ MT_INLINE void mt_dwf_table(const int8_t *f, const int kw, const int k, const in
     "smlad %[a3], %[" XN "], %[wb], %[a3]\n\t"                                                                  \
     ".endif\n\t"
 
-/* The taps of a stride-1 group: per kernel row one LDR, then per pair step one LDR, one LDRD, four SMLADs. */
+/* The taps of a stride-1 group: per kernel row one LDRD of X_0 and X_1, then per pair step one LDR (but
+   the first), one LDRD, four SMLADs. */
 #define MT_DWF_S1_TAPS                                                                                           \
     ".set mtdw_r, 0\n\t"                                                                                        \
     ".rept %c[kw]\n\t"                                                                                          \
     ".if mtdw_r == 0\n\t"                                                                                       \
-    "ldr   %[x0], [%[px]], #8\n\t"                                                                              \
+    "ldrd  %[x0], %[x1], [%[px]], #8\n\t"                                                                       \
     ".else\n\t"                                                                                                 \
-    "ldr   %[x0], " MT_DWF_X("0", 8) "\n\t"                                                                      \
+    "ldrd  %[x0], %[x1], " MT_DWF_X("0", 8) "\n\t"                                                               \
     ".endif\n\t"                                                                                                \
     ".set mtdw_m, 0\n\t"                                                                                        \
     ".rept %c[k]\n\t"                                                                                           \
