@@ -60,9 +60,11 @@ MT_INLINE int32_t mt_dwr_row_len(const mt_conv_params *p, const mt_dims *in_d, c
 
 /* 1 when the row body takes a layer of requantization form `mode` (mt_dw_mode): a prepared form and
    act_min = -128 (the SSAT's bound; act_max is one compare), stride 1 or 2 in both directions, a
-   square kernel of 3, 5 or 7, output rows of more than four pixels (on narrower rows the per-row
-   set-up costs more than the quad loop, for every kernel size: a 7x7 kernel on 2-pixel rows took
-   2.7x the quad loop's instructions), and the widened rows of four channels within MT_DWR_WORDS. */
+   square kernel of 3, 5 or 7, output rows of min_w pixels or more (5 for mt_dwr_quad: on narrower
+   rows its per-row set-up costs more than the quad loop, for every kernel size, a 7x7 kernel on
+   2-pixel rows took 2.7x the quad loop's instructions; MT_DWF_MIN_W = 4 for the fused mt_dwf_quad,
+   whose 4-pixel rows beat the quad loop), and the widened rows of four channels within MT_DWR_WORDS
+   (which also bounds mt_dwf_quad's slots: len / 2 <= MT_DWF_LW(kw) then). */
 MT_INLINE int mt_dwr_fits(const mt_conv_params *p, const mt_dims *in_d, const mt_dims *f_d, const mt_dims *out_d,
                           int mode, int32_t min_w)
 {
