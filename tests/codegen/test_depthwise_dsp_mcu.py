@@ -26,10 +26,11 @@ from mcutrain.methods.fqt import FQT
 from mcutrain.methods.fqt_state import FQTConfig
 
 CORE = "cortex-m4"
-TWINS = ("dw_quad", "dw_range_quad", "bwd_in_quad", "bwd_w_quad")
+TWINS = ("dw_rows_quad", "dw_range_quad", "bwd_in_quad", "bwd_w_quad")
 """The DSP loops' out-of-line functions: each must have run (the per-function profile). The graph's
-depthwise output rows are four pixels wide, which the forward's quad loop takes (its row body runs
-in test_depthwise_forward_rows_are_bit_exact_on_the_m4)."""
+depthwise output rows are four pixels wide, which the inference forward's row body takes and the
+forward with extremes leaves to the quad loop (the inference quad loop runs on narrower rows in
+test_depthwise_forward_rows_are_bit_exact_on_the_m4)."""
 
 
 def _graph() -> G.Graph:
@@ -109,6 +110,10 @@ FORWARD_ARGS = {  # kinds 0 and 1: n h w c kh kw stride pad z_x z_y act_min act_
         [0, 1, 11, 13, 8, 3, 3, 2, 1, 7, 5, -128, 127, -12, -6, 2],
     "5x5 stride 1 on a 3x9 map": [1, 1, 3, 9, 4, 5, 5, 1, 2, -20, -128, -128, 127, -12, -6, 3],
     "7x7 stride 2, batch 2": [0, 2, 12, 11, 12, 7, 7, 2, 3, -128, -128, -128, 127, -12, -6, 4],
+    "3x3 stride 1 on a 3x3 map (rows of three pixels: the quad loop)":
+        [0, 1, 3, 3, 8, 3, 3, 1, 1, -128, -128, -128, 60, -12, -6, 5],
+    "5x5 stride 1 on a 4x4 map, output zero point 3 (the inference row body's widest case of one group)":
+        [0, 1, 4, 4, 8, 5, 5, 1, 2, 9, 3, -128, 127, -12, -6, 6],
 }
 
 

@@ -48,7 +48,7 @@ mt_status mt_depthwise_conv2d_fwd_s8_range(const mt_context *ctx,
         output_dims->c == input_dims->c) {
         const int mode = mt_dw_mode(params, quant, input_dims, filter_dims);
         if (mode >= 0) {
-            const int rows = mt_dwr_fits(params, input_dims, filter_dims, output_dims, mode);
+            const int rows = mt_dwr_fits(params, input_dims, filter_dims, output_dims, mode, 5);
             int32_t c;
             for (c = 0; c + 4 <= input_dims->c; c += 4) {
                 if (rows) {
