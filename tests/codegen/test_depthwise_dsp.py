@@ -102,6 +102,25 @@ def test_weight_gradient_past_the_twins_kernel_sizes(probes):
             ref = _run(probes["ref"], [*args, seed])
             assert ref.startswith("status 0") and _run(probes["dsp"], [*args, seed]) == ref
 
+PLANE_SHAPES = {  # layers the weight gradient's plane body takes (at most 8 position pairs)
+    "4x4 map, 3x3, batch 2, 6 channels": (2, 4, 4, 6, 3, 3, 1, 1, 9, 0, -128, 127, -12, -6),
+    "4x4 map, 7x7 pad 3": (1, 4, 4, 4, 7, 7, 1, 3, -3, 0, -128, 127, -12, -6),
+    "8x8 map, 3x3 stride 2, 5 channels": (1, 8, 8, 5, 3, 3, 2, 1, -128, 0, -128, 127, -12, -6),
+    "4x4 map, 5x5 stride 2": (1, 4, 4, 8, 5, 5, 2, 2, 0, 0, -128, 127, -12, -6),
+    "4x3 map, 3x3 (odd width: a zero partner)": (1, 4, 3, 4, 3, 3, 1, 1, -128, 0, -128, 127, -12, -6),
+    "3x5 map, 3x3 stride 2, odd input width": (2, 3, 5, 4, 3, 3, 2, 1, 7, 0, -128, 127, -12, -6),
+    "3x3 map, 3x3 no padding (one output position)": (1, 3, 3, 4, 3, 3, 1, 0, -128, 0, -128, 127, -12, -6),
+}
+
+
+def test_weight_gradient_plane_body_matches_the_reference(probes):
+    for what, shape in PLANE_SHAPES.items():
+        for seed in (1, 2):
+            argv = [KINDS["weight gradient"], *shape, seed]
+            ref = _run(probes["ref"], argv)
+            assert ref.startswith("status 0") and _run(probes["dsp"], argv) == ref, what
+
+
 ROW_SHAPES = {  # layers the forward's row body (mt_depthwise_rows_dsp.h) takes: > 4 outputs a row
     "16 channels, 3x3 stride 1 pad 1, batch 2, a relu6-like act_max":
         (2, 9, 10, 16, 3, 3, 1, 1, -128, -128, -128, 50, -12, -6),

@@ -26,10 +26,11 @@ from mcutrain.methods.fqt import FQT
 from mcutrain.methods.fqt_state import FQTConfig
 
 CORE = "cortex-m4"
-TWINS = ("dw_quad", "dw_range_quad", "bwd_in_quad", "bwd_w_quad")
+TWINS = ("dw_quad", "dw_range_quad", "bwd_in_quad", "bwp_quads")
 """The DSP loops' out-of-line functions: each must have run (the per-function profile). The graph's
 depthwise output rows are four pixels wide, which the forward's quad loop takes (its row body runs
-in test_depthwise_forward_rows_are_bit_exact_on_the_m4)."""
+in test_depthwise_forward_rows_are_bit_exact_on_the_m4), and its maps are small enough for the
+weight gradient's plane body (its pair loop, bwd_w_quads, runs in the driver's larger shapes)."""
 
 
 def _graph() -> G.Graph:
@@ -99,6 +100,22 @@ WEIGHT_ARGS = {  # kind 3: n h w c kh kw stride pad z_x z_y act_min act_max shif
     "7x7 stride 2 on a 16x14 map, 12 channels": [3, 1, 16, 14, 12, 7, 7, 2, 3, 0, 0, -128, 127, -12, -6, 4],
     "5x5 on a 2x2 map (most taps only see padding), 9 channels":
         [3, 2, 2, 2, 9, 5, 5, 1, 2, -128, 0, -128, 127, -12, -6, 5],
+    # the plane body's native tap rows (4x4 outputs one channel a call, 2x2 the quad), then its C loop
+    "plane body: 3x3 on a 4x4 map, batch 2, 6 channels":
+        [3, 2, 4, 4, 6, 3, 3, 1, 1, 9, 0, -128, 127, -12, -6, 6],
+    "plane body: 5x5 on a 4x4 map": [3, 1, 4, 4, 8, 5, 5, 1, 2, -128, 0, -128, 127, -12, -6, 7],
+    "plane body: 7x7 on a 4x4 map": [3, 1, 4, 4, 4, 7, 7, 1, 3, -3, 0, -128, 127, -12, -6, 8],
+    "plane body: 3x3 stride 2 on an 8x8 map, 5 channels":
+        [3, 1, 8, 8, 5, 3, 3, 2, 1, -128, 0, -128, 127, -12, -6, 9],
+    "plane body: 3x3 on a 2x2 map, batch 2": [3, 2, 2, 2, 8, 3, 3, 1, 1, 40, 0, -128, 127, -12, -6, 10],
+    "plane body: 7x7 on a 2x2 map": [3, 1, 2, 2, 4, 7, 7, 1, 3, -128, 0, -128, 127, -12, -6, 11],
+    "plane body: 3x3 stride 2 on a 4x4 map": [3, 1, 4, 4, 4, 3, 3, 2, 1, -128, 0, -128, 127, -12, -6, 12],
+    "plane body: 5x5 stride 2 on a 4x4 map, 7 channels":
+        [3, 1, 4, 4, 7, 5, 5, 2, 2, 0, 0, -128, 127, -12, -6, 13],
+    "plane body: 7x7 stride 2 on a 3x4 map": [3, 2, 3, 4, 8, 7, 7, 2, 3, -128, 0, -128, 127, -12, -6, 14],
+    "plane body: 3x3 on a 4x3 map (odd width: a zero partner)":
+        [3, 1, 4, 3, 4, 3, 3, 1, 1, -128, 0, -128, 127, -12, -6, 15],
+    "plane body, C loop: 3x3 on a 3x3 map": [3, 1, 3, 3, 8, 3, 3, 1, 1, 5, 0, -128, 127, -12, -6, 16],
 }
 
 
