@@ -102,7 +102,7 @@ def test_weight_gradient_past_the_twins_kernel_sizes(probes):
             ref = _run(probes["ref"], [*args, seed])
             assert ref.startswith("status 0") and _run(probes["dsp"], [*args, seed]) == ref
 
-PLANE_SHAPES = {  # layers the weight gradient's plane body takes (at most 8 position pairs)
+PLANE_SHAPES = {  # layers the plane bodies take (at most 8 output position pairs, at most 16 inputs)
     "4x4 map, 3x3, batch 2, 6 channels": (2, 4, 4, 6, 3, 3, 1, 1, 9, 0, -128, 127, -12, -6),
     "4x4 map, 7x7 pad 3": (1, 4, 4, 4, 7, 7, 1, 3, -3, 0, -128, 127, -12, -6),
     "8x8 map, 3x3 stride 2, 5 channels": (1, 8, 8, 5, 3, 3, 2, 1, -128, 0, -128, 127, -12, -6),
@@ -113,12 +113,17 @@ PLANE_SHAPES = {  # layers the weight gradient's plane body takes (at most 8 pos
 }
 
 
-def test_weight_gradient_plane_body_matches_the_reference(probes):
+@pytest.mark.parametrize("kind", ["weight gradient", "error propagation", "error range only"])
+def test_plane_bodies_match_the_reference(probes, kind):
+    """The small-map plane bodies of the weight gradient and of the error propagation."""
     for what, shape in PLANE_SHAPES.items():
+        args = list(shape)
+        if KINDS[kind] == 2:
+            args[-2:] = ERROR_SHIFTS
         for seed in (1, 2):
-            argv = [KINDS["weight gradient"], *shape, seed]
+            argv = [KINDS[kind], *args, seed]
             ref = _run(probes["ref"], argv)
-            assert ref.startswith("status 0") and _run(probes["dsp"], argv) == ref, what
+            assert (ref.startswith("status 0") or KINDS[kind] != 3) and _run(probes["dsp"], argv) == ref, what
 
 
 ROW_SHAPES = {  # layers the forward's row body (mt_depthwise_rows_dsp.h) takes: > 4 outputs a row

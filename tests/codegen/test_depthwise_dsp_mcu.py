@@ -87,6 +87,20 @@ ERROR_ARGS = {  # kind 2: n h w c kh kw stride pad z_x z_y act_min act_max shift
         [2, 1, 12, 12, 8, 3, 3, 2, 1, 0, 0, -128, 127, -20, -18, 3],
     "7x7 stride 2 on a 16x14 map (runs of four and three taps)":
         [2, 1, 16, 14, 4, 7, 7, 2, 3, 0, 0, -128, 127, -22, -20, 4],
+    # the plane body of small maps: its native sums (4x4 and 2x2 maps at stride 1, 4x4 at stride 2),
+    # then its C loop
+    "plane body: 3x3 on a 4x4 map, batch 2, 6 channels":
+        [2, 2, 4, 4, 6, 3, 3, 1, 1, 0, 0, -128, 127, -20, -18, 5],
+    "plane body: 7x7 on a 4x4 map": [2, 1, 4, 4, 8, 7, 7, 1, 3, 0, 0, -128, 127, -22, -20, 6],
+    "plane body: 5x5 on a 2x2 map, batch 2": [2, 2, 2, 2, 8, 5, 5, 1, 2, 0, 0, -128, 127, -22, -20, 7],
+    "plane body: 3x3 stride 2 on a 4x4 map": [2, 1, 4, 4, 4, 3, 3, 2, 1, 0, 0, -128, 127, -20, -18, 8],
+    "plane body: 7x7 stride 2 on a 4x4 map, 5 channels":
+        [2, 1, 4, 4, 5, 7, 7, 2, 3, 0, 0, -128, 127, -22, -20, 9],
+    "plane body, C loop: 3x3 on a 4x3 map (odd width)":
+        [2, 1, 4, 3, 4, 3, 3, 1, 1, 0, 0, -128, 127, -20, -18, 10],
+    "plane body, range pass: 5x5 on a 4x4 map": [5, 1, 4, 4, 8, 5, 5, 1, 2, 0, 0, -128, 127, -22, -20, 11],
+    "plane body, range pass: 3x3 on a 2x2 map": [5, 2, 2, 2, 4, 3, 3, 1, 1, 0, 0, -128, 127, -20, -18, 12],
+    "range pass: 3x3 stride 2 on a 12x12 map": [5, 1, 12, 12, 8, 3, 3, 2, 1, 0, 0, -128, 127, -20, -18, 13],
 }
 
 

@@ -439,6 +439,248 @@ static MT_NOINLINE void bwd_in_quad_range(const mt_conv_params *p, const mt_dims
 {
     bwd_in_quad_s8_body(p, out_d, e16, f_d, filter, in_d, 0, 0, 0, lo, hi, c0, 0);
 }
+
+/*
+ * Small maps (at most 16 input positions and MT_BIP_PAIRS output position pairs, e.g. 4x4 and 2x2
+ * maps): a plane body. Input (y, x) sums e[oy, ox] * w[y + pad - s oy, x + pad - s ox] over every
+ * output position, so with the errors of a channel as position pairs (e[oy, 2q], e[oy, 2q + 1])
+ * in registers, one SMLAD per pair takes the weight pair (w[i, j], w[i, j - s]). The weights of
+ * each channel are laid out once per quad in a zero-padded int16 plane, rows by i and columns in
+ * reverse order of j (at stride 2 each row as its even, then its odd columns), so that every such
+ * pair is one LDR at an offset fixed per (oy, q), weights outside the kernel zeros (they add
+ * nothing, as the taps the reference skips). Per channel the accumulators of all inputs go to a
+ * small block, then each input's four channels take the requantization, clamp, store and
+ * extremes of the quad loop (BWD_IN_RANGE, bwd_in_pack_err).
+ */
+#define MT_BIP_COLS 16  /* int16 columns of a weight-plane row (stride 2: 8 of each parity) */
+#define MT_BIP_ROWS 10  /* weight-plane rows: h + s (ho - 1) <= 10 */
+#define MT_BIP_PAIRS 8  /* output position pairs: 4 rows of 2 */
+#define MT_BIP_INPUTS 16 /* input positions of a sample */
+#define MT_BIP_PLANE (MT_BIP_ROWS * MT_BIP_COLS)
+
+/* The int16 offset of reversed column k in a weight-plane row at stride s (1 or 2). */
+MT_INLINE int32_t bip_col(int32_t k, int32_t s)
+{
+    return s == 1 ? k : (k & 1) * (MT_BIP_COLS / 2) + (k >> 1);
+}
+
+/* Whether the plane body takes the layer (see above). */
+static int bip_fits(const mt_conv_params *p, const mt_dims *in_d, const mt_dims *out_d, const mt_dims *f_d)
+{
+    const int32_t s = p->stride_h, nq = (out_d->w + 1) / 2;
+    return s == p->stride_w && s <= 2 && out_d->h * nq <= MT_BIP_PAIRS && in_d->h * in_d->w <= MT_BIP_INPUTS &&
+           in_d->h + s * (out_d->h - 1) <= MT_BIP_ROWS && in_d->w + s * (2 * nq - 1) <= MT_BIP_COLS &&
+           f_d->h * f_d->w <= MT_DW_TAPS_MAX;
+}
+
+/* Per kernel tap t: the int16 offset of w[i, j] in a channel's weight plane (row i - i_min with
+ * i_min = pad_top - s (ho - 1), reversed column k = w - 1 + pad_left - j), or -1 when no input
+ * and output reach it. */
+static void bip_list_taps(const mt_conv_params *p, const mt_dims *in_d, const mt_dims *out_d, const mt_dims *f_d,
+                          int32_t *at)
+{
+    const int32_t s = p->stride_h, nq = (out_d->w + 1) / 2;
+    const int32_t rows = in_d->h + s * (out_d->h - 1), cols = in_d->w + s * (2 * nq - 1);
+    int32_t i, j;
+    for (i = 0; i < f_d->h; ++i) {
+        for (j = 0; j < f_d->w; ++j) {
+            const int32_t r = i - (p->pad_top - s * (out_d->h - 1)), k = in_d->w - 1 + p->pad_left - j;
+            at[i * f_d->w + j] = r >= 0 && r < rows && k >= 0 && k < cols ? r * MT_BIP_COLS + bip_col(k, s) : -1;
+        }
+    }
+}
+
+/* The weights of channels [c0, c0 + 4) (f: channel c0's) into their planes (channel c0 + c at
+ * pl + c * MT_BIP_PLANE), at the offsets of bip_list_taps. */
+static void bip_weights(const int8_t *f, const int32_t *at, int32_t kk, int16_t *pl)
+{
+    int32_t t;
+    for (t = 0; t < kk; ++t, ++f) {
+        if (at[t] >= 0) {
+            int16_t *d = pl + at[t];
+            d[0] = f[0];
+            d[MT_BIP_PLANE] = f[kk];
+            d[2 * MT_BIP_PLANE] = f[2 * kk];
+            d[3 * MT_BIP_PLANE] = f[3 * kk];
+        }
+    }
+}
+
+/* One sample's int16 errors of channels [c0, c0 + 4) (eb: its first at c0) as position pairs,
+ * ep[c * MT_BIP_PAIRS + n] for pair n = oy * nq + q (an odd last one with a zero partner). With an
+ * even wo the caller passes the map as one row (no pair crosses a row). */
+static void bip_errors(const int16_t *eb, int32_t ho, int32_t wo, int32_t c_n, int32_t *ep)
+{
+    int32_t oy, ox;
+    for (oy = 0; oy < ho; ++oy) {
+        const int16_t *pe = eb + oy * wo * c_n;
+        for (ox = 0; ox < wo; ox += 2, pe += 2 * c_n, ++ep) {
+            const int32_t a01 = mt_read_s16x2(pe), a23 = mt_read_s16x2(pe + 2);
+            const int32_t b01 = ox + 1 < wo ? mt_read_s16x2(pe + c_n) : 0;
+            const int32_t b23 = ox + 1 < wo ? mt_read_s16x2(pe + c_n + 2) : 0;
+            ep[0] = mt_pkhbt(a01, b01);
+            ep[MT_BIP_PAIRS] = mt_pkhtb(a01, b01);
+            ep[2 * MT_BIP_PAIRS] = mt_pkhbt(a23, b23);
+            ep[3 * MT_BIP_PAIRS] = mt_pkhtb(a23, b23);
+        }
+    }
+}
+
+/* The accumulators of one channel's h x w inputs into acc (row-major; pl: its weight plane, ec:
+ * its np error pairs, nq to an output row). */
+static void bip_sums(const int16_t *pl, const int32_t *ec, int32_t np, int32_t nq, int32_t s, int32_t h, int32_t w,
+                     int32_t ho, int32_t *acc)
+{
+    int32_t y, x, n;
+    for (y = 0; y < h; ++y) {
+        for (x = 0; x < w; ++x, ++acc) {
+            const int16_t *pb = pl + (y + s * (ho - 1)) * MT_BIP_COLS + bip_col(w - 1 - x, s);
+            int32_t a = 0;
+            for (n = 0; n < np; ++n) {
+                a = mt_smlad(mt_read_s16x2(pb - s * (n / nq) * MT_BIP_COLS + 2 * (n % nq)), ec[n], a);
+            }
+            *acc = a;
+        }
+    }
+}
+
+#if defined(MT_DSP_NATIVE)
+/*
+ * The native sums of the common small maps: an input row of W unrolled (assembler .rept, bip_x the
+ * column, bip_col the byte offset of its reversed column), its pairs' offsets immediates: one LDR
+ * and one SMLAD (the first an SMUAD) per position pair, one STR per input, four per row.
+ */
+typedef void (*bip_sums_fn)(const int16_t *p, const int32_t *ec, int32_t *acc, const int32_t *acc_end);
+
+#define BIP_COL1 "(2 * (bip_w - 1 - bip_x))"
+#define BIP_COL2 "(((bip_w - 1 - bip_x) & 1) * 16 + ((bip_w - 1 - bip_x) >> 1) * 2)"
+#define BIP_MUL(OP, OFF, E) "ldr %[t], [%[p], #bip_col + " OFF "]\n\t" OP " %[a], %[t], %[" E "]"
+#define BIP_MAC(OFF, E) BIP_MUL("smlad", OFF, E) ", %[a]\n\t"
+#define BIP_SUMS_ASM(W, S, COL, PAIRS)                                                                      \
+    ".set bip_rs, " #S " * 32\n\t"                                                                          \
+    ".set bip_w, " #W "\n\t"                                                                                \
+    "1:\n\t"                                                                                                \
+    ".set bip_x, 0\n\t"                                                                                     \
+    ".rept " #W "\n\t"                                                                                      \
+    ".set bip_col, " COL "\n\t" PAIRS "str %[a], [%[acc]], #4\n\t"                                          \
+    ".set bip_x, bip_x + 1\n\t"                                                                             \
+    ".endr\n\t"                                                                                             \
+    "add %[p], %[p], #32\n\t"                                                                               \
+    "cmp %[acc], %[ae]\n\t"                                                                                 \
+    "bne 1b"
+/* 4 output rows of 2 pairs: pair n = 2 oy + q at -oy * bip_rs + 4 q */
+#define BIP_PAIRS8                                                                                          \
+    BIP_MUL("smuad", "0", "e0") "\n\t" BIP_MAC("4", "e1") BIP_MAC("-bip_rs", "e2") BIP_MAC("-bip_rs + 4", "e3") \
+        BIP_MAC("-2 * bip_rs", "e4") BIP_MAC("-2 * bip_rs + 4", "e5") BIP_MAC("-3 * bip_rs", "e6")           \
+            BIP_MAC("-3 * bip_rs + 4", "e7")
+/* 2 output rows of 1 pair */
+#define BIP_PAIRS2 BIP_MUL("smuad", "0", "e0") "\n\t" BIP_MAC("-bip_rs", "e1")
+#define BIP_SUMS8(NAME, W, S, COL)                                                                          \
+    static void NAME(const int16_t *p, const int32_t *ec, int32_t *acc, const int32_t *acc_end)            \
+    {                                                                                                       \
+        const int32_t e0 = ec[0], e1 = ec[1], e2 = ec[2], e3 = ec[3], e4 = ec[4], e5 = ec[5], e6 = ec[6],  \
+                      e7 = ec[7];                                                                          \
+        int32_t a, t;                                                                                       \
+        __asm__ volatile(BIP_SUMS_ASM(W, S, COL, BIP_PAIRS8)                                                \
+                         : [p] "+r"(p), [acc] "+r"(acc), [a] "=&r"(a), [t] "=&r"(t)                        \
+                         : [e0] "r"(e0), [e1] "r"(e1), [e2] "r"(e2), [e3] "r"(e3), [e4] "r"(e4), [e5] "r"(e5), \
+                           [e6] "r"(e6), [e7] "r"(e7), [ae] "r"(acc_end)                                   \
+                         : "cc", "memory");                                                                 \
+    }
+#define BIP_SUMS2(NAME, W, S, COL)                                                                          \
+    static void NAME(const int16_t *p, const int32_t *ec, int32_t *acc, const int32_t *acc_end)            \
+    {                                                                                                       \
+        const int32_t e0 = ec[0], e1 = ec[1];                                                               \
+        int32_t a, t;                                                                                       \
+        __asm__ volatile(BIP_SUMS_ASM(W, S, COL, BIP_PAIRS2)                                                \
+                         : [p] "+r"(p), [acc] "+r"(acc), [a] "=&r"(a), [t] "=&r"(t)                        \
+                         : [e0] "r"(e0), [e1] "r"(e1), [ae] "r"(acc_end)                                    \
+                         : "cc", "memory");                                                                 \
+    }
+
+BIP_SUMS8(bip_sums8_w4s1, 4, 1, BIP_COL1)
+BIP_SUMS2(bip_sums2_w2s1, 2, 1, BIP_COL1)
+BIP_SUMS2(bip_sums2_w4s2, 4, 2, BIP_COL2)
+
+/* The native sums for ho output rows of nq pairs, input rows of w, stride s; 0: none (bip_sums). */
+static bip_sums_fn bip_native(int32_t ho, int32_t nq, int32_t w, int32_t s)
+{
+    if (ho == 4 && nq == 2 && w == 4 && s == 1) {
+        return bip_sums8_w4s1;
+    }
+    if (ho == 2 && nq == 1) {
+        return w == 2 && s == 1 ? bip_sums2_w2s1 : w == 4 && s == 2 ? bip_sums2_w4s2 : 0;
+    }
+    return 0;
+}
+#endif /* MT_DSP_NATIVE */
+
+/* Every channel quad of a layer bip_fits takes, to int8 errors with the prepared requantization
+ * (store) or range only; the channels past the last quad are the caller's. */
+MT_INLINE void bip_quads_body(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16, const mt_dims *f_d,
+                              const int8_t *filter, const mt_dims *in_d, int32_t multiplier, int32_t shift,
+                              int8_t *e_x, int32_t *lo, int32_t *hi, const int store)
+{
+    const int32_t h = in_d->h, w = in_d->w, c_n = in_d->c, kk = f_d->h * f_d->w, hw = h * w;
+    const int32_t ho = out_d->h, wo = out_d->w, s = p->stride_h, nq = (wo + 1) / 2, np = ho * nq;
+    const int32_t rsh = store ? -1 - shift : 1, c1 = (int32_t)((uint32_t)1 << (rsh - 1));
+    const int32_t e_rows = wo & 1 ? ho : 1, e_cols = wo & 1 ? wo : ho * wo; /* errors as one row when even */
+#if defined(MT_DSP_NATIVE)
+    const bip_sums_fn sums_fn = bip_native(ho, nq, w, s);
+#endif
+    int16_t pl[4 * MT_BIP_PLANE]; /* zeros where no tap is, written once; each quad rewrites the taps */
+    int32_t at[MT_DW_TAPS_MAX], ep[4 * MT_BIP_PAIRS], acc[4 * MT_BIP_INPUTS];
+    int32_t vmin = *lo, vmax = *hi;
+    uint32_t tb = vmin <= vmax ? (uint32_t)vmin : (uint32_t)INT32_MIN;
+    uint32_t span = vmin <= vmax ? (uint32_t)vmax - (uint32_t)vmin : 0u;
+    int32_t c0, n, k, t;
+    bip_list_taps(p, in_d, out_d, f_d, at);
+    memset(pl, 0, sizeof pl);
+    for (c0 = 0; c0 + 4 <= c_n; c0 += 4) {
+        bip_weights(filter + c0 * kk, at, kk, pl);
+        for (n = 0; n < in_d->n; ++n) {
+            int8_t *px = store ? e_x + n * hw * c_n + c0 : 0;
+            bip_errors(e16 + n * ho * wo * c_n + c0, e_rows, e_cols, c_n, ep);
+            for (k = 0; k < 4; ++k) {
+#if defined(MT_DSP_NATIVE)
+                if (sums_fn) {
+                    sums_fn(pl + k * MT_BIP_PLANE + s * (ho - 1) * MT_BIP_COLS, ep + k * MT_BIP_PAIRS,
+                            acc + k * MT_BIP_INPUTS, acc + k * MT_BIP_INPUTS + hw);
+                    continue;
+                }
+#endif
+                bip_sums(pl + k * MT_BIP_PLANE, ep + k * MT_BIP_PAIRS, np, nq, s, h, w, ho, acc + k * MT_BIP_INPUTS);
+            }
+            for (t = 0; t < hw; ++t) {
+                const int32_t a0 = acc[t], a1 = acc[MT_BIP_INPUTS + t], a2 = acc[2 * MT_BIP_INPUTS + t],
+                              a3 = acc[3 * MT_BIP_INPUTS + t];
+                BWD_IN_RANGE(a0);
+                BWD_IN_RANGE(a1);
+                BWD_IN_RANGE(a2);
+                BWD_IN_RANGE(a3);
+                if (store) {
+                    mt_write_s8x4(px + t * c_n, bwd_in_pack_err(a0, a1, a2, a3, multiplier, rsh, c1));
+                }
+            }
+        }
+    }
+    *lo = vmin;
+    *hi = vmax;
+}
+
+static MT_NOINLINE void bip_quads_s8(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
+                                     const mt_dims *f_d, const int8_t *filter, const mt_dims *in_d, int32_t multiplier,
+                                     int32_t shift, int8_t *e_x, int32_t *lo, int32_t *hi)
+{
+    bip_quads_body(p, out_d, e16, f_d, filter, in_d, multiplier, shift, e_x, lo, hi, 1);
+}
+
+static MT_NOINLINE void bip_quads_range(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
+                                        const mt_dims *f_d, const int8_t *filter, const mt_dims *in_d, int32_t *lo,
+                                        int32_t *hi)
+{
+    bip_quads_body(p, out_d, e16, f_d, filter, in_d, 0, 0, 0, lo, hi, 0);
+}
 #undef BWD_IN_RANGE
 #undef BWD_IN_TAP
 #undef BWD_IN_STEP
@@ -483,8 +725,18 @@ mt_status mt_grouped_conv2d_bwd_in_s8_s16(const mt_conv_params *params,
         params->groups == input_dims->c && filter_dims->c == 1 && filter_dims->n == input_dims->c &&
         output_dims->c == input_dims->c && params->stride_h >= 1 && params->stride_w >= 1 &&
         filter_dims->h * filter_dims->w <= MT_DW_TAPS_MAX) {
-        int32_t c;
-        for (c = 0; c + 4 <= input_dims->c; c += 4) {
+        int32_t c = 0;
+        if (!e_real && (!e_x || bwd_in_fast_ok(multiplier, shift)) &&
+            bip_fits(params, input_dims, output_dims, filter_dims)) { /* every quad at once */
+            if (e_x) {
+                bip_quads_s8(params, output_dims, e16, filter_dims, filter, input_dims, multiplier, shift, e_x, acc_min,
+                             acc_max);
+            } else {
+                bip_quads_range(params, output_dims, e16, filter_dims, filter, input_dims, acc_min, acc_max);
+            }
+            c = input_dims->c & ~3;
+        }
+        for (; c + 4 <= input_dims->c; c += 4) {
             if (e_x && bwd_in_fast_ok(multiplier, shift)) {
                 bwd_in_quad_s8(params, output_dims, e16, filter_dims, filter, input_dims, multiplier, shift, e_x,
                                acc_min, acc_max, c);
