@@ -101,6 +101,13 @@ ERROR_ARGS = {  # kind 2: n h w c kh kw stride pad z_x z_y act_min act_max shift
     "plane body, range pass: 5x5 on a 4x4 map": [5, 1, 4, 4, 8, 5, 5, 1, 2, 0, 0, -128, 127, -22, -20, 11],
     "plane body, range pass: 3x3 on a 2x2 map": [5, 2, 2, 2, 4, 3, 3, 1, 1, 0, 0, -128, 127, -20, -18, 12],
     "range pass: 3x3 stride 2 on a 12x12 map": [5, 1, 12, 12, 8, 3, 3, 2, 1, 0, 0, -128, 127, -20, -18, 13],
+    # the row body of stride 1 (rows of more than four inputs; the first two cases above take it too)
+    "row body: 7x7 on an 8x8 map, batch 2, 6 channels":
+        [2, 2, 8, 8, 6, 7, 7, 1, 3, 0, 0, -128, 127, -22, -20, 14],
+    "row body: 3x3 on a 6x7 map, no padding": [2, 1, 6, 7, 4, 3, 3, 1, 0, 0, 0, -128, 127, -20, -18, 15],
+    "row body, range pass: 3x3 on a 9x9 map, batch 2":
+        [5, 2, 9, 9, 8, 3, 3, 1, 1, 0, 0, -128, 127, -20, -18, 16],
+    "row body, range pass: 5x5 on an 8x11 map": [5, 1, 8, 11, 4, 5, 5, 1, 2, 0, 0, -128, 127, -22, -20, 17],
 }
 
 

@@ -22,6 +22,7 @@
  */
 #include "mt_arch.h"
 #include "mt_depthwise_dsp.h"
+#include "mt_depthwise_rows_dsp.h"
 #include "mt_grouped_conv2d_bwd_in_s8_s16_ref.h"
 
 #if MT_DSP
@@ -681,6 +682,143 @@ static MT_NOINLINE void bip_quads_range(const mt_conv_params *p, const mt_dims *
 {
     bip_quads_body(p, out_d, e16, f_d, filter, in_d, 0, 0, 0, lo, hi, 0);
 }
+
+/*
+ * Stride 1, square kernels of 3, 5 and 7, input rows of more than four pixels (MT_DSP builds of
+ * the forward's row body, nn/mt_depthwise_rows_dsp.h): at stride 1 the error propagation is the
+ * forward's correlation over the error map with the kernel turned by 180 degrees and padding
+ * k - 1 - pad, so each input row's accumulators of a channel come from the forward's row loop
+ * (two taps per SMLAD, four inputs per step): the four channels' int16 error rows are laid out
+ * once per quad as int16 rows per channel (zeros for padding), the turned kernel's pairs prepared
+ * once per quad, and each input's four accumulators then take the requantization, clamp, store
+ * and extremes of the quad loop.
+ */
+
+/* The int16 elements of one error row in the ring: every column a group of four inputs reads, even. */
+MT_INLINE int32_t bir_row_len(int32_t w, int32_t wo, int32_t kw, int32_t pad)
+{
+    const int32_t need = ((w + 3) & ~3) + 2 * (kw / 2 + 1), have = pad + wo;
+    return ((need > have ? need : have) + 1) & ~1;
+}
+
+/* Whether the row body takes the layer (see above). */
+static int bir_fits(const mt_conv_params *p, const mt_dims *in_d, const mt_dims *out_d, const mt_dims *f_d)
+{
+    const int32_t kw = f_d->w;
+    return p->stride_h == 1 && p->stride_w == 1 && f_d->h == kw && (kw == 3 || kw == 5 || kw == 7) &&
+           p->pad_left >= 0 && p->pad_left < kw && p->pad_top >= 0 && p->pad_top < kw && in_d->w > 4 &&
+           ((in_d->w + 3) & ~3) <= MT_DWR_LINE &&
+           4 * kw * bir_row_len(in_d->w, out_d->w, kw, kw - 1 - p->pad_left) <= MT_DWR_WORDS; /* the ring twice */
+}
+
+/* Error row oy (a padding row of zeros outside [0, ho)) of channels [c0, c0 + 4) (e: the sample's
+ * errors at c0) into ring slot oy mod kw of buf and its copy kw slots on (rs words a slot), so that
+ * any kw successive rows are successive slots: per channel an int16 row, from column pad on. */
+static void bir_fill(int32_t *buf, int32_t rs, int32_t kw, int32_t oy, const int16_t *e, int32_t ho, int32_t wo,
+                     int32_t c_n, int32_t pad, int32_t len)
+{
+    int32_t *slot = buf + (oy % kw + kw) % kw * rs, *copy = slot + kw * rs;
+    int16_t *r = (int16_t *)(void *)slot + pad, *q = (int16_t *)(void *)copy + pad;
+    int32_t ox, t;
+    if (oy < 0 || oy >= ho) {
+        for (t = 0; t < rs; ++t) {
+            slot[t] = copy[t] = 0;
+        }
+        return;
+    }
+    e += oy * wo * c_n;
+    for (ox = 0; ox + 2 <= wo; ox += 2, e += 2 * c_n, r += 2, q += 2) {
+        const int32_t a01 = mt_read_s16x2(e), a23 = mt_read_s16x2(e + 2);
+        const int32_t b01 = mt_read_s16x2(e + c_n), b23 = mt_read_s16x2(e + c_n + 2);
+        const int32_t v0 = mt_pkhbt(a01, b01), v1 = mt_pkhtb(a01, b01), v2 = mt_pkhbt(a23, b23), v3 = mt_pkhtb(a23, b23);
+        mt_write_s16x2(r, v0);
+        mt_write_s16x2(r + len, v1);
+        mt_write_s16x2(r + 2 * len, v2);
+        mt_write_s16x2(r + 3 * len, v3);
+        mt_write_s16x2(q, v0);
+        mt_write_s16x2(q + len, v1);
+        mt_write_s16x2(q + 2 * len, v2);
+        mt_write_s16x2(q + 3 * len, v3);
+    }
+    if (ox < wo) { /* an odd width's last column */
+        r[0] = q[0] = e[0];
+        r[len] = q[len] = e[1];
+        r[2 * len] = q[2 * len] = e[2];
+        r[3 * len] = q[3 * len] = e[3];
+    }
+}
+
+/* Every channel quad of a layer bir_fits takes, to int8 errors with the prepared requantization
+ * (store) or range only; the channels past the last quad are the caller's. The ring's slot i holds
+ * error row y - pad' + i of input row y's window (pad' = kh - 1 - pad_top); the next input row moves
+ * the slots up by one and fills the last. */
+MT_INLINE void bir_quads_body(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16, const mt_dims *f_d,
+                              const int8_t *filter, const mt_dims *in_d, int32_t multiplier, int32_t shift,
+                              int8_t *e_x, int32_t *lo, int32_t *hi, const int store)
+{
+    const int32_t h = in_d->h, w = in_d->w, c_n = in_d->c, ho = out_d->h, wo = out_d->w, kw = f_d->w, kk = kw * kw;
+    const int32_t k = kw / 2 + 1, pad_t = kw - 1 - p->pad_top, pad_l = kw - 1 - p->pad_left;
+    const int32_t len = bir_row_len(w, wo, kw, pad_l), rs = 2 * len, groups = (w + 3) / 4;
+    const int32_t rsh = store ? -1 - shift : 1, c1 = (int32_t)((uint32_t)1 << (rsh - 1));
+    int32_t buf[MT_DWR_WORDS];
+    int32_t wp[7 * 8 * MT_DWR_KMAX]; /* per kernel row, four channels' pairs */
+    int32_t acc[4 * MT_DWR_LINE];
+    int8_t turned[MT_DW_TAPS_MAX];
+    int32_t vmin = *lo, vmax = *hi;
+    uint32_t tb = vmin <= vmax ? (uint32_t)vmin : (uint32_t)INT32_MIN;
+    uint32_t span = vmin <= vmax ? (uint32_t)vmax - (uint32_t)vmin : 0u;
+    int32_t c0, ch, n, y, x, i, t;
+    memset(buf, 0, (size_t)(2 * kw * rs) * sizeof(int32_t)); /* the padding columns stay 0 */
+    for (c0 = 0; c0 + 4 <= c_n; c0 += 4) {
+        for (ch = 0; ch < 4; ++ch) {
+            const int8_t *f = filter + (c0 + ch) * kk;
+            for (t = 0; t < kk; ++t) {
+                turned[t] = f[kk - 1 - t];
+            }
+            mt_dwr_pairs(turned, kw, kw, k, wp + ch * 2 * k, 8 * k);
+        }
+        for (n = 0; n < in_d->n; ++n) {
+            const int16_t *image = e16 + n * ho * wo * c_n + c0;
+            for (y = 0; y < h; ++y) {
+                int8_t *py = store ? e_x + ((n * h + y) * w) * c_n + c0 : 0;
+                const int32_t *win = buf + ((y - pad_t) % kw + kw) % kw * rs; /* the window's first slot */
+                for (i = y == 0 ? 0 : kw - 1; i < kw; ++i) {
+                    bir_fill(buf, rs, kw, y - pad_t + i, image, ho, wo, c_n, pad_l, len);
+                }
+                for (ch = 0; ch < 4; ++ch) {
+                    mt_dwr_rows_any(win + ch * (len / 2), rs, wp + ch * 2 * k, 0, acc + ch * MT_DWR_LINE, groups, kw, 1);
+                }
+                for (x = 0; x < w; ++x) {
+                    const int32_t a0 = acc[x], a1 = acc[MT_DWR_LINE + x], a2 = acc[2 * MT_DWR_LINE + x],
+                                  a3 = acc[3 * MT_DWR_LINE + x];
+                    BWD_IN_RANGE(a0);
+                    BWD_IN_RANGE(a1);
+                    BWD_IN_RANGE(a2);
+                    BWD_IN_RANGE(a3);
+                    if (store) {
+                        mt_write_s8x4(py + x * c_n, bwd_in_pack_err(a0, a1, a2, a3, multiplier, rsh, c1));
+                    }
+                }
+            }
+        }
+    }
+    *lo = vmin;
+    *hi = vmax;
+}
+
+static MT_NOINLINE void bir_quads_s8(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
+                                     const mt_dims *f_d, const int8_t *filter, const mt_dims *in_d, int32_t multiplier,
+                                     int32_t shift, int8_t *e_x, int32_t *lo, int32_t *hi)
+{
+    bir_quads_body(p, out_d, e16, f_d, filter, in_d, multiplier, shift, e_x, lo, hi, 1);
+}
+
+static MT_NOINLINE void bir_quads_range(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
+                                        const mt_dims *f_d, const int8_t *filter, const mt_dims *in_d, int32_t *lo,
+                                        int32_t *hi)
+{
+    bir_quads_body(p, out_d, e16, f_d, filter, in_d, 0, 0, 0, lo, hi, 0);
+}
 #undef BWD_IN_RANGE
 #undef BWD_IN_TAP
 #undef BWD_IN_STEP
@@ -733,6 +871,15 @@ mt_status mt_grouped_conv2d_bwd_in_s8_s16(const mt_conv_params *params,
                              acc_max);
             } else {
                 bip_quads_range(params, output_dims, e16, filter_dims, filter, input_dims, acc_min, acc_max);
+            }
+            c = input_dims->c & ~3;
+        } else if (!e_real && (!e_x || bwd_in_fast_ok(multiplier, shift)) &&
+                   bir_fits(params, input_dims, output_dims, filter_dims)) {
+            if (e_x) {
+                bir_quads_s8(params, output_dims, e16, filter_dims, filter, input_dims, multiplier, shift, e_x, acc_min,
+                             acc_max);
+            } else {
+                bir_quads_range(params, output_dims, e16, filter_dims, filter, input_dims, acc_min, acc_max);
             }
             c = input_dims->c & ~3;
         }
