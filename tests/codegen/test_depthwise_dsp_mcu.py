@@ -107,6 +107,8 @@ ERROR_ARGS = {  # kind 2: n h w c kh kw stride pad z_x z_y act_min act_max shift
     "row body: 3x3 on a 6x7 map, no padding": [2, 1, 6, 7, 4, 3, 3, 1, 0, 0, 0, -128, 127, -20, -18, 15],
     "row body, range pass: 3x3 on a 9x9 map, batch 2":
         [5, 2, 9, 9, 8, 3, 3, 1, 1, 0, 0, -128, 127, -20, -18, 16],
+    "row body: 3x3 on a 4x21 map (two chunks of inputs)":
+        [2, 1, 4, 21, 4, 3, 3, 1, 1, 0, 0, -128, 127, -20, -18, 18],
     "row body, range pass: 5x5 on an 8x11 map": [5, 1, 8, 11, 4, 5, 5, 1, 2, 0, 0, -128, 127, -22, -20, 17],
 }
 

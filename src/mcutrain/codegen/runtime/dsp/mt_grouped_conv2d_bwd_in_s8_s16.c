@@ -694,6 +694,8 @@ static MT_NOINLINE void bip_quads_range(const mt_conv_params *p, const mt_dims *
  * and extremes of the quad loop.
  */
 
+#define MT_BIR_CHUNK 16 /* inputs of a row summed before they are requantized (a multiple of 4) */
+
 /* The int16 elements of one error row in the ring: every column a group of four inputs reads, even. */
 MT_INLINE int32_t bir_row_len(int32_t w, int32_t wo, int32_t kw, int32_t pad)
 {
@@ -762,12 +764,12 @@ MT_INLINE void bir_quads_body(const mt_conv_params *p, const mt_dims *out_d, con
     const int32_t rsh = store ? -1 - shift : 1, c1 = (int32_t)((uint32_t)1 << (rsh - 1));
     int32_t buf[MT_DWR_WORDS];
     int32_t wp[7 * 8 * MT_DWR_KMAX]; /* per kernel row, four channels' pairs */
-    int32_t acc[4 * MT_DWR_LINE];
+    int32_t acc[4 * MT_BIR_CHUNK];
     int8_t turned[MT_DW_TAPS_MAX];
     int32_t vmin = *lo, vmax = *hi;
     uint32_t tb = vmin <= vmax ? (uint32_t)vmin : (uint32_t)INT32_MIN;
     uint32_t span = vmin <= vmax ? (uint32_t)vmax - (uint32_t)vmin : 0u;
-    int32_t c0, ch, n, y, x, i, t;
+    int32_t c0, ch, n, y, x, x0, i, t;
     memset(buf, 0, (size_t)(2 * kw * rs) * sizeof(int32_t)); /* the padding columns stay 0 */
     for (c0 = 0; c0 + 4 <= c_n; c0 += 4) {
         for (ch = 0; ch < 4; ++ch) {
@@ -785,18 +787,23 @@ MT_INLINE void bir_quads_body(const mt_conv_params *p, const mt_dims *out_d, con
                 for (i = y == 0 ? 0 : kw - 1; i < kw; ++i) {
                     bir_fill(buf, rs, kw, y - pad_t + i, image, ho, wo, c_n, pad_l, len);
                 }
-                for (ch = 0; ch < 4; ++ch) {
-                    mt_dwr_rows_any(win + ch * (len / 2), rs, wp + ch * 2 * k, 0, acc + ch * MT_DWR_LINE, groups, kw, 1);
-                }
-                for (x = 0; x < w; ++x) {
-                    const int32_t a0 = acc[x], a1 = acc[MT_DWR_LINE + x], a2 = acc[2 * MT_DWR_LINE + x],
-                                  a3 = acc[3 * MT_DWR_LINE + x];
-                    BWD_IN_RANGE(a0);
-                    BWD_IN_RANGE(a1);
-                    BWD_IN_RANGE(a2);
-                    BWD_IN_RANGE(a3);
-                    if (store) {
-                        mt_write_s8x4(py + x * c_n, bwd_in_pack_err(a0, a1, a2, a3, multiplier, rsh, c1));
+                for (x0 = 0; x0 < w; x0 += MT_BIR_CHUNK) { /* MT_BIR_CHUNK inputs at a time: a small acc block */
+                    const int32_t g0 = x0 / 4, x1 = x0 + MT_BIR_CHUNK < w ? x0 + MT_BIR_CHUNK : w;
+                    const int32_t ng = groups - g0 < MT_BIR_CHUNK / 4 ? groups - g0 : MT_BIR_CHUNK / 4;
+                    for (ch = 0; ch < 4; ++ch) {
+                        mt_dwr_rows_any(win + ch * (len / 2) + 2 * g0, rs, wp + ch * 2 * k, 0, acc + ch * MT_BIR_CHUNK,
+                                        ng, kw, 1);
+                    }
+                    for (x = x0; x < x1; ++x) {
+                        const int32_t a0 = acc[x - x0], a1 = acc[MT_BIR_CHUNK + x - x0], a2 = acc[2 * MT_BIR_CHUNK + x - x0],
+                                      a3 = acc[3 * MT_BIR_CHUNK + x - x0];
+                        BWD_IN_RANGE(a0);
+                        BWD_IN_RANGE(a1);
+                        BWD_IN_RANGE(a2);
+                        BWD_IN_RANGE(a3);
+                        if (store) {
+                            mt_write_s8x4(py + x * c_n, bwd_in_pack_err(a0, a1, a2, a3, multiplier, rsh, c1));
+                        }
                     }
                 }
             }
