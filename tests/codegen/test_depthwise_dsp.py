@@ -39,6 +39,8 @@ SHAPES = {
         (2, 2, 2, 8, 7, 7, 1, 3, -128, -128, -128, 127, -12, -6),
     "a 3x3 map, 7x7 stride 2 pad 3, 6 channels": (1, 3, 3, 6, 7, 7, 2, 3, 4, -128, -128, 127, -12, -6),
     "7x7 stride 2 pad 3 on a 16x14 map, 4 channels": (1, 16, 14, 4, 7, 7, 2, 3, 0, -128, -128, 127, -12, -6),
+    "4 channels, 3x3 stride 2 pad 1 on a 7x9 map, batch 2 (odd sizes: a last even input)":
+        (2, 7, 9, 4, 3, 3, 2, 1, 0, -128, -128, 127, -12, -6),
     "8 channels, 3x3 stride 1 on a 5x37 map (rows in three chunks)":
         (2, 5, 37, 8, 3, 3, 1, 1, 3, -128, -128, 127, -12, -6),
 }

@@ -26,11 +26,13 @@ from mcutrain.methods.fqt import FQT
 from mcutrain.methods.fqt_state import FQTConfig
 
 CORE = "cortex-m4"
-TWINS = ("dw_quad", "dw_range_quad", "bwd_in_quad", "bwp_quads")
+TWINS = ("dw_quad", "dw_range_quad", "bis_quads", "bip_quads", "bwp_quads")
 """The DSP loops' out-of-line functions: each must have run (the per-function profile). The graph's
 depthwise output rows are four pixels wide, which the forward's quad loop takes (its row body runs
-in test_depthwise_forward_rows_are_bit_exact_on_the_m4), and its maps are small enough for the
-weight gradient's plane body (its pair loop, bwd_w_quads, runs in the driver's larger shapes)."""
+in test_depthwise_forward_rows_are_bit_exact_on_the_m4); its 3x3 stride-2 layer takes the error
+propagation's stride-2 body and its 4x4 map the plane bodies of both backward kernels (their quad
+loops, the error propagation's row body and the weight gradient's pair loop run in the driver's
+larger shapes below)."""
 
 
 def _graph() -> G.Graph:
@@ -83,7 +85,7 @@ ERROR_ARGS = {  # kind 2: n h w c kh kw stride pad z_x z_y act_min act_max shift
         [2, 1, 9, 9, 8, 3, 3, 1, 1, 0, 0, -128, 127, -20, -18, 1],
     "5x5 stride 1 on an 8x11 map (interior rows of five taps)":
         [2, 1, 8, 11, 4, 5, 5, 1, 2, 0, 0, -128, 127, -22, -20, 2],
-    "3x3 stride 2 on a 12x12 map (alternating runs of two and one taps)":
+    "3x3 stride 2 on a 12x12 map (the stride-2 body)":
         [2, 1, 12, 12, 8, 3, 3, 2, 1, 0, 0, -128, 127, -20, -18, 3],
     "7x7 stride 2 on a 16x14 map (runs of four and three taps)":
         [2, 1, 16, 14, 4, 7, 7, 2, 3, 0, 0, -128, 127, -22, -20, 4],
@@ -100,6 +102,12 @@ ERROR_ARGS = {  # kind 2: n h w c kh kw stride pad z_x z_y act_min act_max shift
         [2, 1, 4, 3, 4, 3, 3, 1, 1, 0, 0, -128, 127, -20, -18, 10],
     "plane body, range pass: 5x5 on a 4x4 map": [5, 1, 4, 4, 8, 5, 5, 1, 2, 0, 0, -128, 127, -22, -20, 11],
     "plane body, range pass: 3x3 on a 2x2 map": [5, 2, 2, 2, 4, 3, 3, 1, 1, 0, 0, -128, 127, -20, -18, 12],
+    "quad loop: 5x5 stride 1 on a 6x40 map (rows over the row body's ring)":
+        [2, 1, 6, 40, 4, 5, 5, 1, 2, 0, 0, -128, 127, -22, -20, 20],
+    "quad loop: 3x3 stride 2 without padding": [2, 1, 9, 11, 4, 3, 3, 2, 0, 0, 0, -128, 127, -20, -18, 21],
+    "quad loop, range pass: 7x7 stride 2 on a 16x14 map":
+        [5, 1, 16, 14, 4, 7, 7, 2, 3, 0, 0, -128, 127, -22, -20, 22],
+    "3x3 stride 2 on a 7x9 map, batch 2": [2, 2, 7, 9, 4, 3, 3, 2, 1, 0, 0, -128, 127, -20, -18, 19],
     "range pass: 3x3 stride 2 on a 12x12 map": [5, 1, 12, 12, 8, 3, 3, 2, 1, 0, 0, -128, 127, -20, -18, 13],
     # the row body of stride 1 (rows of more than four inputs; the first two cases above take it too)
     "row body: 7x7 on an 8x8 map, batch 2, 6 channels":

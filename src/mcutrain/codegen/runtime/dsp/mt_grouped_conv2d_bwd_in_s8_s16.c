@@ -826,6 +826,149 @@ static MT_NOINLINE void bir_quads_range(const mt_conv_params *p, const mt_dims *
 {
     bir_quads_body(p, out_d, e16, f_d, filter, in_d, 0, 0, 0, lo, hi, 0);
 }
+
+/*
+ * 3x3 kernels at stride 2 with padding 1 (MCUNet's blocks 1 and 5): input column x = 2v takes tap
+ * column 1 of output column v, x = 2v + 1 tap columns 2 and 0 of output columns v and v + 1; input
+ * row y = 2u tap row 1 of output row u, y = 2u + 1 tap rows 2 and 0 of output rows u and u + 1. So
+ * with a channel's error rows as int16 rows (a zero past the last), one LDR of the pair (e[v],
+ * e[v + 1]) serves both inputs 2v and 2v + 1 of a kernel row: an SMUAD/SMLAD with (w[i, 2], w[i, 0])
+ * for the odd one and an SMULBB/SMLABB with w[i, 1] for the even one. The error rows of four
+ * channels are laid out once per quad in a ring of two (row oy in slot oy & 1); each input's four
+ * accumulators then take the requantization, clamp, store and extremes of the quad loop.
+ */
+#define MT_BIS_W 64                  /* the widest input row */
+#define MT_BIS_LEN (MT_BIS_W / 2 + 2) /* int16 elements of a channel's error row: wo + 1, even */
+
+/* Whether the stride-2 body takes the layer (see above). */
+static int bis_fits(const mt_conv_params *p, const mt_dims *in_d, const mt_dims *out_d, const mt_dims *f_d)
+{
+    return p->stride_h == 2 && p->stride_w == 2 && f_d->h == 3 && f_d->w == 3 && p->pad_top == 1 &&
+           p->pad_left == 1 && in_d->w <= MT_BIS_W && out_d->w == (in_d->w - 1) / 2 + 1 &&
+           out_d->h == (in_d->h - 1) / 2 + 1;
+}
+
+/* Error row oy of channels [c0, c0 + 4) (e: the sample's errors at c0) into ring slot r (channel c
+ * at r + c * MT_BIS_LEN): two positions of four channels per step (PKH). */
+static void bis_fill(int16_t *r, const int16_t *e, int32_t wo, int32_t c_n)
+{
+    int32_t ox;
+    for (ox = 0; ox + 2 <= wo; ox += 2, e += 2 * c_n, r += 2) {
+        const int32_t a01 = mt_read_s16x2(e), a23 = mt_read_s16x2(e + 2);
+        const int32_t b01 = mt_read_s16x2(e + c_n), b23 = mt_read_s16x2(e + c_n + 2);
+        mt_write_s16x2(r, mt_pkhbt(a01, b01));
+        mt_write_s16x2(r + MT_BIS_LEN, mt_pkhtb(a01, b01));
+        mt_write_s16x2(r + 2 * MT_BIS_LEN, mt_pkhbt(a23, b23));
+        mt_write_s16x2(r + 3 * MT_BIS_LEN, mt_pkhtb(a23, b23));
+    }
+    if (ox < wo) { /* an odd width's last column */
+        r[0] = e[0];
+        r[MT_BIS_LEN] = e[1];
+        r[2 * MT_BIS_LEN] = e[2];
+        r[3 * MT_BIS_LEN] = e[3];
+    }
+}
+
+/* One channel's accumulators of an input row from one kernel row (ra: its error row; wo_, we_: the
+ * odd inputs' weight pair and the even inputs' weight), or two (rb, wob, web too: rb 0 for none),
+ * into acc[x] for the nv even inputs x = 2v and the odd ones after them. */
+static void bis_row(const int16_t *ra, int32_t woa, int32_t wea, const int16_t *rb, int32_t wob, int32_t web,
+                    int32_t nv, int32_t *acc)
+{
+    int32_t v;
+    if (!rb) {
+        for (v = 0; v < nv; ++v, acc += 2) {
+            const int32_t pa = mt_read_s16x2(ra + v);
+            acc[0] = mt_smlabb(pa, wea, 0);
+            acc[1] = mt_smlad(pa, woa, 0);
+        }
+        return;
+    }
+    for (v = 0; v < nv; ++v, acc += 2) {
+        const int32_t pa = mt_read_s16x2(ra + v), pb = mt_read_s16x2(rb + v);
+        acc[0] = mt_smlabb(pb, web, mt_smlabb(pa, wea, 0));
+        acc[1] = mt_smlad(pb, wob, mt_smlad(pa, woa, 0));
+    }
+}
+
+/* Every channel quad of a layer bis_fits takes, to int8 errors with the prepared requantization
+ * (store) or range only; the channels past the last quad are the caller's. */
+MT_INLINE void bis_quads_body(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16, const mt_dims *f_d,
+                              const int8_t *filter, const mt_dims *in_d, int32_t multiplier, int32_t shift,
+                              int8_t *e_x, int32_t *lo, int32_t *hi, const int store)
+{
+    const int32_t h = in_d->h, w = in_d->w, c_n = in_d->c, ho = out_d->h, wo = out_d->w, nv = (w + 1) / 2;
+    const int32_t rsh = store ? -1 - shift : 1, c1 = (int32_t)((uint32_t)1 << (rsh - 1));
+    int16_t ring[2 * 4 * MT_BIS_LEN];
+    int32_t acc[4 * (MT_BIS_W + 1)];
+    int32_t wodd[4][3], weven[4][3]; /* per channel and kernel row i: (w[i, 2], w[i, 0]) and w[i, 1] */
+    int32_t vmin = *lo, vmax = *hi;
+    uint32_t tb = vmin <= vmax ? (uint32_t)vmin : (uint32_t)INT32_MIN;
+    uint32_t span = vmin <= vmax ? (uint32_t)vmax - (uint32_t)vmin : 0u;
+    int32_t c0, ch, n, y, x, i;
+    (void)p; /* bis_fits fixed the geometry */
+    (void)f_d;
+    memset(ring, 0, sizeof ring); /* the zero past each row stays */
+    for (c0 = 0; c0 + 4 <= c_n; c0 += 4) {
+        for (ch = 0; ch < 4; ++ch) {
+            const int8_t *f = filter + (c0 + ch) * 9;
+            for (i = 0; i < 3; ++i) {
+                wodd[ch][i] = (int32_t)(((uint32_t)(int32_t)f[3 * i + 2] & 0xFFFFu) | ((uint32_t)(int32_t)f[3 * i] << 16));
+                weven[ch][i] = f[3 * i + 1];
+            }
+        }
+        for (n = 0; n < in_d->n; ++n) {
+            const int16_t *image = e16 + n * ho * wo * c_n + c0;
+            int32_t have = -1; /* the last error row in the ring */
+            for (y = 0; y < h; ++y) {
+                const int32_t u = y >> 1, top = y & 1 ? u + 1 : u; /* the rows: u (tap row 2 - ...), u + 1 */
+                int8_t *py = store ? e_x + ((n * h + y) * w) * c_n + c0 : 0;
+                for (; have < top && have + 1 < ho; ++have) {
+                    bis_fill(ring + ((have + 1) & 1) * 4 * MT_BIS_LEN, image + (have + 1) * wo * c_n, wo, c_n);
+                }
+                for (ch = 0; ch < 4; ++ch) {
+                    const int16_t *ru = ring + (u & 1) * 4 * MT_BIS_LEN + ch * MT_BIS_LEN;
+                    int32_t *a = acc + ch * (MT_BIS_W + 1);
+                    if (!(y & 1)) { /* tap row 1 of output row u */
+                        bis_row(ru, wodd[ch][1], weven[ch][1], 0, 0, 0, nv, a);
+                    } else if (u + 1 < ho) { /* tap rows 2 (output row u) and 0 (output row u + 1) */
+                        bis_row(ru, wodd[ch][2], weven[ch][2], ring + ((u + 1) & 1) * 4 * MT_BIS_LEN + ch * MT_BIS_LEN,
+                                wodd[ch][0], weven[ch][0], nv, a);
+                    } else {
+                        bis_row(ru, wodd[ch][2], weven[ch][2], 0, 0, 0, nv, a);
+                    }
+                }
+                for (x = 0; x < w; ++x) {
+                    const int32_t a0 = acc[x], a1 = acc[MT_BIS_W + 1 + x], a2 = acc[2 * (MT_BIS_W + 1) + x],
+                                  a3 = acc[3 * (MT_BIS_W + 1) + x];
+                    BWD_IN_RANGE(a0);
+                    BWD_IN_RANGE(a1);
+                    BWD_IN_RANGE(a2);
+                    BWD_IN_RANGE(a3);
+                    if (store) {
+                        mt_write_s8x4(py + x * c_n, bwd_in_pack_err(a0, a1, a2, a3, multiplier, rsh, c1));
+                    }
+                }
+            }
+        }
+    }
+    *lo = vmin;
+    *hi = vmax;
+}
+
+static MT_NOINLINE void bis_quads_s8(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
+                                     const mt_dims *f_d, const int8_t *filter, const mt_dims *in_d, int32_t multiplier,
+                                     int32_t shift, int8_t *e_x, int32_t *lo, int32_t *hi)
+{
+    bis_quads_body(p, out_d, e16, f_d, filter, in_d, multiplier, shift, e_x, lo, hi, 1);
+}
+
+static MT_NOINLINE void bis_quads_range(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
+                                        const mt_dims *f_d, const int8_t *filter, const mt_dims *in_d, int32_t *lo,
+                                        int32_t *hi)
+{
+    bis_quads_body(p, out_d, e16, f_d, filter, in_d, 0, 0, 0, lo, hi, 0);
+}
 #undef BWD_IN_RANGE
 #undef BWD_IN_TAP
 #undef BWD_IN_STEP
@@ -887,6 +1030,15 @@ mt_status mt_grouped_conv2d_bwd_in_s8_s16(const mt_conv_params *params,
                              acc_max);
             } else {
                 bir_quads_range(params, output_dims, e16, filter_dims, filter, input_dims, acc_min, acc_max);
+            }
+            c = input_dims->c & ~3;
+        } else if (!e_real && (!e_x || bwd_in_fast_ok(multiplier, shift)) &&
+                   bis_fits(params, input_dims, output_dims, filter_dims)) {
+            if (e_x) {
+                bis_quads_s8(params, output_dims, e16, filter_dims, filter, input_dims, multiplier, shift, e_x, acc_min,
+                             acc_max);
+            } else {
+                bis_quads_range(params, output_dims, e16, filter_dims, filter, input_dims, acc_min, acc_max);
             }
             c = input_dims->c & ~3;
         }
