@@ -849,23 +849,23 @@ static int bis_fits(const mt_conv_params *p, const mt_dims *in_d, const mt_dims 
 }
 
 /* Error row oy of channels [c0, c0 + 4) (e: the sample's errors at c0) into ring slot r (channel c
- * at r + c * MT_BIS_LEN): two positions of four channels per step (PKH). */
-static void bis_fill(int16_t *r, const int16_t *e, int32_t wo, int32_t c_n)
+ * at r + c * len): two positions of four channels per step (PKH). */
+static void bis_fill(int16_t *r, const int16_t *e, int32_t wo, int32_t c_n, int32_t len)
 {
     int32_t ox;
     for (ox = 0; ox + 2 <= wo; ox += 2, e += 2 * c_n, r += 2) {
         const int32_t a01 = mt_read_s16x2(e), a23 = mt_read_s16x2(e + 2);
         const int32_t b01 = mt_read_s16x2(e + c_n), b23 = mt_read_s16x2(e + c_n + 2);
         mt_write_s16x2(r, mt_pkhbt(a01, b01));
-        mt_write_s16x2(r + MT_BIS_LEN, mt_pkhtb(a01, b01));
-        mt_write_s16x2(r + 2 * MT_BIS_LEN, mt_pkhbt(a23, b23));
-        mt_write_s16x2(r + 3 * MT_BIS_LEN, mt_pkhtb(a23, b23));
+        mt_write_s16x2(r + len, mt_pkhtb(a01, b01));
+        mt_write_s16x2(r + 2 * len, mt_pkhbt(a23, b23));
+        mt_write_s16x2(r + 3 * len, mt_pkhtb(a23, b23));
     }
     if (ox < wo) { /* an odd width's last column */
         r[0] = e[0];
-        r[MT_BIS_LEN] = e[1];
-        r[2 * MT_BIS_LEN] = e[2];
-        r[3 * MT_BIS_LEN] = e[3];
+        r[len] = e[1];
+        r[2 * len] = e[2];
+        r[3 * len] = e[3];
     }
 }
 
@@ -924,7 +924,7 @@ MT_INLINE void bis_quads_body(const mt_conv_params *p, const mt_dims *out_d, con
                 const int32_t u = y >> 1, top = y & 1 ? u + 1 : u; /* the rows: u (tap row 2 - ...), u + 1 */
                 int8_t *py = store ? e_x + ((n * h + y) * w) * c_n + c0 : 0;
                 for (; have < top && have + 1 < ho; ++have) {
-                    bis_fill(ring + ((have + 1) & 1) * 4 * MT_BIS_LEN, image + (have + 1) * wo * c_n, wo, c_n);
+                    bis_fill(ring + ((have + 1) & 1) * 4 * MT_BIS_LEN, image + (have + 1) * wo * c_n, wo, c_n, MT_BIS_LEN);
                 }
                 for (ch = 0; ch < 4; ++ch) {
                     const int16_t *ru = ring + (u & 1) * 4 * MT_BIS_LEN + ch * MT_BIS_LEN;
@@ -968,6 +968,135 @@ static MT_NOINLINE void bis_quads_range(const mt_conv_params *p, const mt_dims *
                                         int32_t *hi)
 {
     bis_quads_body(p, out_d, e16, f_d, filter, in_d, 0, 0, 0, lo, hi, 0);
+}
+
+/*
+ * 5x5 and 7x7 kernels at stride 2 with padding (k - 1) / 2 (MCUNet's block 3): the same parity
+ * split, each input row's tap rows i = y + pad - 2 oy and, per column parity r of x = 2v + r, the
+ * tap columns r + pad - 2d of output columns v + d; d runs over -1 .. 2, so two error pairs of a
+ * channel's row, (e[v - 1], e[v]) and (e[v + 1], e[v + 2]), serve both inputs 2v and 2v + 1 with
+ * two SMLADs each (weights outside the kernel are zero halves). The error rows of four channels
+ * lie in a ring of four (row oy in slot oy & 3) behind one zero column; an input row adds its tap
+ * rows one after the other into the row's accumulators.
+ */
+#define MT_BIK_LEN (MT_BIS_W / 2 + 4) /* a channel's error row: a zero, wo errors, zeros to the last pair read */
+
+/* Whether the 5x5 / 7x7 stride-2 body takes the layer (see above). */
+static int bik_fits(const mt_conv_params *p, const mt_dims *in_d, const mt_dims *out_d, const mt_dims *f_d)
+{
+    const int32_t k = f_d->w;
+    return p->stride_h == 2 && p->stride_w == 2 && f_d->h == k && (k == 5 || k == 7) && p->pad_top == (k - 1) / 2 &&
+           p->pad_left == (k - 1) / 2 && in_d->w <= MT_BIS_W && out_d->w == (in_d->w - 1) / 2 + 1 &&
+           out_d->h == (in_d->h - 1) / 2 + 1;
+}
+
+/* Kernel weight w[i, j] of f as an int16 half, 0 outside the kernel's k columns. */
+MT_INLINE uint32_t bik_w(const int8_t *f, int32_t i, int32_t j, int32_t k)
+{
+    return j >= 0 && j < k ? (uint32_t)(int32_t)f[i * k + j] & 0xFFFFu : 0u;
+}
+
+/* One tap row's products of a channel's error row e (pointing at e[v - 1] for v = 0) into the nv
+ * even and odd inputs' accumulators acc[2v], acc[2v + 1] (first: set them, else add); wt: the even
+ * inputs' pairs for (e[v - 1], e[v]) and (e[v + 1], e[v + 2]), then the odd inputs'. */
+static MT_NOINLINE void bik_row(const int16_t *e, const int32_t *wt, int32_t nv, int32_t *acc, int first)
+{
+    const int32_t we0 = wt[0], we1 = wt[1], wo0 = wt[2], wo1 = wt[3];
+    int32_t v;
+    if (first) {
+        for (v = 0; v < nv; ++v, e += 1, acc += 2) {
+            const int32_t p0 = mt_read_s16x2(e), p1 = mt_read_s16x2(e + 2);
+            acc[0] = mt_smlad(p1, we1, mt_smlad(p0, we0, 0));
+            acc[1] = mt_smlad(p1, wo1, mt_smlad(p0, wo0, 0));
+        }
+        return;
+    }
+    for (v = 0; v < nv; ++v, e += 1, acc += 2) {
+        const int32_t p0 = mt_read_s16x2(e), p1 = mt_read_s16x2(e + 2);
+        acc[0] = mt_smlad(p1, we1, mt_smlad(p0, we0, acc[0]));
+        acc[1] = mt_smlad(p1, wo1, mt_smlad(p0, wo0, acc[1]));
+    }
+}
+
+MT_INLINE void bik_quads_body(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16, const mt_dims *f_d,
+                              const int8_t *filter, const mt_dims *in_d, int32_t multiplier, int32_t shift,
+                              int8_t *e_x, int32_t *lo, int32_t *hi, const int store)
+{
+    const int32_t h = in_d->h, w = in_d->w, c_n = in_d->c, ho = out_d->h, wo = out_d->w, nv = (w + 1) / 2;
+    const int32_t k = f_d->w, kk = k * k, pad = (k - 1) / 2;
+    const int32_t rsh = store ? -1 - shift : 1, c1 = (int32_t)((uint32_t)1 << (rsh - 1));
+    int16_t ring[4 * 4 * MT_BIK_LEN];
+    int32_t acc[4 * (MT_BIS_W + 1)];
+    int32_t wt[4][7][4]; /* per channel and tap row: the even inputs' two pairs, the odd inputs' two */
+    int32_t vmin = *lo, vmax = *hi;
+    uint32_t tb = vmin <= vmax ? (uint32_t)vmin : (uint32_t)INT32_MIN;
+    uint32_t span = vmin <= vmax ? (uint32_t)vmax - (uint32_t)vmin : 0u;
+    int32_t c0, ch, n, y, x, i, r, m, dy;
+    (void)p; /* bik_fits fixed the geometry */
+    memset(ring, 0, sizeof ring); /* the zero columns stay */
+    for (c0 = 0; c0 + 4 <= c_n; c0 += 4) {
+        for (ch = 0; ch < 4; ++ch) {
+            const int8_t *f = filter + (c0 + ch) * kk;
+            for (i = 0; i < k; ++i) {
+                for (r = 0; r < 2; ++r) {
+                    for (m = 0; m < 2; ++m) { /* output columns v + d and v + d + 1, d = 2m - 1 */
+                        const int32_t j = r + pad - 2 * (2 * m - 1);
+                        wt[ch][i][2 * r + m] = (int32_t)(bik_w(f, i, j, k) | (bik_w(f, i, j - 2, k) << 16));
+                    }
+                }
+            }
+        }
+        for (n = 0; n < in_d->n; ++n) {
+            const int16_t *image = e16 + n * ho * wo * c_n + c0;
+            int32_t have = -1; /* the last error row in the ring */
+            for (y = 0; y < h; ++y) {
+                const int32_t u = y >> 1, ry = y & 1;
+                int8_t *py = store ? e_x + ((n * h + y) * w) * c_n + c0 : 0;
+                int first = 1;
+                for (; have < u + 2 && have + 1 < ho; ++have) {
+                    bis_fill(ring + ((have + 1) & 3) * 4 * MT_BIK_LEN + 1, image + (have + 1) * wo * c_n, wo, c_n, MT_BIK_LEN);
+                }
+                for (dy = -1; dy <= 2; ++dy) { /* tap row i of output row u + dy */
+                    const int32_t ti = ry + pad - 2 * dy, oy = u + dy;
+                    if (ti < 0 || ti >= k || oy < 0 || oy >= ho) {
+                        continue;
+                    }
+                    for (ch = 0; ch < 4; ++ch) {
+                        bik_row(ring + (oy & 3) * 4 * MT_BIK_LEN + ch * MT_BIK_LEN, wt[ch][ti], nv,
+                                acc + ch * (MT_BIS_W + 1), first);
+                    }
+                    first = 0;
+                }
+                for (x = 0; x < w; ++x) {
+                    const int32_t a0 = first ? 0 : acc[x], a1 = first ? 0 : acc[MT_BIS_W + 1 + x];
+                    const int32_t a2 = first ? 0 : acc[2 * (MT_BIS_W + 1) + x], a3 = first ? 0 : acc[3 * (MT_BIS_W + 1) + x];
+                    BWD_IN_RANGE(a0);
+                    BWD_IN_RANGE(a1);
+                    BWD_IN_RANGE(a2);
+                    BWD_IN_RANGE(a3);
+                    if (store) {
+                        mt_write_s8x4(py + x * c_n, bwd_in_pack_err(a0, a1, a2, a3, multiplier, rsh, c1));
+                    }
+                }
+            }
+        }
+    }
+    *lo = vmin;
+    *hi = vmax;
+}
+
+static MT_NOINLINE void bik_quads_s8(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
+                                     const mt_dims *f_d, const int8_t *filter, const mt_dims *in_d, int32_t multiplier,
+                                     int32_t shift, int8_t *e_x, int32_t *lo, int32_t *hi)
+{
+    bik_quads_body(p, out_d, e16, f_d, filter, in_d, multiplier, shift, e_x, lo, hi, 1);
+}
+
+static MT_NOINLINE void bik_quads_range(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
+                                        const mt_dims *f_d, const int8_t *filter, const mt_dims *in_d, int32_t *lo,
+                                        int32_t *hi)
+{
+    bik_quads_body(p, out_d, e16, f_d, filter, in_d, 0, 0, 0, lo, hi, 0);
 }
 #undef BWD_IN_RANGE
 #undef BWD_IN_TAP
@@ -1039,6 +1168,15 @@ mt_status mt_grouped_conv2d_bwd_in_s8_s16(const mt_conv_params *params,
                              acc_max);
             } else {
                 bis_quads_range(params, output_dims, e16, filter_dims, filter, input_dims, acc_min, acc_max);
+            }
+            c = input_dims->c & ~3;
+        } else if (!e_real && (!e_x || bwd_in_fast_ok(multiplier, shift)) &&
+                   bik_fits(params, input_dims, output_dims, filter_dims)) {
+            if (e_x) {
+                bik_quads_s8(params, output_dims, e16, filter_dims, filter, input_dims, multiplier, shift, e_x, acc_min,
+                             acc_max);
+            } else {
+                bik_quads_range(params, output_dims, e16, filter_dims, filter, input_dims, acc_min, acc_max);
             }
             c = input_dims->c & ~3;
         }
