@@ -87,7 +87,7 @@ ERROR_ARGS = {  # kind 2: n h w c kh kw stride pad z_x z_y act_min act_max shift
         [2, 1, 8, 11, 4, 5, 5, 1, 2, 0, 0, -128, 127, -22, -20, 2],
     "3x3 stride 2 on a 12x12 map (the stride-2 body)":
         [2, 1, 12, 12, 8, 3, 3, 2, 1, 0, 0, -128, 127, -20, -18, 3],
-    "7x7 stride 2 on a 16x14 map (runs of four and three taps)":
+    "7x7 stride 2 on a 16x14 map (the stride-2 body)":
         [2, 1, 16, 14, 4, 7, 7, 2, 3, 0, 0, -128, 127, -22, -20, 4],
     # the plane body of small maps: its native sums (4x4 and 2x2 maps at stride 1, 4x4 at stride 2),
     # then its C loop
@@ -105,8 +105,12 @@ ERROR_ARGS = {  # kind 2: n h w c kh kw stride pad z_x z_y act_min act_max shift
     "quad loop: 5x5 stride 1 on a 6x40 map (rows over the row body's ring)":
         [2, 1, 6, 40, 4, 5, 5, 1, 2, 0, 0, -128, 127, -22, -20, 20],
     "quad loop: 3x3 stride 2 without padding": [2, 1, 9, 11, 4, 3, 3, 2, 0, 0, 0, -128, 127, -20, -18, 21],
-    "quad loop, range pass: 7x7 stride 2 on a 16x14 map":
+    "stride-2 body, range pass: 7x7 stride 2 on a 16x14 map":
         [5, 1, 16, 14, 4, 7, 7, 2, 3, 0, 0, -128, 127, -22, -20, 22],
+    "stride-2 body: 5x5 stride 2 on a 9x10 map, batch 2":
+        [2, 2, 9, 10, 8, 5, 5, 2, 2, 0, 0, -128, 127, -22, -20, 23],
+    "quad loop, range pass: 5x5 stride 2 without padding":
+        [5, 1, 9, 9, 4, 5, 5, 2, 0, 0, 0, -128, 127, -22, -20, 24],
     "3x3 stride 2 on a 7x9 map, batch 2": [2, 2, 7, 9, 4, 3, 3, 2, 1, 0, 0, -128, 127, -20, -18, 19],
     "range pass: 3x3 stride 2 on a 12x12 map": [5, 1, 12, 12, 8, 3, 3, 2, 1, 0, 0, -128, 127, -20, -18, 13],
     # the row body of stride 1 (rows of more than four inputs; the first two cases above take it too)
