@@ -850,7 +850,7 @@ static int bis_fits(const mt_conv_params *p, const mt_dims *in_d, const mt_dims 
 
 /* Error row oy of channels [c0, c0 + 4) (e: the sample's errors at c0) into ring slot r (channel c
  * at r + c * len): two positions of four channels per step (PKH). */
-static void bis_fill(int16_t *r, const int16_t *e, int32_t wo, int32_t c_n, int32_t len)
+MT_INLINE void bis_fill_len(int16_t *r, const int16_t *e, int32_t wo, int32_t c_n, const int32_t len)
 {
     int32_t ox;
     for (ox = 0; ox + 2 <= wo; ox += 2, e += 2 * c_n, r += 2) {
@@ -867,6 +867,19 @@ static void bis_fill(int16_t *r, const int16_t *e, int32_t wo, int32_t c_n, int3
         r[2 * len] = e[2];
         r[3 * len] = e[3];
     }
+}
+
+/* bis_fill_len for each ring, its row length a constant (one function each, as GCC compiles them best). */
+static void bis_fill(int16_t *r, const int16_t *e, int32_t wo, int32_t c_n)
+{
+    bis_fill_len(r, e, wo, c_n, MT_BIS_LEN);
+}
+
+#define MT_BIK_LEN (MT_BIS_W / 2 + 4) /* a channel's error row: a zero, wo errors, zeros to the last pair read */
+
+static void bik_fill(int16_t *r, const int16_t *e, int32_t wo, int32_t c_n)
+{
+    bis_fill_len(r, e, wo, c_n, MT_BIK_LEN);
 }
 
 /* One channel's accumulators of an input row from one kernel row (ra: its error row; wo_, we_: the
@@ -924,7 +937,7 @@ MT_INLINE void bis_quads_body(const mt_conv_params *p, const mt_dims *out_d, con
                 const int32_t u = y >> 1, top = y & 1 ? u + 1 : u; /* the rows: u (tap row 2 - ...), u + 1 */
                 int8_t *py = store ? e_x + ((n * h + y) * w) * c_n + c0 : 0;
                 for (; have < top && have + 1 < ho; ++have) {
-                    bis_fill(ring + ((have + 1) & 1) * 4 * MT_BIS_LEN, image + (have + 1) * wo * c_n, wo, c_n, MT_BIS_LEN);
+                    bis_fill(ring + ((have + 1) & 1) * 4 * MT_BIS_LEN, image + (have + 1) * wo * c_n, wo, c_n);
                 }
                 for (ch = 0; ch < 4; ++ch) {
                     const int16_t *ru = ring + (u & 1) * 4 * MT_BIS_LEN + ch * MT_BIS_LEN;
@@ -979,8 +992,6 @@ static MT_NOINLINE void bis_quads_range(const mt_conv_params *p, const mt_dims *
  * lie in a ring of four (row oy in slot oy & 3) behind one zero column; an input row adds its tap
  * rows one after the other into the row's accumulators.
  */
-#define MT_BIK_LEN (MT_BIS_W / 2 + 4) /* a channel's error row: a zero, wo errors, zeros to the last pair read */
-
 /* Whether the 5x5 / 7x7 stride-2 body takes the layer (see above). */
 static int bik_fits(const mt_conv_params *p, const mt_dims *in_d, const mt_dims *out_d, const mt_dims *f_d)
 {
@@ -1054,7 +1065,7 @@ MT_INLINE void bik_quads_body(const mt_conv_params *p, const mt_dims *out_d, con
                 int8_t *py = store ? e_x + ((n * h + y) * w) * c_n + c0 : 0;
                 int first = 1;
                 for (; have < u + 2 && have + 1 < ho; ++have) {
-                    bis_fill(ring + ((have + 1) & 3) * 4 * MT_BIK_LEN + 1, image + (have + 1) * wo * c_n, wo, c_n, MT_BIK_LEN);
+                    bik_fill(ring + ((have + 1) & 3) * 4 * MT_BIK_LEN + 1, image + (have + 1) * wo * c_n, wo, c_n);
                 }
                 for (dy = -1; dy <= 2; ++dy) { /* tap row i of output row u + dy */
                     const int32_t ti = ry + pad - 2 * dy, oy = u + dy;
