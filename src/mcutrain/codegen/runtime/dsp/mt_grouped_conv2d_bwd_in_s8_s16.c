@@ -17,6 +17,11 @@
  * of a position are requantized, clamped and stored as one word, and the extremes are one range
  * test per value; float32 reals and error shifts without the prepared requantization run
  * bwd_in_channels. Channels past the last quad take the plain loop.
+ * Int8 errors and the range-only pass of four layer kinds take a body of their own instead (same
+ * requantization, packing and extremes per input, below): small maps the plane body (bip_*),
+ * stride 1 with square 3/5/7 kernels the forward's row loop over the error map with the kernel
+ * turned (bir_*), stride 2 with 3x3 (bis_*) or 5x5 / 7x7 kernels (bik_*) and padding (k - 1) / 2
+ * a split by column parity, where one error pair of a channel serves two inputs.
  * NOTE: |e16 * w| <= 32512 * 127 and a depthwise sum has kh * kw <= MT_BWD_IN_TERMS products, so
  * it fits int32 in any order (the reference's int64 flush never triggers here).
  */

@@ -16,6 +16,8 @@
  * four SMLAD add them), a range that starts or ends on an odd position with one more pair whose
  * missing partner is an input of z_x (x - z_x = 0). The quad's sums live in a tap-major block
  * on the stack, added into g once per quad; channels past the last quad take the plain loop.
+ * Maps of at most MT_BWP_PAIRS output position pairs (up to 4x4 outputs) take the plane body
+ * below (bwp_quads) instead, whose per-tap cost is one LDR and one SMLAD per position pair.
  * NOTE: each g element sums one product per output position, |e * (x - z_x)| <= 127 * 255, so
  * int32 holds batch * positions <= 66311 products (the exporter checks the bound) in any order;
  * SMLAD wraps like int32 and never needs to.
