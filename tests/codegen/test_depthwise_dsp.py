@@ -39,6 +39,10 @@ SHAPES = {
         (2, 2, 2, 8, 7, 7, 1, 3, -128, -128, -128, 127, -12, -6),
     "a 3x3 map, 7x7 stride 2 pad 3, 6 channels": (1, 3, 3, 6, 7, 7, 2, 3, 4, -128, -128, 127, -12, -6),
     "7x7 stride 2 pad 3 on a 16x14 map, 4 channels": (1, 16, 14, 4, 7, 7, 2, 3, 0, -128, -128, 127, -12, -6),
+    "4 channels, 3x3 stride 2 pad 1 on a 7x9 map, batch 2 (odd sizes: a last even input)":
+        (2, 7, 9, 4, 3, 3, 2, 1, 0, -128, -128, 127, -12, -6),
+    "8 channels, 3x3 stride 1 on a 5x37 map (rows in three chunks)":
+        (2, 5, 37, 8, 3, 3, 1, 1, 3, -128, -128, 127, -12, -6),
 }
 ERROR_SHIFTS = (-26, -18)
 """Error requantization shifts: an int16 error times an int8 weight needs about 2^-20 to land in int8."""
@@ -101,6 +105,30 @@ def test_weight_gradient_past_the_twins_kernel_sizes(probes):
         for seed in (1, 2):
             ref = _run(probes["ref"], [*args, seed])
             assert ref.startswith("status 0") and _run(probes["dsp"], [*args, seed]) == ref
+
+PLANE_SHAPES = {  # layers the plane bodies take (at most 8 output position pairs, at most 16 inputs)
+    "4x4 map, 3x3, batch 2, 6 channels": (2, 4, 4, 6, 3, 3, 1, 1, 9, 0, -128, 127, -12, -6),
+    "4x4 map, 7x7 pad 3": (1, 4, 4, 4, 7, 7, 1, 3, -3, 0, -128, 127, -12, -6),
+    "8x8 map, 3x3 stride 2, 5 channels": (1, 8, 8, 5, 3, 3, 2, 1, -128, 0, -128, 127, -12, -6),
+    "4x4 map, 5x5 stride 2": (1, 4, 4, 8, 5, 5, 2, 2, 0, 0, -128, 127, -12, -6),
+    "4x3 map, 3x3 (odd width: a zero partner)": (1, 4, 3, 4, 3, 3, 1, 1, -128, 0, -128, 127, -12, -6),
+    "3x5 map, 3x3 stride 2, odd input width": (2, 3, 5, 4, 3, 3, 2, 1, 7, 0, -128, 127, -12, -6),
+    "3x3 map, 3x3 no padding (one output position)": (1, 3, 3, 4, 3, 3, 1, 0, -128, 0, -128, 127, -12, -6),
+}
+
+
+@pytest.mark.parametrize("kind", ["weight gradient", "error propagation", "error range only"])
+def test_plane_bodies_match_the_reference(probes, kind):
+    """The small-map plane bodies of the weight gradient and of the error propagation."""
+    for what, shape in PLANE_SHAPES.items():
+        args = list(shape)
+        if KINDS[kind] == 2:
+            args[-2:] = ERROR_SHIFTS
+        for seed in (1, 2):
+            argv = [KINDS[kind], *args, seed]
+            ref = _run(probes["ref"], argv)
+            assert (ref.startswith("status 0") or KINDS[kind] != 3) and _run(probes["dsp"], argv) == ref, what
+
 
 ROW_SHAPES = {  # layers the forward's row body (mt_depthwise_rows_dsp.h) takes: > 4 outputs a row
     "16 channels, 3x3 stride 1 pad 1, batch 2, a relu6-like act_max":

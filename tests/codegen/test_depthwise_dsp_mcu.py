@@ -26,11 +26,14 @@ from mcutrain.methods.fqt import FQT
 from mcutrain.methods.fqt_state import FQTConfig
 
 CORE = "cortex-m4"
-TWINS = ("dw_rows_quad", "dw_range_quad", "bwd_in_quad", "bwd_w_quad")
+TWINS = ("dw_rows_quad", "dw_range_quad", "bis_quads", "bip_quads", "bwp_quads")
 """The DSP loops' out-of-line functions: each must have run (the per-function profile). The graph's
 depthwise output rows are four pixels wide, which the inference forward's row body takes and the
 forward with extremes leaves to the quad loop (the inference quad loop runs on narrower rows in
-test_depthwise_forward_rows_are_bit_exact_on_the_m4)."""
+test_depthwise_forward_rows_are_bit_exact_on_the_m4); its 3x3 stride-2 layer takes the error
+propagation's stride-2 body and its 4x4 map the plane bodies of both backward kernels (their quad
+loops, the error propagation's row body and the weight gradient's pair loop run in the driver's
+larger shapes below)."""
 
 
 def _graph() -> G.Graph:
@@ -83,10 +86,43 @@ ERROR_ARGS = {  # kind 2: n h w c kh kw stride pad z_x z_y act_min act_max shift
         [2, 1, 9, 9, 8, 3, 3, 1, 1, 0, 0, -128, 127, -20, -18, 1],
     "5x5 stride 1 on an 8x11 map (interior rows of five taps)":
         [2, 1, 8, 11, 4, 5, 5, 1, 2, 0, 0, -128, 127, -22, -20, 2],
-    "3x3 stride 2 on a 12x12 map (alternating runs of two and one taps)":
+    "3x3 stride 2 on a 12x12 map (the stride-2 body)":
         [2, 1, 12, 12, 8, 3, 3, 2, 1, 0, 0, -128, 127, -20, -18, 3],
-    "7x7 stride 2 on a 16x14 map (runs of four and three taps)":
+    "7x7 stride 2 on a 16x14 map (the stride-2 body)":
         [2, 1, 16, 14, 4, 7, 7, 2, 3, 0, 0, -128, 127, -22, -20, 4],
+    # the plane body of small maps: its native sums (4x4 and 2x2 maps at stride 1, 4x4 at stride 2),
+    # then its C loop
+    "plane body: 3x3 on a 4x4 map, batch 2, 6 channels":
+        [2, 2, 4, 4, 6, 3, 3, 1, 1, 0, 0, -128, 127, -20, -18, 5],
+    "plane body: 7x7 on a 4x4 map": [2, 1, 4, 4, 8, 7, 7, 1, 3, 0, 0, -128, 127, -22, -20, 6],
+    "plane body: 5x5 on a 2x2 map, batch 2": [2, 2, 2, 2, 8, 5, 5, 1, 2, 0, 0, -128, 127, -22, -20, 7],
+    "plane body: 3x3 stride 2 on a 4x4 map": [2, 1, 4, 4, 4, 3, 3, 2, 1, 0, 0, -128, 127, -20, -18, 8],
+    "plane body: 7x7 stride 2 on a 4x4 map, 5 channels":
+        [2, 1, 4, 4, 5, 7, 7, 2, 3, 0, 0, -128, 127, -22, -20, 9],
+    "plane body, C loop: 3x3 on a 4x3 map (odd width)":
+        [2, 1, 4, 3, 4, 3, 3, 1, 1, 0, 0, -128, 127, -20, -18, 10],
+    "plane body, range pass: 5x5 on a 4x4 map": [5, 1, 4, 4, 8, 5, 5, 1, 2, 0, 0, -128, 127, -22, -20, 11],
+    "plane body, range pass: 3x3 on a 2x2 map": [5, 2, 2, 2, 4, 3, 3, 1, 1, 0, 0, -128, 127, -20, -18, 12],
+    "quad loop: 5x5 stride 1 on a 6x40 map (rows over the row body's ring)":
+        [2, 1, 6, 40, 4, 5, 5, 1, 2, 0, 0, -128, 127, -22, -20, 20],
+    "quad loop: 3x3 stride 2 without padding": [2, 1, 9, 11, 4, 3, 3, 2, 0, 0, 0, -128, 127, -20, -18, 21],
+    "stride-2 body, range pass: 7x7 stride 2 on a 16x14 map":
+        [5, 1, 16, 14, 4, 7, 7, 2, 3, 0, 0, -128, 127, -22, -20, 22],
+    "stride-2 body: 5x5 stride 2 on a 9x10 map, batch 2":
+        [2, 2, 9, 10, 8, 5, 5, 2, 2, 0, 0, -128, 127, -22, -20, 23],
+    "quad loop, range pass: 5x5 stride 2 without padding":
+        [5, 1, 9, 9, 4, 5, 5, 2, 0, 0, 0, -128, 127, -22, -20, 24],
+    "3x3 stride 2 on a 7x9 map, batch 2": [2, 2, 7, 9, 4, 3, 3, 2, 1, 0, 0, -128, 127, -20, -18, 19],
+    "range pass: 3x3 stride 2 on a 12x12 map": [5, 1, 12, 12, 8, 3, 3, 2, 1, 0, 0, -128, 127, -20, -18, 13],
+    # the row body of stride 1 (rows of more than four inputs; the first two cases above take it too)
+    "row body: 7x7 on an 8x8 map, batch 2, 6 channels":
+        [2, 2, 8, 8, 6, 7, 7, 1, 3, 0, 0, -128, 127, -22, -20, 14],
+    "row body: 3x3 on a 6x7 map, no padding": [2, 1, 6, 7, 4, 3, 3, 1, 0, 0, 0, -128, 127, -20, -18, 15],
+    "row body, range pass: 3x3 on a 9x9 map, batch 2":
+        [5, 2, 9, 9, 8, 3, 3, 1, 1, 0, 0, -128, 127, -20, -18, 16],
+    "row body: 3x3 on a 4x21 map (two chunks of inputs)":
+        [2, 1, 4, 21, 4, 3, 3, 1, 1, 0, 0, -128, 127, -20, -18, 18],
+    "row body, range pass: 5x5 on an 8x11 map": [5, 1, 8, 11, 4, 5, 5, 1, 2, 0, 0, -128, 127, -22, -20, 17],
 }
 
 
@@ -100,6 +136,22 @@ WEIGHT_ARGS = {  # kind 3: n h w c kh kw stride pad z_x z_y act_min act_max shif
     "7x7 stride 2 on a 16x14 map, 12 channels": [3, 1, 16, 14, 12, 7, 7, 2, 3, 0, 0, -128, 127, -12, -6, 4],
     "5x5 on a 2x2 map (most taps only see padding), 9 channels":
         [3, 2, 2, 2, 9, 5, 5, 1, 2, -128, 0, -128, 127, -12, -6, 5],
+    # the plane body's native tap rows (4x4 outputs one channel a call, 2x2 the quad), then its C loop
+    "plane body: 3x3 on a 4x4 map, batch 2, 6 channels":
+        [3, 2, 4, 4, 6, 3, 3, 1, 1, 9, 0, -128, 127, -12, -6, 6],
+    "plane body: 5x5 on a 4x4 map": [3, 1, 4, 4, 8, 5, 5, 1, 2, -128, 0, -128, 127, -12, -6, 7],
+    "plane body: 7x7 on a 4x4 map": [3, 1, 4, 4, 4, 7, 7, 1, 3, -3, 0, -128, 127, -12, -6, 8],
+    "plane body: 3x3 stride 2 on an 8x8 map, 5 channels":
+        [3, 1, 8, 8, 5, 3, 3, 2, 1, -128, 0, -128, 127, -12, -6, 9],
+    "plane body: 3x3 on a 2x2 map, batch 2": [3, 2, 2, 2, 8, 3, 3, 1, 1, 40, 0, -128, 127, -12, -6, 10],
+    "plane body: 7x7 on a 2x2 map": [3, 1, 2, 2, 4, 7, 7, 1, 3, -128, 0, -128, 127, -12, -6, 11],
+    "plane body: 3x3 stride 2 on a 4x4 map": [3, 1, 4, 4, 4, 3, 3, 2, 1, -128, 0, -128, 127, -12, -6, 12],
+    "plane body: 5x5 stride 2 on a 4x4 map, 7 channels":
+        [3, 1, 4, 4, 7, 5, 5, 2, 2, 0, 0, -128, 127, -12, -6, 13],
+    "plane body: 7x7 stride 2 on a 3x4 map": [3, 2, 3, 4, 8, 7, 7, 2, 3, -128, 0, -128, 127, -12, -6, 14],
+    "plane body: 3x3 on a 4x3 map (odd width: a zero partner)":
+        [3, 1, 4, 3, 4, 3, 3, 1, 1, -128, 0, -128, 127, -12, -6, 15],
+    "plane body, C loop: 3x3 on a 3x3 map": [3, 1, 3, 3, 8, 3, 3, 1, 1, 5, 0, -128, 127, -12, -6, 16],
 }
 
 

@@ -17,11 +17,17 @@
  * of a position are requantized, clamped and stored as one word, and the extremes are one range
  * test per value; float32 reals and error shifts without the prepared requantization run
  * bwd_in_channels. Channels past the last quad take the plain loop.
+ * Int8 errors and the range-only pass of four layer kinds take a body of their own instead (same
+ * requantization, packing and extremes per input, below): small maps the plane body (bip_*),
+ * stride 1 with square 3/5/7 kernels the forward's row loop over the error map with the kernel
+ * turned (bir_*), stride 2 with 3x3 (bis_*) or 5x5 / 7x7 kernels (bik_*) and padding (k - 1) / 2
+ * a split by column parity, where one error pair of a channel serves two inputs.
  * NOTE: |e16 * w| <= 32512 * 127 and a depthwise sum has kh * kw <= MT_BWD_IN_TERMS products, so
  * it fits int32 in any order (the reference's int64 flush never triggers here).
  */
 #include "mt_arch.h"
 #include "mt_depthwise_dsp.h"
+#include "mt_depthwise_rows_dsp.h"
 #include "mt_grouped_conv2d_bwd_in_s8_s16_ref.h"
 
 #if MT_DSP
@@ -439,6 +445,675 @@ static MT_NOINLINE void bwd_in_quad_range(const mt_conv_params *p, const mt_dims
 {
     bwd_in_quad_s8_body(p, out_d, e16, f_d, filter, in_d, 0, 0, 0, lo, hi, c0, 0);
 }
+
+/*
+ * Small maps (at most 16 input positions and MT_BIP_PAIRS output position pairs, e.g. 4x4 and 2x2
+ * maps): a plane body. Input (y, x) sums e[oy, ox] * w[y + pad - s oy, x + pad - s ox] over every
+ * output position, so with the errors of a channel as position pairs (e[oy, 2q], e[oy, 2q + 1])
+ * in registers, one SMLAD per pair takes the weight pair (w[i, j], w[i, j - s]). The weights of
+ * each channel are laid out once per quad in a zero-padded int16 plane, rows by i and columns in
+ * reverse order of j (at stride 2 each row as its even, then its odd columns), so that every such
+ * pair is one LDR at an offset fixed per (oy, q), weights outside the kernel zeros (they add
+ * nothing, as the taps the reference skips). Per channel the accumulators of all inputs go to a
+ * small block, then each input's four channels take the requantization, clamp, store and
+ * extremes of the quad loop (BWD_IN_RANGE, bwd_in_pack_err).
+ */
+#define MT_BIP_COLS 16  /* int16 columns of a weight-plane row (stride 2: 8 of each parity) */
+#define MT_BIP_ROWS 10  /* weight-plane rows: h + s (ho - 1) <= 10 */
+#define MT_BIP_PAIRS 8  /* output position pairs: 4 rows of 2 */
+#define MT_BIP_INPUTS 16 /* input positions of a sample */
+#define MT_BIP_PLANE (MT_BIP_ROWS * MT_BIP_COLS)
+
+/* The int16 offset of reversed column k in a weight-plane row at stride s (1 or 2). */
+MT_INLINE int32_t bip_col(int32_t k, int32_t s)
+{
+    return s == 1 ? k : (k & 1) * (MT_BIP_COLS / 2) + (k >> 1);
+}
+
+/* Whether the plane body takes the layer (see above). */
+static int bip_fits(const mt_conv_params *p, const mt_dims *in_d, const mt_dims *out_d, const mt_dims *f_d)
+{
+    const int32_t s = p->stride_h, nq = (out_d->w + 1) / 2;
+    return s == p->stride_w && s <= 2 && out_d->h * nq <= MT_BIP_PAIRS && in_d->h * in_d->w <= MT_BIP_INPUTS &&
+           in_d->h + s * (out_d->h - 1) <= MT_BIP_ROWS && in_d->w + s * (2 * nq - 1) <= MT_BIP_COLS &&
+           f_d->h * f_d->w <= MT_DW_TAPS_MAX;
+}
+
+/* Per kernel tap t: the int16 offset of w[i, j] in a channel's weight plane (row i - i_min with
+ * i_min = pad_top - s (ho - 1), reversed column k = w - 1 + pad_left - j), or -1 when no input
+ * and output reach it. */
+static void bip_list_taps(const mt_conv_params *p, const mt_dims *in_d, const mt_dims *out_d, const mt_dims *f_d,
+                          int32_t *at)
+{
+    const int32_t s = p->stride_h, nq = (out_d->w + 1) / 2;
+    const int32_t rows = in_d->h + s * (out_d->h - 1), cols = in_d->w + s * (2 * nq - 1);
+    int32_t i, j;
+    for (i = 0; i < f_d->h; ++i) {
+        for (j = 0; j < f_d->w; ++j) {
+            const int32_t r = i - (p->pad_top - s * (out_d->h - 1)), k = in_d->w - 1 + p->pad_left - j;
+            at[i * f_d->w + j] = r >= 0 && r < rows && k >= 0 && k < cols ? r * MT_BIP_COLS + bip_col(k, s) : -1;
+        }
+    }
+}
+
+/* The weights of channels [c0, c0 + 4) (f: channel c0's) into their planes (channel c0 + c at
+ * pl + c * MT_BIP_PLANE), at the offsets of bip_list_taps. */
+static void bip_weights(const int8_t *f, const int32_t *at, int32_t kk, int16_t *pl)
+{
+    int32_t t;
+    for (t = 0; t < kk; ++t, ++f) {
+        if (at[t] >= 0) {
+            int16_t *d = pl + at[t];
+            d[0] = f[0];
+            d[MT_BIP_PLANE] = f[kk];
+            d[2 * MT_BIP_PLANE] = f[2 * kk];
+            d[3 * MT_BIP_PLANE] = f[3 * kk];
+        }
+    }
+}
+
+/* One sample's int16 errors of channels [c0, c0 + 4) (eb: its first at c0) as position pairs,
+ * ep[c * MT_BIP_PAIRS + n] for pair n = oy * nq + q (an odd last one with a zero partner). With an
+ * even wo the caller passes the map as one row (no pair crosses a row). */
+static void bip_errors(const int16_t *eb, int32_t ho, int32_t wo, int32_t c_n, int32_t *ep)
+{
+    int32_t oy, ox;
+    for (oy = 0; oy < ho; ++oy) {
+        const int16_t *pe = eb + oy * wo * c_n;
+        for (ox = 0; ox < wo; ox += 2, pe += 2 * c_n, ++ep) {
+            const int32_t a01 = mt_read_s16x2(pe), a23 = mt_read_s16x2(pe + 2);
+            const int32_t b01 = ox + 1 < wo ? mt_read_s16x2(pe + c_n) : 0;
+            const int32_t b23 = ox + 1 < wo ? mt_read_s16x2(pe + c_n + 2) : 0;
+            ep[0] = mt_pkhbt(a01, b01);
+            ep[MT_BIP_PAIRS] = mt_pkhtb(a01, b01);
+            ep[2 * MT_BIP_PAIRS] = mt_pkhbt(a23, b23);
+            ep[3 * MT_BIP_PAIRS] = mt_pkhtb(a23, b23);
+        }
+    }
+}
+
+/* The accumulators of one channel's h x w inputs into acc (row-major; pl: its weight plane, ec:
+ * its np error pairs, nq to an output row). */
+static void bip_sums(const int16_t *pl, const int32_t *ec, int32_t np, int32_t nq, int32_t s, int32_t h, int32_t w,
+                     int32_t ho, int32_t *acc)
+{
+    int32_t y, x, n;
+    for (y = 0; y < h; ++y) {
+        for (x = 0; x < w; ++x, ++acc) {
+            const int16_t *pb = pl + (y + s * (ho - 1)) * MT_BIP_COLS + bip_col(w - 1 - x, s);
+            int32_t a = 0;
+            for (n = 0; n < np; ++n) {
+                a = mt_smlad(mt_read_s16x2(pb - s * (n / nq) * MT_BIP_COLS + 2 * (n % nq)), ec[n], a);
+            }
+            *acc = a;
+        }
+    }
+}
+
+#if defined(MT_DSP_NATIVE)
+/*
+ * The native sums of the common small maps: an input row of W unrolled (assembler .rept, bip_x the
+ * column, bip_col the byte offset of its reversed column), its pairs' offsets immediates: one LDR
+ * and one SMLAD (the first an SMUAD) per position pair, one STR per input, four per row.
+ */
+typedef void (*bip_sums_fn)(const int16_t *p, const int32_t *ec, int32_t *acc, const int32_t *acc_end);
+
+#define BIP_COL1 "(2 * (bip_w - 1 - bip_x))"
+#define BIP_COL2 "(((bip_w - 1 - bip_x) & 1) * 16 + ((bip_w - 1 - bip_x) >> 1) * 2)"
+#define BIP_MUL(OP, OFF, E) "ldr %[t], [%[p], #bip_col + " OFF "]\n\t" OP " %[a], %[t], %[" E "]"
+#define BIP_MAC(OFF, E) BIP_MUL("smlad", OFF, E) ", %[a]\n\t"
+#define BIP_SUMS_ASM(W, S, COL, PAIRS)                                                                      \
+    ".set bip_rs, " #S " * 32\n\t"                                                                          \
+    ".set bip_w, " #W "\n\t"                                                                                \
+    "1:\n\t"                                                                                                \
+    ".set bip_x, 0\n\t"                                                                                     \
+    ".rept " #W "\n\t"                                                                                      \
+    ".set bip_col, " COL "\n\t" PAIRS "str %[a], [%[acc]], #4\n\t"                                          \
+    ".set bip_x, bip_x + 1\n\t"                                                                             \
+    ".endr\n\t"                                                                                             \
+    "add %[p], %[p], #32\n\t"                                                                               \
+    "cmp %[acc], %[ae]\n\t"                                                                                 \
+    "bne 1b"
+/* 4 output rows of 2 pairs: pair n = 2 oy + q at -oy * bip_rs + 4 q */
+#define BIP_PAIRS8                                                                                          \
+    BIP_MUL("smuad", "0", "e0") "\n\t" BIP_MAC("4", "e1") BIP_MAC("-bip_rs", "e2") BIP_MAC("-bip_rs + 4", "e3") \
+        BIP_MAC("-2 * bip_rs", "e4") BIP_MAC("-2 * bip_rs + 4", "e5") BIP_MAC("-3 * bip_rs", "e6")           \
+            BIP_MAC("-3 * bip_rs + 4", "e7")
+/* 2 output rows of 1 pair */
+#define BIP_PAIRS2 BIP_MUL("smuad", "0", "e0") "\n\t" BIP_MAC("-bip_rs", "e1")
+#define BIP_SUMS8(NAME, W, S, COL)                                                                          \
+    static void NAME(const int16_t *p, const int32_t *ec, int32_t *acc, const int32_t *acc_end)            \
+    {                                                                                                       \
+        const int32_t e0 = ec[0], e1 = ec[1], e2 = ec[2], e3 = ec[3], e4 = ec[4], e5 = ec[5], e6 = ec[6],  \
+                      e7 = ec[7];                                                                          \
+        int32_t a, t;                                                                                       \
+        __asm__ volatile(BIP_SUMS_ASM(W, S, COL, BIP_PAIRS8)                                                \
+                         : [p] "+r"(p), [acc] "+r"(acc), [a] "=&r"(a), [t] "=&r"(t)                        \
+                         : [e0] "r"(e0), [e1] "r"(e1), [e2] "r"(e2), [e3] "r"(e3), [e4] "r"(e4), [e5] "r"(e5), \
+                           [e6] "r"(e6), [e7] "r"(e7), [ae] "r"(acc_end)                                   \
+                         : "cc", "memory");                                                                 \
+    }
+#define BIP_SUMS2(NAME, W, S, COL)                                                                          \
+    static void NAME(const int16_t *p, const int32_t *ec, int32_t *acc, const int32_t *acc_end)            \
+    {                                                                                                       \
+        const int32_t e0 = ec[0], e1 = ec[1];                                                               \
+        int32_t a, t;                                                                                       \
+        __asm__ volatile(BIP_SUMS_ASM(W, S, COL, BIP_PAIRS2)                                                \
+                         : [p] "+r"(p), [acc] "+r"(acc), [a] "=&r"(a), [t] "=&r"(t)                        \
+                         : [e0] "r"(e0), [e1] "r"(e1), [ae] "r"(acc_end)                                    \
+                         : "cc", "memory");                                                                 \
+    }
+
+BIP_SUMS8(bip_sums8_w4s1, 4, 1, BIP_COL1)
+BIP_SUMS2(bip_sums2_w2s1, 2, 1, BIP_COL1)
+BIP_SUMS2(bip_sums2_w4s2, 4, 2, BIP_COL2)
+
+/* The native sums for ho output rows of nq pairs, input rows of w, stride s; 0: none (bip_sums). */
+static bip_sums_fn bip_native(int32_t ho, int32_t nq, int32_t w, int32_t s)
+{
+    if (ho == 4 && nq == 2 && w == 4 && s == 1) {
+        return bip_sums8_w4s1;
+    }
+    if (ho == 2 && nq == 1) {
+        return w == 2 && s == 1 ? bip_sums2_w2s1 : w == 4 && s == 2 ? bip_sums2_w4s2 : 0;
+    }
+    return 0;
+}
+#endif /* MT_DSP_NATIVE */
+
+/* Every channel quad of a layer bip_fits takes, to int8 errors with the prepared requantization
+ * (store) or range only; the channels past the last quad are the caller's. */
+MT_INLINE void bip_quads_body(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16, const mt_dims *f_d,
+                              const int8_t *filter, const mt_dims *in_d, int32_t multiplier, int32_t shift,
+                              int8_t *e_x, int32_t *lo, int32_t *hi, const int store)
+{
+    const int32_t h = in_d->h, w = in_d->w, c_n = in_d->c, kk = f_d->h * f_d->w, hw = h * w;
+    const int32_t ho = out_d->h, wo = out_d->w, s = p->stride_h, nq = (wo + 1) / 2, np = ho * nq;
+    const int32_t rsh = store ? -1 - shift : 1, c1 = (int32_t)((uint32_t)1 << (rsh - 1));
+    const int32_t e_rows = wo & 1 ? ho : 1, e_cols = wo & 1 ? wo : ho * wo; /* errors as one row when even */
+#if defined(MT_DSP_NATIVE)
+    const bip_sums_fn sums_fn = bip_native(ho, nq, w, s);
+#endif
+    int16_t pl[4 * MT_BIP_PLANE]; /* zeros where no tap is, written once; each quad rewrites the taps */
+    int32_t at[MT_DW_TAPS_MAX], ep[4 * MT_BIP_PAIRS], acc[4 * MT_BIP_INPUTS];
+    int32_t vmin = *lo, vmax = *hi;
+    uint32_t tb = vmin <= vmax ? (uint32_t)vmin : (uint32_t)INT32_MIN;
+    uint32_t span = vmin <= vmax ? (uint32_t)vmax - (uint32_t)vmin : 0u;
+    int32_t c0, n, k, t;
+    bip_list_taps(p, in_d, out_d, f_d, at);
+    memset(pl, 0, sizeof pl);
+    for (c0 = 0; c0 + 4 <= c_n; c0 += 4) {
+        bip_weights(filter + c0 * kk, at, kk, pl);
+        for (n = 0; n < in_d->n; ++n) {
+            int8_t *px = store ? e_x + n * hw * c_n + c0 : 0;
+            bip_errors(e16 + n * ho * wo * c_n + c0, e_rows, e_cols, c_n, ep);
+            for (k = 0; k < 4; ++k) {
+#if defined(MT_DSP_NATIVE)
+                if (sums_fn) {
+                    sums_fn(pl + k * MT_BIP_PLANE + s * (ho - 1) * MT_BIP_COLS, ep + k * MT_BIP_PAIRS,
+                            acc + k * MT_BIP_INPUTS, acc + k * MT_BIP_INPUTS + hw);
+                    continue;
+                }
+#endif
+                bip_sums(pl + k * MT_BIP_PLANE, ep + k * MT_BIP_PAIRS, np, nq, s, h, w, ho, acc + k * MT_BIP_INPUTS);
+            }
+            for (t = 0; t < hw; ++t) {
+                const int32_t a0 = acc[t], a1 = acc[MT_BIP_INPUTS + t], a2 = acc[2 * MT_BIP_INPUTS + t],
+                              a3 = acc[3 * MT_BIP_INPUTS + t];
+                BWD_IN_RANGE(a0);
+                BWD_IN_RANGE(a1);
+                BWD_IN_RANGE(a2);
+                BWD_IN_RANGE(a3);
+                if (store) {
+                    mt_write_s8x4(px + t * c_n, bwd_in_pack_err(a0, a1, a2, a3, multiplier, rsh, c1));
+                }
+            }
+        }
+    }
+    *lo = vmin;
+    *hi = vmax;
+}
+
+static MT_NOINLINE void bip_quads_s8(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
+                                     const mt_dims *f_d, const int8_t *filter, const mt_dims *in_d, int32_t multiplier,
+                                     int32_t shift, int8_t *e_x, int32_t *lo, int32_t *hi)
+{
+    bip_quads_body(p, out_d, e16, f_d, filter, in_d, multiplier, shift, e_x, lo, hi, 1);
+}
+
+static MT_NOINLINE void bip_quads_range(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
+                                        const mt_dims *f_d, const int8_t *filter, const mt_dims *in_d, int32_t *lo,
+                                        int32_t *hi)
+{
+    bip_quads_body(p, out_d, e16, f_d, filter, in_d, 0, 0, 0, lo, hi, 0);
+}
+
+/*
+ * Stride 1, square kernels of 3, 5 and 7, input rows of more than four pixels (MT_DSP builds of
+ * the forward's row body, nn/mt_depthwise_rows_dsp.h): at stride 1 the error propagation is the
+ * forward's correlation over the error map with the kernel turned by 180 degrees and padding
+ * k - 1 - pad, so each input row's accumulators of a channel come from the forward's row loop
+ * (two taps per SMLAD, four inputs per step): the four channels' int16 error rows are laid out
+ * once per quad as int16 rows per channel (zeros for padding), the turned kernel's pairs prepared
+ * once per quad, and each input's four accumulators then take the requantization, clamp, store
+ * and extremes of the quad loop.
+ */
+
+#define MT_BIR_CHUNK 16 /* inputs of a row summed before they are requantized (a multiple of 4) */
+
+/* The int16 elements of one error row in the ring: every column a group of four inputs reads, even. */
+MT_INLINE int32_t bir_row_len(int32_t w, int32_t wo, int32_t kw, int32_t pad)
+{
+    const int32_t need = ((w + 3) & ~3) + 2 * (kw / 2 + 1), have = pad + wo;
+    return ((need > have ? need : have) + 1) & ~1;
+}
+
+/* Whether the row body takes the layer (see above). */
+static int bir_fits(const mt_conv_params *p, const mt_dims *in_d, const mt_dims *out_d, const mt_dims *f_d)
+{
+    const int32_t kw = f_d->w;
+    return p->stride_h == 1 && p->stride_w == 1 && f_d->h == kw && (kw == 3 || kw == 5 || kw == 7) &&
+           p->pad_left >= 0 && p->pad_left < kw && p->pad_top >= 0 && p->pad_top < kw && in_d->w > 4 &&
+           ((in_d->w + 3) & ~3) <= MT_DWR_LINE &&
+           4 * kw * bir_row_len(in_d->w, out_d->w, kw, kw - 1 - p->pad_left) <= MT_DWR_WORDS; /* the ring twice */
+}
+
+/* Error row oy (a padding row of zeros outside [0, ho)) of channels [c0, c0 + 4) (e: the sample's
+ * errors at c0) into ring slot oy mod kw of buf and its copy kw slots on (rs words a slot), so that
+ * any kw successive rows are successive slots: per channel an int16 row, from column pad on. */
+static void bir_fill(int32_t *buf, int32_t rs, int32_t kw, int32_t oy, const int16_t *e, int32_t ho, int32_t wo,
+                     int32_t c_n, int32_t pad, int32_t len)
+{
+    int32_t *slot = buf + (oy % kw + kw) % kw * rs, *copy = slot + kw * rs;
+    int16_t *r = (int16_t *)(void *)slot + pad, *q = (int16_t *)(void *)copy + pad;
+    int32_t ox, t;
+    if (oy < 0 || oy >= ho) {
+        for (t = 0; t < rs; ++t) {
+            slot[t] = copy[t] = 0;
+        }
+        return;
+    }
+    e += oy * wo * c_n;
+    for (ox = 0; ox + 2 <= wo; ox += 2, e += 2 * c_n, r += 2, q += 2) {
+        const int32_t a01 = mt_read_s16x2(e), a23 = mt_read_s16x2(e + 2);
+        const int32_t b01 = mt_read_s16x2(e + c_n), b23 = mt_read_s16x2(e + c_n + 2);
+        const int32_t v0 = mt_pkhbt(a01, b01), v1 = mt_pkhtb(a01, b01), v2 = mt_pkhbt(a23, b23), v3 = mt_pkhtb(a23, b23);
+        mt_write_s16x2(r, v0);
+        mt_write_s16x2(r + len, v1);
+        mt_write_s16x2(r + 2 * len, v2);
+        mt_write_s16x2(r + 3 * len, v3);
+        mt_write_s16x2(q, v0);
+        mt_write_s16x2(q + len, v1);
+        mt_write_s16x2(q + 2 * len, v2);
+        mt_write_s16x2(q + 3 * len, v3);
+    }
+    if (ox < wo) { /* an odd width's last column */
+        r[0] = q[0] = e[0];
+        r[len] = q[len] = e[1];
+        r[2 * len] = q[2 * len] = e[2];
+        r[3 * len] = q[3 * len] = e[3];
+    }
+}
+
+/* Every channel quad of a layer bir_fits takes, to int8 errors with the prepared requantization
+ * (store) or range only; the channels past the last quad are the caller's. The ring's slot i holds
+ * error row y - pad' + i of input row y's window (pad' = kh - 1 - pad_top); the next input row moves
+ * the slots up by one and fills the last. */
+MT_INLINE void bir_quads_body(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16, const mt_dims *f_d,
+                              const int8_t *filter, const mt_dims *in_d, int32_t multiplier, int32_t shift,
+                              int8_t *e_x, int32_t *lo, int32_t *hi, const int store)
+{
+    const int32_t h = in_d->h, w = in_d->w, c_n = in_d->c, ho = out_d->h, wo = out_d->w, kw = f_d->w, kk = kw * kw;
+    const int32_t k = kw / 2 + 1, pad_t = kw - 1 - p->pad_top, pad_l = kw - 1 - p->pad_left;
+    const int32_t len = bir_row_len(w, wo, kw, pad_l), rs = 2 * len, groups = (w + 3) / 4;
+    const int32_t rsh = store ? -1 - shift : 1, c1 = (int32_t)((uint32_t)1 << (rsh - 1));
+    int32_t buf[MT_DWR_WORDS];
+    int32_t wp[7 * 8 * MT_DWR_KMAX]; /* per kernel row, four channels' pairs */
+    int32_t acc[4 * MT_BIR_CHUNK];
+    int8_t turned[MT_DW_TAPS_MAX];
+    int32_t vmin = *lo, vmax = *hi;
+    uint32_t tb = vmin <= vmax ? (uint32_t)vmin : (uint32_t)INT32_MIN;
+    uint32_t span = vmin <= vmax ? (uint32_t)vmax - (uint32_t)vmin : 0u;
+    int32_t c0, ch, n, y, x, x0, i, t;
+    memset(buf, 0, (size_t)(2 * kw * rs) * sizeof(int32_t)); /* the padding columns stay 0 */
+    for (c0 = 0; c0 + 4 <= c_n; c0 += 4) {
+        for (ch = 0; ch < 4; ++ch) {
+            const int8_t *f = filter + (c0 + ch) * kk;
+            for (t = 0; t < kk; ++t) {
+                turned[t] = f[kk - 1 - t];
+            }
+            mt_dwr_pairs(turned, kw, kw, k, wp + ch * 2 * k, 8 * k);
+        }
+        for (n = 0; n < in_d->n; ++n) {
+            const int16_t *image = e16 + n * ho * wo * c_n + c0;
+            for (y = 0; y < h; ++y) {
+                int8_t *py = store ? e_x + ((n * h + y) * w) * c_n + c0 : 0;
+                const int32_t *win = buf + ((y - pad_t) % kw + kw) % kw * rs; /* the window's first slot */
+                for (i = y == 0 ? 0 : kw - 1; i < kw; ++i) {
+                    bir_fill(buf, rs, kw, y - pad_t + i, image, ho, wo, c_n, pad_l, len);
+                }
+                for (x0 = 0; x0 < w; x0 += MT_BIR_CHUNK) { /* MT_BIR_CHUNK inputs at a time: a small acc block */
+                    const int32_t g0 = x0 / 4, x1 = x0 + MT_BIR_CHUNK < w ? x0 + MT_BIR_CHUNK : w;
+                    const int32_t ng = groups - g0 < MT_BIR_CHUNK / 4 ? groups - g0 : MT_BIR_CHUNK / 4;
+                    for (ch = 0; ch < 4; ++ch) {
+                        mt_dwr_rows_any(win + ch * (len / 2) + 2 * g0, rs, wp + ch * 2 * k, 0, acc + ch * MT_BIR_CHUNK,
+                                        ng, kw, 1);
+                    }
+                    for (x = x0; x < x1; ++x) {
+                        const int32_t a0 = acc[x - x0], a1 = acc[MT_BIR_CHUNK + x - x0], a2 = acc[2 * MT_BIR_CHUNK + x - x0],
+                                      a3 = acc[3 * MT_BIR_CHUNK + x - x0];
+                        BWD_IN_RANGE(a0);
+                        BWD_IN_RANGE(a1);
+                        BWD_IN_RANGE(a2);
+                        BWD_IN_RANGE(a3);
+                        if (store) {
+                            mt_write_s8x4(py + x * c_n, bwd_in_pack_err(a0, a1, a2, a3, multiplier, rsh, c1));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    *lo = vmin;
+    *hi = vmax;
+}
+
+static MT_NOINLINE void bir_quads_s8(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
+                                     const mt_dims *f_d, const int8_t *filter, const mt_dims *in_d, int32_t multiplier,
+                                     int32_t shift, int8_t *e_x, int32_t *lo, int32_t *hi)
+{
+    bir_quads_body(p, out_d, e16, f_d, filter, in_d, multiplier, shift, e_x, lo, hi, 1);
+}
+
+static MT_NOINLINE void bir_quads_range(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
+                                        const mt_dims *f_d, const int8_t *filter, const mt_dims *in_d, int32_t *lo,
+                                        int32_t *hi)
+{
+    bir_quads_body(p, out_d, e16, f_d, filter, in_d, 0, 0, 0, lo, hi, 0);
+}
+
+/*
+ * 3x3 kernels at stride 2 with padding 1 (MCUNet's blocks 1 and 5): input column x = 2v takes tap
+ * column 1 of output column v, x = 2v + 1 tap columns 2 and 0 of output columns v and v + 1; input
+ * row y = 2u tap row 1 of output row u, y = 2u + 1 tap rows 2 and 0 of output rows u and u + 1. So
+ * with a channel's error rows as int16 rows (a zero past the last), one LDR of the pair (e[v],
+ * e[v + 1]) serves both inputs 2v and 2v + 1 of a kernel row: an SMUAD/SMLAD with (w[i, 2], w[i, 0])
+ * for the odd one and an SMULBB/SMLABB with w[i, 1] for the even one. The error rows of four
+ * channels are laid out once per quad in a ring of two (row oy in slot oy & 1); each input's four
+ * accumulators then take the requantization, clamp, store and extremes of the quad loop.
+ */
+#define MT_BIS_W 64                  /* the widest input row */
+#define MT_BIS_LEN (MT_BIS_W / 2 + 2) /* int16 elements of a channel's error row: wo + 1, even */
+
+/* Whether the stride-2 body takes the layer (see above). */
+static int bis_fits(const mt_conv_params *p, const mt_dims *in_d, const mt_dims *out_d, const mt_dims *f_d)
+{
+    return p->stride_h == 2 && p->stride_w == 2 && f_d->h == 3 && f_d->w == 3 && p->pad_top == 1 &&
+           p->pad_left == 1 && in_d->w <= MT_BIS_W && out_d->w == (in_d->w - 1) / 2 + 1 &&
+           out_d->h == (in_d->h - 1) / 2 + 1;
+}
+
+/* Error row oy of channels [c0, c0 + 4) (e: the sample's errors at c0) into ring slot r (channel c
+ * at r + c * len): two positions of four channels per step (PKH). */
+MT_INLINE void bis_fill_len(int16_t *r, const int16_t *e, int32_t wo, int32_t c_n, const int32_t len)
+{
+    int32_t ox;
+    for (ox = 0; ox + 2 <= wo; ox += 2, e += 2 * c_n, r += 2) {
+        const int32_t a01 = mt_read_s16x2(e), a23 = mt_read_s16x2(e + 2);
+        const int32_t b01 = mt_read_s16x2(e + c_n), b23 = mt_read_s16x2(e + c_n + 2);
+        mt_write_s16x2(r, mt_pkhbt(a01, b01));
+        mt_write_s16x2(r + len, mt_pkhtb(a01, b01));
+        mt_write_s16x2(r + 2 * len, mt_pkhbt(a23, b23));
+        mt_write_s16x2(r + 3 * len, mt_pkhtb(a23, b23));
+    }
+    if (ox < wo) { /* an odd width's last column */
+        r[0] = e[0];
+        r[len] = e[1];
+        r[2 * len] = e[2];
+        r[3 * len] = e[3];
+    }
+}
+
+/* bis_fill_len for each ring, its row length a constant (one function each, as GCC compiles them best). */
+static void bis_fill(int16_t *r, const int16_t *e, int32_t wo, int32_t c_n)
+{
+    bis_fill_len(r, e, wo, c_n, MT_BIS_LEN);
+}
+
+#define MT_BIK_LEN (MT_BIS_W / 2 + 4) /* a channel's error row: a zero, wo errors, zeros to the last pair read */
+
+static void bik_fill(int16_t *r, const int16_t *e, int32_t wo, int32_t c_n)
+{
+    bis_fill_len(r, e, wo, c_n, MT_BIK_LEN);
+}
+
+/* One channel's accumulators of an input row from one kernel row (ra: its error row; wo_, we_: the
+ * odd inputs' weight pair and the even inputs' weight), or two (rb, wob, web too: rb 0 for none),
+ * into acc[x] for the nv even inputs x = 2v and the odd ones after them. */
+static void bis_row(const int16_t *ra, int32_t woa, int32_t wea, const int16_t *rb, int32_t wob, int32_t web,
+                    int32_t nv, int32_t *acc)
+{
+    int32_t v;
+    if (!rb) {
+        for (v = 0; v < nv; ++v, acc += 2) {
+            const int32_t pa = mt_read_s16x2(ra + v);
+            acc[0] = mt_smlabb(pa, wea, 0);
+            acc[1] = mt_smlad(pa, woa, 0);
+        }
+        return;
+    }
+    for (v = 0; v < nv; ++v, acc += 2) {
+        const int32_t pa = mt_read_s16x2(ra + v), pb = mt_read_s16x2(rb + v);
+        acc[0] = mt_smlabb(pb, web, mt_smlabb(pa, wea, 0));
+        acc[1] = mt_smlad(pb, wob, mt_smlad(pa, woa, 0));
+    }
+}
+
+/* Every channel quad of a layer bis_fits takes, to int8 errors with the prepared requantization
+ * (store) or range only; the channels past the last quad are the caller's. */
+MT_INLINE void bis_quads_body(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16, const mt_dims *f_d,
+                              const int8_t *filter, const mt_dims *in_d, int32_t multiplier, int32_t shift,
+                              int8_t *e_x, int32_t *lo, int32_t *hi, const int store)
+{
+    const int32_t h = in_d->h, w = in_d->w, c_n = in_d->c, ho = out_d->h, wo = out_d->w, nv = (w + 1) / 2;
+    const int32_t rsh = store ? -1 - shift : 1, c1 = (int32_t)((uint32_t)1 << (rsh - 1));
+    int16_t ring[2 * 4 * MT_BIS_LEN];
+    int32_t acc[4 * (MT_BIS_W + 1)];
+    int32_t wodd[4][3], weven[4][3]; /* per channel and kernel row i: (w[i, 2], w[i, 0]) and w[i, 1] */
+    int32_t vmin = *lo, vmax = *hi;
+    uint32_t tb = vmin <= vmax ? (uint32_t)vmin : (uint32_t)INT32_MIN;
+    uint32_t span = vmin <= vmax ? (uint32_t)vmax - (uint32_t)vmin : 0u;
+    int32_t c0, ch, n, y, x, i;
+    (void)p; /* bis_fits fixed the geometry */
+    (void)f_d;
+    memset(ring, 0, sizeof ring); /* the zero past each row stays */
+    for (c0 = 0; c0 + 4 <= c_n; c0 += 4) {
+        for (ch = 0; ch < 4; ++ch) {
+            const int8_t *f = filter + (c0 + ch) * 9;
+            for (i = 0; i < 3; ++i) {
+                wodd[ch][i] = (int32_t)(((uint32_t)(int32_t)f[3 * i + 2] & 0xFFFFu) | ((uint32_t)(int32_t)f[3 * i] << 16));
+                weven[ch][i] = f[3 * i + 1];
+            }
+        }
+        for (n = 0; n < in_d->n; ++n) {
+            const int16_t *image = e16 + n * ho * wo * c_n + c0;
+            int32_t have = -1; /* the last error row in the ring */
+            for (y = 0; y < h; ++y) {
+                const int32_t u = y >> 1, top = y & 1 ? u + 1 : u; /* the rows: u (tap row 2 - ...), u + 1 */
+                int8_t *py = store ? e_x + ((n * h + y) * w) * c_n + c0 : 0;
+                for (; have < top && have + 1 < ho; ++have) {
+                    bis_fill(ring + ((have + 1) & 1) * 4 * MT_BIS_LEN, image + (have + 1) * wo * c_n, wo, c_n);
+                }
+                for (ch = 0; ch < 4; ++ch) {
+                    const int16_t *ru = ring + (u & 1) * 4 * MT_BIS_LEN + ch * MT_BIS_LEN;
+                    int32_t *a = acc + ch * (MT_BIS_W + 1);
+                    if (!(y & 1)) { /* tap row 1 of output row u */
+                        bis_row(ru, wodd[ch][1], weven[ch][1], 0, 0, 0, nv, a);
+                    } else if (u + 1 < ho) { /* tap rows 2 (output row u) and 0 (output row u + 1) */
+                        bis_row(ru, wodd[ch][2], weven[ch][2], ring + ((u + 1) & 1) * 4 * MT_BIS_LEN + ch * MT_BIS_LEN,
+                                wodd[ch][0], weven[ch][0], nv, a);
+                    } else {
+                        bis_row(ru, wodd[ch][2], weven[ch][2], 0, 0, 0, nv, a);
+                    }
+                }
+                for (x = 0; x < w; ++x) {
+                    const int32_t a0 = acc[x], a1 = acc[MT_BIS_W + 1 + x], a2 = acc[2 * (MT_BIS_W + 1) + x],
+                                  a3 = acc[3 * (MT_BIS_W + 1) + x];
+                    BWD_IN_RANGE(a0);
+                    BWD_IN_RANGE(a1);
+                    BWD_IN_RANGE(a2);
+                    BWD_IN_RANGE(a3);
+                    if (store) {
+                        mt_write_s8x4(py + x * c_n, bwd_in_pack_err(a0, a1, a2, a3, multiplier, rsh, c1));
+                    }
+                }
+            }
+        }
+    }
+    *lo = vmin;
+    *hi = vmax;
+}
+
+static MT_NOINLINE void bis_quads_s8(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
+                                     const mt_dims *f_d, const int8_t *filter, const mt_dims *in_d, int32_t multiplier,
+                                     int32_t shift, int8_t *e_x, int32_t *lo, int32_t *hi)
+{
+    bis_quads_body(p, out_d, e16, f_d, filter, in_d, multiplier, shift, e_x, lo, hi, 1);
+}
+
+static MT_NOINLINE void bis_quads_range(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
+                                        const mt_dims *f_d, const int8_t *filter, const mt_dims *in_d, int32_t *lo,
+                                        int32_t *hi)
+{
+    bis_quads_body(p, out_d, e16, f_d, filter, in_d, 0, 0, 0, lo, hi, 0);
+}
+
+/*
+ * 5x5 and 7x7 kernels at stride 2 with padding (k - 1) / 2 (MCUNet's block 3): the same parity
+ * split, each input row's tap rows i = y + pad - 2 oy and, per column parity r of x = 2v + r, the
+ * tap columns r + pad - 2d of output columns v + d; d runs over -1 .. 2, so two error pairs of a
+ * channel's row, (e[v - 1], e[v]) and (e[v + 1], e[v + 2]), serve both inputs 2v and 2v + 1 with
+ * two SMLADs each (weights outside the kernel are zero halves). The error rows of four channels
+ * lie in a ring of four (row oy in slot oy & 3) behind one zero column; an input row adds its tap
+ * rows one after the other into the row's accumulators.
+ */
+/* Whether the 5x5 / 7x7 stride-2 body takes the layer (see above). */
+static int bik_fits(const mt_conv_params *p, const mt_dims *in_d, const mt_dims *out_d, const mt_dims *f_d)
+{
+    const int32_t k = f_d->w;
+    return p->stride_h == 2 && p->stride_w == 2 && f_d->h == k && (k == 5 || k == 7) && p->pad_top == (k - 1) / 2 &&
+           p->pad_left == (k - 1) / 2 && in_d->w <= MT_BIS_W && out_d->w == (in_d->w - 1) / 2 + 1 &&
+           out_d->h == (in_d->h - 1) / 2 + 1;
+}
+
+/* Kernel weight w[i, j] of f as an int16 half, 0 outside the kernel's k columns. */
+MT_INLINE uint32_t bik_w(const int8_t *f, int32_t i, int32_t j, int32_t k)
+{
+    return j >= 0 && j < k ? (uint32_t)(int32_t)f[i * k + j] & 0xFFFFu : 0u;
+}
+
+/* One tap row's products of a channel's error row e (pointing at e[v - 1] for v = 0) into the nv
+ * even and odd inputs' accumulators acc[2v], acc[2v + 1] (first: set them, else add); wt: the even
+ * inputs' pairs for (e[v - 1], e[v]) and (e[v + 1], e[v + 2]), then the odd inputs'. */
+static MT_NOINLINE void bik_row(const int16_t *e, const int32_t *wt, int32_t nv, int32_t *acc, int first)
+{
+    const int32_t we0 = wt[0], we1 = wt[1], wo0 = wt[2], wo1 = wt[3];
+    int32_t v;
+    if (first) {
+        for (v = 0; v < nv; ++v, e += 1, acc += 2) {
+            const int32_t p0 = mt_read_s16x2(e), p1 = mt_read_s16x2(e + 2);
+            acc[0] = mt_smlad(p1, we1, mt_smlad(p0, we0, 0));
+            acc[1] = mt_smlad(p1, wo1, mt_smlad(p0, wo0, 0));
+        }
+        return;
+    }
+    for (v = 0; v < nv; ++v, e += 1, acc += 2) {
+        const int32_t p0 = mt_read_s16x2(e), p1 = mt_read_s16x2(e + 2);
+        acc[0] = mt_smlad(p1, we1, mt_smlad(p0, we0, acc[0]));
+        acc[1] = mt_smlad(p1, wo1, mt_smlad(p0, wo0, acc[1]));
+    }
+}
+
+MT_INLINE void bik_quads_body(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16, const mt_dims *f_d,
+                              const int8_t *filter, const mt_dims *in_d, int32_t multiplier, int32_t shift,
+                              int8_t *e_x, int32_t *lo, int32_t *hi, const int store)
+{
+    const int32_t h = in_d->h, w = in_d->w, c_n = in_d->c, ho = out_d->h, wo = out_d->w, nv = (w + 1) / 2;
+    const int32_t k = f_d->w, kk = k * k, pad = (k - 1) / 2;
+    const int32_t rsh = store ? -1 - shift : 1, c1 = (int32_t)((uint32_t)1 << (rsh - 1));
+    int16_t ring[4 * 4 * MT_BIK_LEN];
+    int32_t acc[4 * (MT_BIS_W + 1)];
+    int32_t wt[4][7][4]; /* per channel and tap row: the even inputs' two pairs, the odd inputs' two */
+    int32_t vmin = *lo, vmax = *hi;
+    uint32_t tb = vmin <= vmax ? (uint32_t)vmin : (uint32_t)INT32_MIN;
+    uint32_t span = vmin <= vmax ? (uint32_t)vmax - (uint32_t)vmin : 0u;
+    int32_t c0, ch, n, y, x, i, r, m, dy;
+    (void)p; /* bik_fits fixed the geometry */
+    memset(ring, 0, sizeof ring); /* the zero columns stay */
+    for (c0 = 0; c0 + 4 <= c_n; c0 += 4) {
+        for (ch = 0; ch < 4; ++ch) {
+            const int8_t *f = filter + (c0 + ch) * kk;
+            for (i = 0; i < k; ++i) {
+                for (r = 0; r < 2; ++r) {
+                    for (m = 0; m < 2; ++m) { /* output columns v + d and v + d + 1, d = 2m - 1 */
+                        const int32_t j = r + pad - 2 * (2 * m - 1);
+                        wt[ch][i][2 * r + m] = (int32_t)(bik_w(f, i, j, k) | (bik_w(f, i, j - 2, k) << 16));
+                    }
+                }
+            }
+        }
+        for (n = 0; n < in_d->n; ++n) {
+            const int16_t *image = e16 + n * ho * wo * c_n + c0;
+            int32_t have = -1; /* the last error row in the ring */
+            for (y = 0; y < h; ++y) {
+                const int32_t u = y >> 1, ry = y & 1;
+                int8_t *py = store ? e_x + ((n * h + y) * w) * c_n + c0 : 0;
+                int first = 1;
+                for (; have < u + 2 && have + 1 < ho; ++have) {
+                    bik_fill(ring + ((have + 1) & 3) * 4 * MT_BIK_LEN + 1, image + (have + 1) * wo * c_n, wo, c_n);
+                }
+                for (dy = -1; dy <= 2; ++dy) { /* tap row i of output row u + dy */
+                    const int32_t ti = ry + pad - 2 * dy, oy = u + dy;
+                    if (ti < 0 || ti >= k || oy < 0 || oy >= ho) {
+                        continue;
+                    }
+                    for (ch = 0; ch < 4; ++ch) {
+                        bik_row(ring + (oy & 3) * 4 * MT_BIK_LEN + ch * MT_BIK_LEN, wt[ch][ti], nv,
+                                acc + ch * (MT_BIS_W + 1), first);
+                    }
+                    first = 0;
+                }
+                for (x = 0; x < w; ++x) {
+                    const int32_t a0 = first ? 0 : acc[x], a1 = first ? 0 : acc[MT_BIS_W + 1 + x];
+                    const int32_t a2 = first ? 0 : acc[2 * (MT_BIS_W + 1) + x], a3 = first ? 0 : acc[3 * (MT_BIS_W + 1) + x];
+                    BWD_IN_RANGE(a0);
+                    BWD_IN_RANGE(a1);
+                    BWD_IN_RANGE(a2);
+                    BWD_IN_RANGE(a3);
+                    if (store) {
+                        mt_write_s8x4(py + x * c_n, bwd_in_pack_err(a0, a1, a2, a3, multiplier, rsh, c1));
+                    }
+                }
+            }
+        }
+    }
+    *lo = vmin;
+    *hi = vmax;
+}
+
+static MT_NOINLINE void bik_quads_s8(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
+                                     const mt_dims *f_d, const int8_t *filter, const mt_dims *in_d, int32_t multiplier,
+                                     int32_t shift, int8_t *e_x, int32_t *lo, int32_t *hi)
+{
+    bik_quads_body(p, out_d, e16, f_d, filter, in_d, multiplier, shift, e_x, lo, hi, 1);
+}
+
+static MT_NOINLINE void bik_quads_range(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
+                                        const mt_dims *f_d, const int8_t *filter, const mt_dims *in_d, int32_t *lo,
+                                        int32_t *hi)
+{
+    bik_quads_body(p, out_d, e16, f_d, filter, in_d, 0, 0, 0, lo, hi, 0);
+}
 #undef BWD_IN_RANGE
 #undef BWD_IN_TAP
 #undef BWD_IN_STEP
@@ -483,8 +1158,45 @@ mt_status mt_grouped_conv2d_bwd_in_s8_s16(const mt_conv_params *params,
         params->groups == input_dims->c && filter_dims->c == 1 && filter_dims->n == input_dims->c &&
         output_dims->c == input_dims->c && params->stride_h >= 1 && params->stride_w >= 1 &&
         filter_dims->h * filter_dims->w <= MT_DW_TAPS_MAX) {
-        int32_t c;
-        for (c = 0; c + 4 <= input_dims->c; c += 4) {
+        int32_t c = 0;
+        if (!e_real && (!e_x || bwd_in_fast_ok(multiplier, shift)) &&
+            bip_fits(params, input_dims, output_dims, filter_dims)) { /* every quad at once */
+            if (e_x) {
+                bip_quads_s8(params, output_dims, e16, filter_dims, filter, input_dims, multiplier, shift, e_x, acc_min,
+                             acc_max);
+            } else {
+                bip_quads_range(params, output_dims, e16, filter_dims, filter, input_dims, acc_min, acc_max);
+            }
+            c = input_dims->c & ~3;
+        } else if (!e_real && (!e_x || bwd_in_fast_ok(multiplier, shift)) &&
+                   bir_fits(params, input_dims, output_dims, filter_dims)) {
+            if (e_x) {
+                bir_quads_s8(params, output_dims, e16, filter_dims, filter, input_dims, multiplier, shift, e_x, acc_min,
+                             acc_max);
+            } else {
+                bir_quads_range(params, output_dims, e16, filter_dims, filter, input_dims, acc_min, acc_max);
+            }
+            c = input_dims->c & ~3;
+        } else if (!e_real && (!e_x || bwd_in_fast_ok(multiplier, shift)) &&
+                   bis_fits(params, input_dims, output_dims, filter_dims)) {
+            if (e_x) {
+                bis_quads_s8(params, output_dims, e16, filter_dims, filter, input_dims, multiplier, shift, e_x, acc_min,
+                             acc_max);
+            } else {
+                bis_quads_range(params, output_dims, e16, filter_dims, filter, input_dims, acc_min, acc_max);
+            }
+            c = input_dims->c & ~3;
+        } else if (!e_real && (!e_x || bwd_in_fast_ok(multiplier, shift)) &&
+                   bik_fits(params, input_dims, output_dims, filter_dims)) {
+            if (e_x) {
+                bik_quads_s8(params, output_dims, e16, filter_dims, filter, input_dims, multiplier, shift, e_x, acc_min,
+                             acc_max);
+            } else {
+                bik_quads_range(params, output_dims, e16, filter_dims, filter, input_dims, acc_min, acc_max);
+            }
+            c = input_dims->c & ~3;
+        }
+        for (; c + 4 <= input_dims->c; c += 4) {
             if (e_x && bwd_in_fast_ok(multiplier, shift)) {
                 bwd_in_quad_s8(params, output_dims, e16, filter_dims, filter, input_dims, multiplier, shift, e_x,
                                acc_min, acc_max, c);

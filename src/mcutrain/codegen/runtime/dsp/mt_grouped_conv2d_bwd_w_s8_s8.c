@@ -16,6 +16,8 @@
  * four SMLAD add them), a range that starts or ends on an odd position with one more pair whose
  * missing partner is an input of z_x (x - z_x = 0). The quad's sums live in a tap-major block
  * on the stack, added into g once per quad; channels past the last quad take the plain loop.
+ * Maps of at most MT_BWP_PAIRS output position pairs (up to 4x4 outputs) take the plane body
+ * below (bwp_quads) instead, whose per-tap cost is one LDR and one SMLAD per position pair.
  * NOTE: each g element sums one product per output position, |e * (x - z_x)| <= 127 * 255, so
  * int32 holds batch * positions <= 66311 products (the exporter checks the bound) in any order;
  * SMLAD wraps like int32 and never needs to.
@@ -284,6 +286,295 @@ static void bwd_w_single(const mt_conv_params *p,
         }
     }
 }
+
+/*
+ * Small maps (at most MT_BWP_PAIRS position pairs: up to 4x4 outputs) have too few positions per
+ * tap for the pair loop above to pay its per-tap cost, so they take a plane body instead. Per
+ * channel quad and sample the four channels' inputs are widened once into zero-padded int16
+ * planes of x - z_x (at stride 2 each row holds its even columns, then its odd ones), so that a
+ * tap reads each position pair (x[p], x[p + 1]) of a channel with one LDR, padding included (its
+ * zeros add nothing: no odd ends and no per-tap ranges); each channel's errors become its position
+ * pairs (e[ox], e[ox + 1]) (an odd last one with a zero partner), which stay in registers while
+ * the channel's taps run, one SMLAD per pair straight into g.
+ */
+#define MT_BWP_COLS 16  /* int16 columns of a plane row (stride 2: 8 even, then 8 odd) */
+#define MT_BWP_ROWS 10  /* plane rows: (ho - 1) * stride + kh <= 10 */
+#define MT_BWP_PAIRS 8  /* the most position pairs: 4 output rows of 2 */
+#define MT_BWP_WIDEN 40 /* the most input pairs widened: rows * cols <= 80 inputs */
+#define MT_BWP_PLANE (MT_BWP_ROWS * MT_BWP_COLS)
+
+/* The int16 offset of padded column x in a plane row at stride s (1 or 2). */
+MT_INLINE int32_t bwp_col(int32_t x, int32_t s)
+{
+    return s == 1 ? x : (x & 1) * (MT_BWP_COLS / 2) + (x >> 1);
+}
+
+/* Whether the plane body takes the layer: equal strides of 1 or 2, at most MT_BWP_PAIRS position
+ * pairs, and every padded input a tap reads inside the planes. */
+static int bwp_fits(const mt_conv_params *p, const mt_dims *in_d, const mt_dims *out_d, const mt_dims *f_d)
+{
+    const int32_t s = p->stride_h, nq = (out_d->w + 1) / 2;
+    return s == p->stride_w && s <= 2 && out_d->h * nq <= MT_BWP_PAIRS && p->pad_top >= 0 && p->pad_left >= 0 &&
+           (out_d->h - 1) * s + f_d->h <= MT_BWP_ROWS && s * (2 * nq - 1) + f_d->w <= MT_BWP_COLS &&
+           in_d->h * in_d->w <= 2 * MT_BWP_WIDEN;
+}
+
+/* The widening of a layer's inputs into the planes, listed once per layer: per entry the byte
+ * offset of an input from the sample's first input of the quad and the int16 offset of its column
+ * in channel c0's plane; pairs are inputs s apart in one row (neighbours in a plane row). */
+typedef struct {
+    int32_t n_pairs, n_singles;
+    int32_t pairs[MT_BWP_WIDEN][2];
+    int32_t singles[2 * MT_BWP_ROWS][2];
+} bwp_widening;
+
+/* The inputs of each plane row a tap reads (rows, of cols inputs), at stride 2 each column parity
+ * r in turn, as pairs and a last single (see bwp_widening); bwp_fits bounds their count. */
+static void bwp_list_widening(const mt_conv_params *p, int32_t h, int32_t w, int32_t c_n, int32_t rows, int32_t cols,
+                              bwp_widening *wl)
+{
+    const int32_t s = p->stride_w;
+    int32_t iy, ix, r;
+    wl->n_pairs = wl->n_singles = 0;
+    for (iy = 0; iy < h && iy + p->pad_top < rows; ++iy) {
+        for (r = 0; r < s; ++r) {
+            for (ix = r; ix < cols; ix += 2 * s) {
+                int32_t *d = ix + s < cols ? wl->pairs[wl->n_pairs++] : wl->singles[wl->n_singles++];
+                d[0] = (iy * w + ix) * c_n;
+                d[1] = (iy + p->pad_top) * MT_BWP_COLS + bwp_col(ix + p->pad_left, s);
+            }
+        }
+    }
+}
+
+/* One sample's inputs of channels [c0, c0 + 4) (xb: its first input at c0) into the planes pl
+ * (channel c0 + c at pl + c * MT_BWP_PLANE), centred by zz (-z_x in both halves): per pair of
+ * inputs s apart (sc bytes), per channel one int16 pair word (PKH, SXTAB16) stored with one STR. */
+static void bwp_widen(const int8_t *xb, const bwp_widening *wl, int32_t sc, int32_t zz, int16_t *pl)
+{
+    const int32_t(*d)[2] = wl->pairs, (*end)[2] = wl->pairs + wl->n_pairs;
+    int32_t k;
+    for (; d < end; ++d) {
+        const int8_t *px = xb + (*d)[0];
+        int16_t *pd = pl + (*d)[1];
+        const int32_t va = mt_read_s8x4(px), vb = mt_read_s8x4(px + sc);
+        const int32_t lo = mt_pkhbt(va, vb), hi = mt_pkhtb(va, vb);
+        mt_write_s16x2(pd, mt_sxtab16(zz, lo));
+        mt_write_s16x2(pd + MT_BWP_PLANE, mt_sxtab16_ror8(zz, lo));
+        mt_write_s16x2(pd + 2 * MT_BWP_PLANE, mt_sxtab16(zz, hi));
+        mt_write_s16x2(pd + 3 * MT_BWP_PLANE, mt_sxtab16_ror8(zz, hi));
+    }
+    for (k = 0; k < wl->n_singles; ++k) {
+        const int32_t v = mt_read_s8x4(xb + wl->singles[k][0]);
+        const int32_t lo = mt_sxtab16(zz, v), hi = mt_sxtab16_ror8(zz, v);
+        int16_t *pd = pl + wl->singles[k][1];
+        pd[0] = (int16_t)lo;
+        pd[MT_BWP_PLANE] = (int16_t)hi;
+        pd[2 * MT_BWP_PLANE] = (int16_t)(lo >> 16);
+        pd[3 * MT_BWP_PLANE] = (int16_t)(hi >> 16);
+    }
+}
+
+/* One sample's errors of channels [c0, c0 + 4) (eb: its first at c0) as position pairs,
+ * ep[c * MT_BWP_PAIRS + n] for pair n = oy * nq + q of channel c0 + c, and their bias sums into b.
+ * With an even wo the caller passes the map as one row (no pair crosses a row). */
+static void bwp_errors(const int8_t *eb, int32_t ho, int32_t wo, int32_t c_n, int32_t *ep, int32_t *b)
+{
+    int32_t b0 = b[0], b1 = b[1], b2 = b[2], b3 = b[3];
+    int32_t oy, ox;
+    for (oy = 0; oy < ho; ++oy) {
+        const int8_t *pe = eb + oy * wo * c_n;
+        for (ox = 0; ox < wo; ox += 2, pe += 2 * c_n, ++ep) {
+            int32_t pq[4];
+            bwd_w_error_pair(mt_read_s8x4(pe), ox + 1 < wo ? mt_read_s8x4(pe + c_n) : 0, pq);
+            ep[0] = pq[0];
+            ep[MT_BWP_PAIRS] = pq[1];
+            ep[2 * MT_BWP_PAIRS] = pq[2];
+            ep[3 * MT_BWP_PAIRS] = pq[3];
+            b0 = bwd_w_add_halves(pq[0], b0);
+            b1 = bwd_w_add_halves(pq[1], b1);
+            b2 = bwd_w_add_halves(pq[2], b2);
+            b3 = bwd_w_add_halves(pq[3], b3);
+        }
+    }
+    b[0] = b0;
+    b[1] = b1;
+    b[2] = b2;
+    b[3] = b3;
+}
+
+/* The taps of rows [i_lo, i_hi) of one channel (pl: its plane, ec: its np error pairs, nq to an
+ * output row): g[i * kw + j] += the products of every position pair. */
+static void bwp_taps(const int16_t *pl, const int32_t *ec, int32_t np, int32_t nq, int32_t s, int32_t kw,
+                     int32_t i_lo, int32_t i_hi, int32_t *g)
+{
+    int32_t i, j, n;
+    for (i = i_lo; i < i_hi; ++i) {
+        for (j = 0; j < kw; ++j) {
+            const int16_t *pt = pl + i * MT_BWP_COLS + bwp_col(j, s);
+            int32_t acc = g[i * kw + j];
+            for (n = 0; n < np; ++n) {
+                acc = mt_smlad(mt_read_s16x2(pt + (n / nq) * s * MT_BWP_COLS + 2 * (n % nq)), ec[n], acc);
+            }
+            g[i * kw + j] = acc;
+        }
+    }
+}
+
+#if defined(MT_DSP_NATIVE)
+/*
+ * The native tap rows of the common small maps (square kernels of 3, 5 and 7): every tap of a
+ * kernel row unrolled (assembler .rept, bwp_j the tap column, bwp_col its first pair's byte
+ * offset in the plane row), the pairs' offsets immediates, so a tap is one LDR and one SMLAD per
+ * position pair between the load and the store of its g element, and a kernel row adds four.
+ * 4x4 outputs (8 pairs): one channel a call, its pairs in 8 registers. 2x2 outputs (2 pairs):
+ * the quad's four channels in one call (their planes MT_BWP_PLANE apart, their g elements kk apart).
+ */
+typedef void (*bwp_rows_fn)(const int16_t *p, const int32_t *ec, int32_t *g, const int32_t *g_end);
+
+#define BWP_COL1 "(2 * bwp_j)"
+#define BWP_COL2 "((bwp_j & 1) * 16 + (bwp_j >> 1) * 2)"
+#define BWP_STR1(X) #X
+#define BWP_STR(X) BWP_STR1(X) /* X expanded, as a string */
+#define BWP_MAC(OFF, E) "ldr %[x], [%[p], #bwp_col + " OFF "]\n\tsmlad %[s], %[x], %[" E "], %[s]\n\t"
+#define BWP_TAP(G, MACS) "ldr %[s], [%[g], #" G "]\n\t" MACS "str %[s], [%[g], #" G "]\n\t"
+#define BWP_ROWS_ASM(KW, S, COL, TAP)                                                                      \
+    ".set bwp_rs, " #S " * 32\n\t"                                                                          \
+    ".set bwp_kk4, 4 * " #KW " * " #KW "\n\t"                                                               \
+    "1:\n\t"                                                                                                \
+    ".set bwp_j, 0\n\t"                                                                                     \
+    ".rept " #KW "\n\t"                                                                                     \
+    ".set bwp_col, " COL "\n\t" TAP ".set bwp_j, bwp_j + 1\n\t"                                             \
+    ".endr\n\t"                                                                                             \
+    "add %[p], %[p], #32\n\t"                                                                               \
+    "add %[g], %[g], #4 * " #KW "\n\t"                                                                      \
+    "cmp %[g], %[ge]\n\t"                                                                                   \
+    "bne 1b"
+#define BWP_OPERANDS                                                                                        \
+    : [p] "+r"(p), [g] "+r"(g), [s] "=&r"(s), [x] "=&r"(x)                                                 \
+    : [e0] "r"(e0), [e1] "r"(e1), [e2] "r"(e2), [e3] "r"(e3), [e4] "r"(e4), [e5] "r"(e5), [e6] "r"(e6),     \
+      [e7] "r"(e7), [ge] "r"(g_end)                                                                          \
+    : "cc", "memory"
+/* one channel, 4 output rows of 2 pairs: pair n = 2 oy + q at oy * bwp_rs + 4 q */
+#define BWP_TAP8                                                                                            \
+    BWP_TAP("4 * bwp_j", BWP_MAC("0", "e0") BWP_MAC("4", "e1") BWP_MAC("bwp_rs", "e2")                      \
+                             BWP_MAC("bwp_rs + 4", "e3") BWP_MAC("2 * bwp_rs", "e4")                        \
+                             BWP_MAC("2 * bwp_rs + 4", "e5") BWP_MAC("3 * bwp_rs", "e6")                    \
+                             BWP_MAC("3 * bwp_rs + 4", "e7"))
+/* four channels, 2 output rows of 1 pair: channel c's pairs e(2c), e(2c + 1) */
+#define BWP_TAP2(C, EA, EB)                                                                                 \
+    BWP_TAP(C " * bwp_kk4 + 4 * bwp_j", BWP_MAC(C " * 2 * " BWP_STR(MT_BWP_PLANE), EA)                       \
+                                            BWP_MAC(C " * 2 * " BWP_STR(MT_BWP_PLANE) " + bwp_rs", EB))
+#define BWP_QUAD2 BWP_TAP2("0", "e0", "e1") BWP_TAP2("1", "e2", "e3") BWP_TAP2("2", "e4", "e5") BWP_TAP2("3", "e6", "e7")
+/* E: the stride of the error pairs' groups of two in ec (one channel: 2; the quad: MT_BWP_PAIRS) */
+#define BWP_ROWS(NAME, KW, S, COL, TAP, E)                                                                 \
+    static void NAME(const int16_t *p, const int32_t *ec, int32_t *g, const int32_t *g_end)                \
+    {                                                                                                       \
+        const int32_t e0 = ec[0], e1 = ec[1], e2 = ec[E], e3 = ec[E + 1], e4 = ec[2 * E],                  \
+                      e5 = ec[2 * E + 1], e6 = ec[3 * E], e7 = ec[3 * E + 1];                              \
+        int32_t s, x;                                                                                       \
+        __asm__ volatile(BWP_ROWS_ASM(KW, S, COL, TAP) BWP_OPERANDS);                                       \
+    }
+
+BWP_ROWS(bwp_rows8_k3s1, 3, 1, BWP_COL1, BWP_TAP8, 2)
+BWP_ROWS(bwp_rows8_k5s1, 5, 1, BWP_COL1, BWP_TAP8, 2)
+BWP_ROWS(bwp_rows8_k7s1, 7, 1, BWP_COL1, BWP_TAP8, 2)
+BWP_ROWS(bwp_rows8_k3s2, 3, 2, BWP_COL2, BWP_TAP8, 2)
+BWP_ROWS(bwp_quad2_k3s1, 3, 1, BWP_COL1, BWP_QUAD2, MT_BWP_PAIRS)
+BWP_ROWS(bwp_quad2_k5s1, 5, 1, BWP_COL1, BWP_QUAD2, MT_BWP_PAIRS)
+BWP_ROWS(bwp_quad2_k7s1, 7, 1, BWP_COL1, BWP_QUAD2, MT_BWP_PAIRS)
+BWP_ROWS(bwp_quad2_k3s2, 3, 2, BWP_COL2, BWP_QUAD2, MT_BWP_PAIRS)
+BWP_ROWS(bwp_quad2_k5s2, 5, 2, BWP_COL2, BWP_QUAD2, MT_BWP_PAIRS)
+BWP_ROWS(bwp_quad2_k7s2, 7, 2, BWP_COL2, BWP_QUAD2, MT_BWP_PAIRS)
+
+/* The native tap rows for ho output rows of nq pairs and a square kernel of kw at stride s, 0:
+ * none (bwp_taps); *quad: whether one call takes the quad's four channels. (4 output rows at stride
+ * 2 need more than MT_BWP_ROWS plane rows past a 3x3 kernel.) */
+static bwp_rows_fn bwp_native(int32_t ho, int32_t nq, int32_t kh, int32_t kw, int32_t s, int *quad)
+{
+    static const bwp_rows_fn rows8[2][3] = {{bwp_rows8_k3s1, bwp_rows8_k5s1, bwp_rows8_k7s1},
+                                            {bwp_rows8_k3s2, 0, 0}};
+    static const bwp_rows_fn quad2[2][3] = {{bwp_quad2_k3s1, bwp_quad2_k5s1, bwp_quad2_k7s1},
+                                            {bwp_quad2_k3s2, bwp_quad2_k5s2, bwp_quad2_k7s2}};
+    *quad = ho == 2;
+    if (kh != kw || (kw != 3 && kw != 5 && kw != 7) || !((ho == 4 && nq == 2) || (ho == 2 && nq == 1))) {
+        return 0;
+    }
+    return (ho == 4 ? rows8 : quad2)[s - 1][(kw - 3) / 2];
+}
+#endif /* MT_DSP_NATIVE */
+
+/* The taps of one sample's channel quad [c0, c0 + 4) from its planes pl and error pairs ep into
+ * grad (g0: channel c0's kk elements). */
+MT_INLINE void bwp_quad_taps(const int16_t *pl, const int32_t *ep, int32_t np, int32_t nq, int32_t s, int32_t kw,
+                             int32_t kk, int32_t i_lo, int32_t i_hi, int32_t *g0)
+{
+    int32_t k;
+    for (k = 0; k < 4; ++k) {
+        bwp_taps(pl + k * MT_BWP_PLANE, ep + k * MT_BWP_PAIRS, np, nq, s, kw, i_lo, i_hi, g0 + k * kk);
+    }
+}
+
+/* Every channel quad of a layer bwp_fits takes (see above); the channels past the last quad are the caller's. */
+static MT_NOINLINE void bwp_quads(const mt_conv_params *p,
+                                  const mt_dims *in_d,
+                                  const int8_t *input,
+                                  const mt_dims *out_d,
+                                  const int8_t *e,
+                                  const mt_dims *f_d,
+                                  int32_t *grad,
+                                  int32_t *grad_bias)
+{
+    const int32_t h = in_d->h, w = in_d->w, c_n = in_d->c, kh = f_d->h, kw = f_d->w, kk = kh * kw;
+    const int32_t ho = out_d->h, wo = out_d->w, s = p->stride_h, nq = (wo + 1) / 2, np = ho * nq;
+    const int32_t zx = p->input_zero_point;
+    const int32_t zz = (int32_t)(((uint32_t)(-zx) & 0xFFFFu) | ((uint32_t)(-zx) << 16));
+    /* the tap rows some output row reaches inside the image */
+    const int32_t i_lo = p->pad_top - (ho - 1) * s > 0 ? p->pad_top - (ho - 1) * s : 0;
+    const int32_t i_hi = h + p->pad_top < kh ? h + p->pad_top : kh;
+    /* errors as one row when no pair crosses a row */
+    const int32_t e_rows = wo & 1 ? ho : 1, e_cols = wo & 1 ? wo : ho * wo;
+#if defined(MT_DSP_NATIVE)
+    int quad;
+    const bwp_rows_fn rows_fn = bwp_native(ho, nq, kh, kw, s, &quad);
+#endif
+    int16_t pl[4 * MT_BWP_PLANE]; /* zero padding, written once; each quad rewrites the inputs */
+    int32_t ep[4 * MT_BWP_PAIRS];
+    bwp_widening wl;
+    int32_t c0, n, k;
+    if (i_lo >= i_hi) {
+        return;
+    }
+    bwp_list_widening(p, h, w, c_n, (ho - 1) * s + kh, w < MT_BWP_COLS - p->pad_left ? w : MT_BWP_COLS - p->pad_left,
+                      &wl);
+    memset(pl, 0, sizeof pl);
+    for (c0 = 0; c0 + 4 <= c_n; c0 += 4) {
+        int32_t b[4] = {0, 0, 0, 0};
+        int32_t *g0 = grad + c0 * kk;
+        for (n = 0; n < in_d->n; ++n) {
+            bwp_widen(input + n * h * w * c_n + c0, &wl, s * c_n, zz, pl);
+            bwp_errors(e + n * ho * wo * c_n + c0, e_rows, e_cols, c_n, ep, b);
+#if defined(MT_DSP_NATIVE)
+            if (rows_fn && quad) {
+                rows_fn(pl + i_lo * MT_BWP_COLS, ep, g0 + i_lo * kw, g0 + i_hi * kw);
+                continue;
+            }
+            if (rows_fn) {
+                for (k = 0; k < 4; ++k) {
+                    int32_t *g = g0 + k * kk;
+                    rows_fn(pl + k * MT_BWP_PLANE + i_lo * MT_BWP_COLS, ep + k * MT_BWP_PAIRS, g + i_lo * kw,
+                            g + i_hi * kw);
+                }
+                continue;
+            }
+#endif
+            bwp_quad_taps(pl, ep, np, nq, s, kw, kk, i_lo, i_hi, g0);
+        }
+        for (k = 0; k < 4; ++k) {
+            grad_bias[c0 + k] += b[k];
+        }
+    }
+}
 #endif /* MT_DSP */
 
 mt_status mt_grouped_conv2d_bwd_w_s8_s8(const mt_conv_params *params,
@@ -301,8 +592,12 @@ mt_status mt_grouped_conv2d_bwd_w_s8_s8(const mt_conv_params *params,
         output_dims->c == input_dims->c && params->stride_h >= 1 && params->stride_w >= 1 &&
         filter_dims->w <= MT_BWW_KW && filter_dims->h * filter_dims->w <= MT_BWW_KK) {
         int32_t c, tap_lo[MT_BWW_KW], tap_hi[MT_BWW_KW];
-        bwd_w_tap_columns(params, input_dims->w, output_dims->w, filter_dims->w, tap_lo, tap_hi);
-        bwd_w_quads(params, input_dims, input, output_dims, e, filter_dims, grad, grad_bias, tap_lo, tap_hi);
+        if (bwp_fits(params, input_dims, output_dims, filter_dims)) {
+            bwp_quads(params, input_dims, input, output_dims, e, filter_dims, grad, grad_bias);
+        } else {
+            bwd_w_tap_columns(params, input_dims->w, output_dims->w, filter_dims->w, tap_lo, tap_hi);
+            bwd_w_quads(params, input_dims, input, output_dims, e, filter_dims, grad, grad_bias, tap_lo, tap_hi);
+        }
         for (c = input_dims->c & ~3; c < input_dims->c; ++c) {
             bwd_w_single(params, input_dims, input, output_dims, e, filter_dims, grad, grad_bias, c);
         }
