@@ -24,15 +24,19 @@ static MT_NOINLINE void dw_quad(const mt_conv_params *p, const mt_per_channel_qu
     mt_dw_quad(p, q, in_d, x, f_d, w, b, out_d, y, 0, 0, c0, mode, 0);
 }
 
-/* The row body (mt_depthwise_rows_dsp.h) out of line: one call's stack holds one set of its rows. */
+/* The row body (mt_depthwise_rows_dsp.h) out of line, the channel quads below c_end in one call: one
+   call's stack holds one set of its rows. */
 static MT_NOINLINE void dw_rows_quad(const mt_conv_params *p, const mt_per_channel_quant *q, const mt_dims *in_d,
                                      const int8_t *x, const mt_dims *f_d, const int8_t *w, const int32_t *b,
-                                     const mt_dims *out_d, int8_t *y, int32_t c0, int mode)
+                                     const mt_dims *out_d, int8_t *y, int32_t c_end, int mode)
 {
+    int32_t c0;
     if (mode == MT_DW_REQ_FLOOR) { /* the fused body for an output zero point of -128 (every fused relu) */
-        mt_dwf_quad(p, q, in_d, x, f_d, w, b, out_d, y, c0, MT_DW_REQ_FLOOR);
+        mt_dwf_quad(p, q, in_d, x, f_d, w, b, out_d, y, 0, c_end, MT_DW_REQ_FLOOR);
     } else { /* other zero points: the unfused row body (half the Flash of a second fused copy) */
-        mt_dwr_quad(p, q, in_d, x, f_d, w, b, out_d, y, 0, 0, c0, mode, 0);
+        for (c0 = 0; c0 + 4 <= c_end; c0 += 4) {
+            mt_dwr_quad(p, q, in_d, x, f_d, w, b, out_d, y, 0, 0, c0, mode, 0);
+        }
     }
 }
 #endif /* MT_DSP */
@@ -59,13 +63,14 @@ mt_status mt_depthwise_conv2d_fwd_s8(const mt_conv_params *params,
             /* the fused body (zero point -128) from MT_DWF_MIN_W pixels a row, the unfused one above four */
             const int rows = mt_dwr_fits(params, input_dims, filter_dims, output_dims, mode,
                                          mode == MT_DW_REQ_FLOOR ? MT_DWF_MIN_W : 5);
-            int32_t c;
-            for (c = 0; c + 4 <= input_dims->c; c += 4) {
-                if (rows) {
-                    dw_rows_quad(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output, c,
-                                 mode);
-                } else {
-                    dw_quad(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output, c, mode);
+            int32_t c = input_dims->c & ~3;
+            if (rows && c > 0) {
+                dw_rows_quad(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output, c,
+                             mode);
+            } else {
+                for (c = 0; c + 4 <= input_dims->c; c += 4) {
+                    dw_quad(params, quant, input_dims, input, filter_dims, filter, bias, output_dims, output, c,
+                            mode);
                 }
             }
             for (; c < input_dims->c; ++c) {

@@ -407,6 +407,32 @@ MT_INLINE int32_t mt_dwf_min_s8x4(int32_t a, int32_t b)
 #endif /* MT_DSP_NATIVE */
 }
 
+/* n words (a constant) from src to dst, the blocks apart: four words per LDM / STM pair, no call
+   (newlib's memcpy took 92-158 instructions for the 36-66 words of a 5x5 or 7x7 table, these 20-35). */
+MT_INLINE void mt_dwf_copy(int32_t *dst, const int32_t *src, const int n)
+{
+#if defined(MT_DSP_NATIVE)
+    if (n >= 4) {
+        __asm__ volatile(".rept %c[q]\n\t"
+                         "ldmia   %[s]!, {r4, r5, r6, r12}\n\t"
+                         "stmia   %[d]!, {r4, r5, r6, r12}\n\t"
+                         ".endr"
+                         : [s] "+r"(src), [d] "+r"(dst)
+                         : [q] "i"(n / 4)
+                         : "r4", "r5", "r6", "r12", "memory");
+    }
+    if (n & 2) {
+        const int32_t a = src[0], b = src[1];
+        dst[0] = a, dst[1] = b, src += 2, dst += 2;
+    }
+    if (n & 1) {
+        dst[0] = src[0];
+    }
+#else  /* !MT_DSP_NATIVE */
+    memcpy(dst, src, (size_t)n * sizeof(int32_t));
+#endif /* MT_DSP_NATIVE */
+}
+
 /* The weight table of one channel (see above): rows j < 2 kw - 1 hold kernel row j mod kw, as the
    pairs (A_m, B_m) of mt_dwr_pairs at stride 1 or A_m alone at stride 2, then (m, c1, sh). */
 MT_INLINE void mt_dwf_table(const int8_t *f, const int kw, const int k, const int s, int32_t rm, int32_t rc1,
@@ -432,7 +458,7 @@ MT_INLINE void mt_dwf_table(const int8_t *f, const int kw, const int k, const in
         row[npair + 1] = rc1;
         row[npair + 2] = rsh;
     }
-    memcpy(row, t, (size_t)((kw - 1) * rw) * sizeof(int32_t)); /* rows kw ... 2 kw - 2: rows 0 ... kw - 2 again */
+    mt_dwf_copy(row, t, (kw - 1) * rw); /* rows kw ... 2 kw - 2: rows 0 ... kw - 2 again */
 }
 
 #if defined(MT_DSP_NATIVE)
@@ -891,13 +917,14 @@ MT_INLINE void mt_dwf_row4(const int32_t *px, const int32_t *pw, const int32_t *
     }
 }
 
-/* Channels [c0, c0 + 4) over every output position (mt_dwr_fits holds) in requantization form `mode`,
-   without extremes: the ring of widened rows, the fused group loop, the per-row store. The kernel
-   width and stride are constants (one copy per pair: no dispatch per channel and output row). */
+/* The channel quads [c0, c0 + 4), [c0 + 4, c0 + 8) ... below c_end over every output position (mt_dwr_fits
+   holds) in requantization form `mode`, without extremes: the ring of widened rows, the fused group loop,
+   the per-row store. The kernel width and stride are constants (one copy per pair: no dispatch per
+   channel and output row); the quads share one call (its set-up and the padding columns' zeroing). */
 MT_INLINE void mt_dwf_quad_ks(const mt_conv_params *p, const mt_per_channel_quant *q, const mt_dims *in_d,
                               const int8_t *input, const mt_dims *f_d, const int8_t *filter, const int32_t *bias,
-                              const mt_dims *out_d, int8_t *output, int32_t c0, int mode, const int kw,
-                              const int s)
+                              const mt_dims *out_d, int8_t *output, int32_t c0, int32_t c_end, int mode,
+                              const int kw, const int s)
 {
     const int32_t h = in_d->h, w = in_d->w, c_n = in_d->c, wo = out_d->w;
     const int k = kw / 2 + 1, lw = MT_DWF_LW(kw), rw = (s == 1 ? 2 * k : k) + 3, tw = (2 * kw - 1) * rw;
@@ -909,62 +936,66 @@ MT_INLINE void mt_dwf_quad_ks(const mt_conv_params *p, const mt_per_channel_quan
     int32_t wt[MT_DWF_TABLE];
     int32_t stage[MT_DWR_LINE];
     int32_t n, oy, ch, i;
-    for (ch = 0; ch < 4; ++ch) {
-        const int32_t c = c0 + ch, sh = mt_requant_sh(q->shift[c]);
-        mt_dwf_table(filter + c * kw * kw, kw, k, s, mt_requant_mult(q->multiplier[c]),
-                     mt_requant_c1(sh, p->output_zero_point), sh, wt + ch * tw);
-    }
-    mt_dwf_zero_pads(buf, kw, p->pad_left, w, len);
-    for (n = 0; n < in_d->n; ++n) {
-        const int8_t *image = input + n * h * w * c_n + c0;
-        int32_t start = p->pad_top % kw; /* (-iy0) mod kw, iy0 = oy s - pad_top: the window's first slot is kw - start */
-        for (oy = 0; oy < out_d->h; ++oy, start = start >= s ? start - s : start - s + kw) {
-            const int32_t iy0 = oy * s - p->pad_top;
-            int8_t *y = output + ((n * out_d->h + oy) * wo) * c_n + c0;
-            for (i = oy == 0 ? 0 : kw - s; i < kw; ++i) { /* window row i sits in slot (i - start) mod kw */
-                mt_dwf_fill(buf, iy0 + i, i >= start ? i - start : i - start + kw, image, h, w, c_n, zz, p->pad_left,
-                            kw, len);
-            }
-            {
-                /* the window's image rows lie in the slots [a, a + nv) when they do not wrap round the
-                   ring (always so under top padding, where input row 0 is in slot 0): only those run */
-                const int32_t lo = iy0 < 0 ? -iy0 : 0, hi = h - iy0 < kw ? h - iy0 : kw;
-                int32_t a = iy0 < 0 ? 0 : kw - start, nv = hi - lo;
-                a = a == kw ? 0 : a;
-                if (kw == 3 || a + nv > kw || nv < k) { /* 3x3: one row of three saved, less than the copies cost;
-                                                          a wrapped window; fewer rows than the copies take */
-                    a = 0, nv = kw; /* the padding rows are zero slots: all kw rows give the same sums */
+    mt_dwf_zero_pads(buf, kw, p->pad_left, w, len); /* image rows never write these columns */
+    for (; c0 + 4 <= c_end; c0 += 4) {
+        for (ch = 0; ch < 4; ++ch) {
+            const int32_t c = c0 + ch, sh = mt_requant_sh(q->shift[c]);
+            mt_dwf_table(filter + c * kw * kw, kw, k, s, mt_requant_mult(q->multiplier[c]),
+                         mt_requant_c1(sh, p->output_zero_point), sh, wt + ch * tw);
+        }
+        for (n = 0; n < in_d->n; ++n) {
+            const int8_t *image = input + n * h * w * c_n + c0;
+            /* (-iy0) mod kw, iy0 = oy s - pad_top: the window's first slot is kw - start */
+            int32_t start = p->pad_top % kw;
+            for (oy = 0; oy < out_d->h; ++oy, start = start >= s ? start - s : start - s + kw) {
+                const int32_t iy0 = oy * s - p->pad_top;
+                int8_t *y = output + ((n * out_d->h + oy) * wo) * c_n + c0;
+                for (i = oy == 0 ? 0 : kw - s; i < kw; ++i) { /* window row i sits in slot (i - start) mod kw */
+                    mt_dwf_fill(buf, iy0 + i, i >= start ? i - start : i - start + kw, image, h, w, c_n, zz,
+                                p->pad_left, kw, len);
                 }
-                mt_dwf_row4(buf + a * lw, wt + (start + a) * rw, bias + c0, (int8_t *)(void *)stage, groups, kw, k, s,
-                            mode, nv);
+                {
+                    /* the window's image rows lie in the slots [a, a + nv) when they do not wrap round the
+                       ring (always so under top padding, where input row 0 is in slot 0): only those run */
+                    const int32_t lo = iy0 < 0 ? -iy0 : 0, hi = h - iy0 < kw ? h - iy0 : kw;
+                    int32_t a = iy0 < 0 ? 0 : kw - start, nv = hi - lo;
+                    a = a == kw ? 0 : a;
+                    /* 3x3: one row of three saved, less than the copies cost; a wrapped window; fewer rows
+                       than the copies take */
+                    if (kw == 3 || a + nv > kw || nv < k) {
+                        a = 0, nv = kw; /* the padding rows are zero slots: all kw rows give the same sums */
+                    }
+                    mt_dwf_row4(buf + a * lw, wt + (start + a) * rw, bias + c0, (int8_t *)(void *)stage, groups, kw,
+                                k, s, mode, nv);
+                }
+                mt_dwf_store(stage, wo, y, c_n, hi4);
             }
-            mt_dwf_store(stage, wo, y, c_n, hi4);
         }
     }
 }
 
-/* mt_dwf_quad_ks with the layer's kernel width and stride. */
+/* mt_dwf_quad_ks with the layer's kernel width and stride: the channel quads from c0 below c_end. */
 MT_INLINE void mt_dwf_quad(const mt_conv_params *p, const mt_per_channel_quant *q, const mt_dims *in_d,
                            const int8_t *input, const mt_dims *f_d, const int8_t *filter, const int32_t *bias,
-                           const mt_dims *out_d, int8_t *output, int32_t c0, int mode)
+                           const mt_dims *out_d, int8_t *output, int32_t c0, int32_t c_end, int mode)
 {
     const int32_t kw = f_d->w, s = p->stride_w;
     if (kw == 3) {
         if (s == 1) {
-            mt_dwf_quad_ks(p, q, in_d, input, f_d, filter, bias, out_d, output, c0, mode, 3, 1);
+            mt_dwf_quad_ks(p, q, in_d, input, f_d, filter, bias, out_d, output, c0, c_end, mode, 3, 1);
         } else {
-            mt_dwf_quad_ks(p, q, in_d, input, f_d, filter, bias, out_d, output, c0, mode, 3, 2);
+            mt_dwf_quad_ks(p, q, in_d, input, f_d, filter, bias, out_d, output, c0, c_end, mode, 3, 2);
         }
     } else if (kw == 5) {
         if (s == 1) {
-            mt_dwf_quad_ks(p, q, in_d, input, f_d, filter, bias, out_d, output, c0, mode, 5, 1);
+            mt_dwf_quad_ks(p, q, in_d, input, f_d, filter, bias, out_d, output, c0, c_end, mode, 5, 1);
         } else {
-            mt_dwf_quad_ks(p, q, in_d, input, f_d, filter, bias, out_d, output, c0, mode, 5, 2);
+            mt_dwf_quad_ks(p, q, in_d, input, f_d, filter, bias, out_d, output, c0, c_end, mode, 5, 2);
         }
     } else if (s == 1) {
-        mt_dwf_quad_ks(p, q, in_d, input, f_d, filter, bias, out_d, output, c0, mode, 7, 1);
+        mt_dwf_quad_ks(p, q, in_d, input, f_d, filter, bias, out_d, output, c0, c_end, mode, 7, 1);
     } else {
-        mt_dwf_quad_ks(p, q, in_d, input, f_d, filter, bias, out_d, output, c0, mode, 7, 2);
+        mt_dwf_quad_ks(p, q, in_d, input, f_d, filter, bias, out_d, output, c0, c_end, mode, 7, 2);
     }
 }
 
