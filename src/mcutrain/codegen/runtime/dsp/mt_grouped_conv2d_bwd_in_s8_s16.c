@@ -286,17 +286,20 @@ MT_INLINE int32_t bwd_in_pack_err(int32_t a0, int32_t a1, int32_t a2, int32_t a3
         }                                                                                                        \
     } while (0)
 
-/* The extremes of input x's four accumulators, then (store) their errors as one word. */
-#define BWD_IN_EMIT()                                                                                            \
+/* The extremes of one input's four accumulators a0..a3, then (store) their errors as one word at dst. */
+#define BWD_IN_EMIT_AT(dst)                                                                                      \
     do {                                                                                                         \
         BWD_IN_RANGE(a0);                                                                                        \
         BWD_IN_RANGE(a1);                                                                                        \
         BWD_IN_RANGE(a2);                                                                                        \
         BWD_IN_RANGE(a3);                                                                                        \
         if (store) {                                                                                             \
-            mt_write_s8x4(e_x + row_at + x * c_n, bwd_in_pack_err(a0, a1, a2, a3, multiplier, rsh, c1));         \
+            mt_write_s8x4((dst), bwd_in_pack_err(a0, a1, a2, a3, multiplier, rsh, c1));                          \
         }                                                                                                        \
     } while (0)
+
+/* BWD_IN_EMIT_AT for input x of the quad loop's row. */
+#define BWD_IN_EMIT() BWD_IN_EMIT_AT(e_x + row_at + x * c_n)
 
 /*
  * Channels [c0, c0 + 4) to int8 errors with the prepared requantization (bwd_in_fast_ok): the loop
@@ -660,13 +663,7 @@ MT_INLINE void bip_quads_body(const mt_conv_params *p, const mt_dims *out_d, con
             for (t = 0; t < hw; ++t) {
                 const int32_t a0 = acc[t], a1 = acc[MT_BIP_INPUTS + t], a2 = acc[2 * MT_BIP_INPUTS + t],
                               a3 = acc[3 * MT_BIP_INPUTS + t];
-                BWD_IN_RANGE(a0);
-                BWD_IN_RANGE(a1);
-                BWD_IN_RANGE(a2);
-                BWD_IN_RANGE(a3);
-                if (store) {
-                    mt_write_s8x4(px + t * c_n, bwd_in_pack_err(a0, a1, a2, a3, multiplier, rsh, c1));
-                }
+                BWD_IN_EMIT_AT(px + t * c_n);
             }
         }
     }
@@ -802,13 +799,7 @@ MT_INLINE void bir_quads_body(const mt_conv_params *p, const mt_dims *out_d, con
                     for (x = x0; x < x1; ++x) {
                         const int32_t a0 = acc[x - x0], a1 = acc[MT_BIR_CHUNK + x - x0], a2 = acc[2 * MT_BIR_CHUNK + x - x0],
                                       a3 = acc[3 * MT_BIR_CHUNK + x - x0];
-                        BWD_IN_RANGE(a0);
-                        BWD_IN_RANGE(a1);
-                        BWD_IN_RANGE(a2);
-                        BWD_IN_RANGE(a3);
-                        if (store) {
-                            mt_write_s8x4(py + x * c_n, bwd_in_pack_err(a0, a1, a2, a3, multiplier, rsh, c1));
-                        }
+                        BWD_IN_EMIT_AT(py + x * c_n);
                     }
                 }
             }
@@ -959,13 +950,7 @@ MT_INLINE void bis_quads_body(const mt_conv_params *p, const mt_dims *out_d, con
                 for (x = 0; x < w; ++x) {
                     const int32_t a0 = acc[x], a1 = acc[MT_BIS_W + 1 + x], a2 = acc[2 * (MT_BIS_W + 1) + x],
                                   a3 = acc[3 * (MT_BIS_W + 1) + x];
-                    BWD_IN_RANGE(a0);
-                    BWD_IN_RANGE(a1);
-                    BWD_IN_RANGE(a2);
-                    BWD_IN_RANGE(a3);
-                    if (store) {
-                        mt_write_s8x4(py + x * c_n, bwd_in_pack_err(a0, a1, a2, a3, multiplier, rsh, c1));
-                    }
+                    BWD_IN_EMIT_AT(py + x * c_n);
                 }
             }
         }
@@ -1086,13 +1071,7 @@ MT_INLINE void bik_quads_body(const mt_conv_params *p, const mt_dims *out_d, con
                 for (x = 0; x < w; ++x) {
                     const int32_t a0 = first ? 0 : acc[x], a1 = first ? 0 : acc[MT_BIS_W + 1 + x];
                     const int32_t a2 = first ? 0 : acc[2 * (MT_BIS_W + 1) + x], a3 = first ? 0 : acc[3 * (MT_BIS_W + 1) + x];
-                    BWD_IN_RANGE(a0);
-                    BWD_IN_RANGE(a1);
-                    BWD_IN_RANGE(a2);
-                    BWD_IN_RANGE(a3);
-                    if (store) {
-                        mt_write_s8x4(py + x * c_n, bwd_in_pack_err(a0, a1, a2, a3, multiplier, rsh, c1));
-                    }
+                    BWD_IN_EMIT_AT(py + x * c_n);
                 }
             }
         }
