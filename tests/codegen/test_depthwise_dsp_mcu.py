@@ -103,6 +103,12 @@ ERROR_ARGS = {  # kind 2: n h w c kh kw stride pad z_x z_y act_min act_max shift
         [2, 1, 4, 3, 4, 3, 3, 1, 1, 0, 0, -128, 127, -20, -18, 10],
     "plane body, range pass: 5x5 on a 4x4 map": [5, 1, 4, 4, 8, 5, 5, 1, 2, 0, 0, -128, 127, -22, -20, 11],
     "plane body, range pass: 3x3 on a 2x2 map": [5, 2, 2, 2, 4, 3, 3, 1, 1, 0, 0, -128, 127, -20, -18, 12],
+    # one output, one tap at stride 1 up to 5x5: the quad loop (the plane body costs more there)
+    "quad loop: 3x3 on a 1x1 map, batch 2": [2, 2, 1, 1, 8, 3, 3, 1, 1, 0, 0, -128, 127, -20, -18, 25],
+    "quad loop, range pass: 5x5 on a 1x1 map": [5, 1, 1, 1, 8, 5, 5, 1, 2, 0, 0, -128, 127, -22, -20, 26],
+    "plane body: 7x7 on a 1x1 map": [2, 1, 1, 1, 4, 7, 7, 1, 3, 0, 0, -128, 127, -22, -20, 27],
+    "plane body: 7x7 stride 2 on a 2x2 map (one output)":
+        [2, 1, 2, 2, 8, 7, 7, 2, 3, 0, 0, -128, 127, -22, -20, 28],
     "quad loop: 5x5 stride 1 on a 6x40 map (rows over the row body's ring)":
         [2, 1, 6, 40, 4, 5, 5, 1, 2, 0, 0, -128, 127, -22, -20, 20],
     "quad loop: 3x3 stride 2 without padding": [2, 1, 9, 11, 4, 3, 3, 2, 0, 0, 0, -128, 127, -20, -18, 21],
@@ -152,6 +158,10 @@ WEIGHT_ARGS = {  # kind 3: n h w c kh kw stride pad z_x z_y act_min act_max shif
     "plane body: 3x3 on a 4x3 map (odd width: a zero partner)":
         [3, 1, 4, 3, 4, 3, 3, 1, 1, -128, 0, -128, 127, -12, -6, 15],
     "plane body, C loop: 3x3 on a 3x3 map": [3, 1, 3, 3, 8, 3, 3, 1, 1, 5, 0, -128, 127, -12, -6, 16],
+    # one output position: the quad loop (the plane body costs twice as much there)
+    "quad loop: 5x5 on a 1x1 map, batch 2": [3, 2, 1, 1, 8, 5, 5, 1, 2, -128, 0, -128, 127, -12, -6, 17],
+    "quad loop: 7x7 stride 2 on a 2x2 map (one output)":
+        [3, 1, 2, 2, 6, 7, 7, 2, 3, 0, 0, -128, 127, -12, -6, 18],
 }
 
 

@@ -309,12 +309,15 @@ MT_INLINE int32_t bwp_col(int32_t x, int32_t s)
     return s == 1 ? x : (x & 1) * (MT_BWP_COLS / 2) + (x >> 1);
 }
 
-/* Whether the plane body takes the layer: equal strides of 1 or 2, at most MT_BWP_PAIRS position
+/* Whether the plane body takes the layer: equal strides of 1 or 2, more than one output position
+ * (one output leaves the planes' set-up nothing to share: the quad loop is about twice as fast on
+ * MCUNet-5FPS's 1x1 maps at 32x32, 9.7 -> 4.0 instructions/MAC at 5x5), at most MT_BWP_PAIRS position
  * pairs, and every padded input a tap reads inside the planes. */
 static int bwp_fits(const mt_conv_params *p, const mt_dims *in_d, const mt_dims *out_d, const mt_dims *f_d)
 {
     const int32_t s = p->stride_h, nq = (out_d->w + 1) / 2;
-    return s == p->stride_w && s <= 2 && out_d->h * nq <= MT_BWP_PAIRS && p->pad_top >= 0 && p->pad_left >= 0 &&
+    return s == p->stride_w && s <= 2 && out_d->h * out_d->w > 1 && out_d->h * nq <= MT_BWP_PAIRS &&
+           p->pad_top >= 0 && p->pad_left >= 0 &&
            (out_d->h - 1) * s + f_d->h <= MT_BWP_ROWS && s * (2 * nq - 1) + f_d->w <= MT_BWP_COLS &&
            in_d->h * in_d->w <= 2 * MT_BWP_WIDEN;
 }
