@@ -302,6 +302,177 @@ MT_INLINE int32_t bwd_in_pack_err(int32_t a0, int32_t a1, int32_t a2, int32_t a3
 #define BWD_IN_EMIT() BWD_IN_EMIT_AT(e_x + row_at + x * c_n)
 
 /*
+ * The output stage of the quad bodies (bip_*, bir_*, bis_*, bik_*), out of line over a block of
+ * inputs: each input's four channels' accumulators (channel k at acc + k * S bytes), their extremes
+ * merged, then (store) their errors as one word (bwd_in_pack_err), dst stepping by c_n. On a
+ * native core it is one assembly loop with every register its own (a C loop inside the bodies
+ * spilled the extremes and the requantization constants around each input).
+ * The extremes are (tb, span) = (vmin, vmax - vmin) only: a value a outside them (unsigned
+ * a - tb > span) extends them downwards (a < tb) or upwards, the order of the merges immaterial.
+ * An empty starting range has no such form: the first value of the first block is merged into
+ * (*lo, *hi) in C first (bwd_in_emit_seed), as the reference's min / max would.
+ */
+typedef struct {
+    uint32_t tb, span;  /* the extremes so far: [tb, tb + span] as int32 */
+    int32_t m, c1;      /* the prepared requantization (bwd_in_pack_err) */
+    int32_t step_sh;    /* (c_n << 8) | rsh: the store's step and, in its low byte, the shift (ASR reads it) */
+    int32_t empty;      /* 1 until a value was merged into an empty (*lo > *hi) start */
+} bwd_in_emit_t;
+
+/* Layout check for the assembly (fields at 0, 4, 8, 12, 16). */
+typedef char bwd_in_emit_layout[sizeof(bwd_in_emit_t) == 24 ? 1 : -1];
+
+MT_INLINE void bwd_in_emit_init(bwd_in_emit_t *st, int32_t lo, int32_t hi, int32_t multiplier, int32_t rsh,
+                                int32_t c1, int32_t c_n)
+{
+    st->tb = (uint32_t)lo;
+    st->span = (uint32_t)hi - (uint32_t)lo;
+    st->empty = lo > hi;
+    st->m = multiplier;
+    st->c1 = c1;
+    st->step_sh = (int32_t)(((uint32_t)c_n << 8) | (uint32_t)rsh);
+}
+
+/* The extremes back into (*lo, *hi); untouched when nothing was merged. */
+MT_INLINE void bwd_in_emit_done(const bwd_in_emit_t *st, int32_t *lo, int32_t *hi)
+{
+    if (!st->empty) {
+        *lo = (int32_t)st->tb;
+        *hi = (int32_t)(st->tb + st->span);
+    }
+}
+
+/* An empty start: (*lo, *hi) merged with value a the reference's way (min and max), after which
+   vmin <= vmax has the (tb, span) form. */
+static MT_NOINLINE void bwd_in_emit_seed(bwd_in_emit_t *st, int32_t a)
+{
+    const int32_t lo = (int32_t)st->tb, hi = (int32_t)(st->tb + st->span);
+    const int32_t vmin = a < lo ? a : lo, vmax = a > hi ? a : hi;
+    st->tb = (uint32_t)vmin;
+    st->span = (uint32_t)vmax - (uint32_t)vmin;
+    st->empty = 0;
+}
+
+#if defined(MT_DSP_NATIVE) && defined(__GNUC__)
+/* One merge of the loop's value register R against (tb, span) = (r4, r5): the test in line, the
+   extension (label L, back to the next test at B) after the loop. */
+#define BWD_IN_ASM_TEST(R, L) "sub lr, " R ", r4\n\tcmp lr, r5\n\tbhi " L "f\n\t"
+#define BWD_IN_ASM_MERGE(R, L, B)                                                                               \
+    L ":\n\tcmp " R ", r4\n\tbge " L "1f\n\tsub lr, r4, " R "\n\tadd r5, r5, lr\n\tmov r4, " R "\n\tb " B "b\n\t"  \
+    L "1:\n\tsub r5, " R ", r4\n\tb " B "b\n\t"
+/* The prepared requantization of R into [-128, 127] (mt_requantize_fast_single: r6 m, r7 c1, r8 rsh). */
+#define BWD_IN_ASM_REQ(R) "asr lr, " R ", #31\n\tadd r3, r7, lr\n\tsmlal lr, r3, " R ", r6\n\tasr " R ", r3, r8\n\tssat " R ", #8, " R "\n\t"
+/* The four channels' accumulators of one input: r12, r9, r10, r11 (acc moves to the next input). */
+#define BWD_IN_ASM_LOAD(S)                                                                                       \
+    "ldr r9, [r0, #" #S "]\n\tldr r10, [r0, #(2 * " #S ")]\n\tldr r11, [r0, #(3 * " #S ")]\n\tldr r12, [r0], #4\n\t"
+
+/*
+ * bwd_in_emit_* (acc r0, dst r1, n r2 > 0, st r3): 46 instructions per input (4 loads, 4 merge
+ * tests, 4 x 5 requantization, 3 BFI to pack, 3 to clamp to -127, the store and the loop), 18 for
+ * the range only.
+ */
+#define BWD_IN_EMIT_FN(NAME, S)                                                                                  \
+    static void __attribute__((naked, noinline)) NAME(const int32_t *acc BWD_IN_ARG,                     \
+                                                      int8_t *dst BWD_IN_ARG, int32_t n BWD_IN_ARG, \
+                                                      bwd_in_emit_t *st BWD_IN_ARG)                      \
+    {                                                                                                           \
+        __asm__ volatile(".syntax unified\n\t"                                                                  \
+                         "push {r3, r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"                                  \
+                         "ldm r3, {r4, r5, r6, r7, r8}\n\t"                                                     \
+                         "add r2, r0, r2, lsl #2\n\t"                                                           \
+                         "1:\n\t" BWD_IN_ASM_LOAD(S) BWD_IN_ASM_TEST("r12", "20") "2:\n\t"                     \
+                         BWD_IN_ASM_TEST("r9", "30") "3:\n\t" BWD_IN_ASM_TEST("r10", "40") "4:\n\t"           \
+                         BWD_IN_ASM_TEST("r11", "50") "5:\n\t" BWD_IN_ASM_REQ("r12") BWD_IN_ASM_REQ("r9")     \
+                         BWD_IN_ASM_REQ("r10") BWD_IN_ASM_REQ("r11")                                            \
+                         "bfi r12, r9, #8, #8\n\t"                                                              \
+                         "bfi r12, r10, #16, #8\n\t"                                                            \
+                         "bfi r12, r11, #24, #8\n\t"                                                            \
+                         "mov r9, #0x81818181\n\t" /* -128 raised to -127: a SIMD maximum */                 \
+                         "ssub8 r10, r12, r9\n\t"                                                               \
+                         "sel r12, r12, r9\n\t"                                                                 \
+                         "str r12, [r1]\n\t"                                                                    \
+                         "add r1, r1, r8, lsr #8\n\t"                                                           \
+                         "cmp r0, r2\n\t"                                                                       \
+                         "bne 1b\n\t"                                                                           \
+                         "pop {r3}\n\t"                                                                         \
+                         "stm r3, {r4, r5}\n\t"                                                                 \
+                         "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t"                                       \
+                         BWD_IN_ASM_MERGE("r12", "20", "2") BWD_IN_ASM_MERGE("r9", "30", "3")                  \
+                         BWD_IN_ASM_MERGE("r10", "40", "4") BWD_IN_ASM_MERGE("r11", "50", "5"));               \
+    }                                                                                                           \
+    static void __attribute__((naked, noinline)) NAME##_range(const int32_t *acc BWD_IN_ARG,             \
+                                                              int8_t *dst BWD_IN_ARG,                     \
+                                                              int32_t n BWD_IN_ARG,                       \
+                                                              bwd_in_emit_t *st BWD_IN_ARG)              \
+    {                                                                                                           \
+        __asm__ volatile(".syntax unified\n\t"                                                                  \
+                         "push {r4, r5, r9, r10, r11, lr}\n\t"                                                  \
+                         "ldm r3, {r4, r5}\n\t"                                                                 \
+                         "add r2, r0, r2, lsl #2\n\t"                                                           \
+                         "1:\n\t" BWD_IN_ASM_LOAD(S) BWD_IN_ASM_TEST("r12", "20") "2:\n\t"                     \
+                         BWD_IN_ASM_TEST("r9", "30") "3:\n\t" BWD_IN_ASM_TEST("r10", "40") "4:\n\t"           \
+                         BWD_IN_ASM_TEST("r11", "50") "5:\n\t"                                                  \
+                         "cmp r0, r2\n\t"                                                                       \
+                         "bne 1b\n\t"                                                                           \
+                         "stm r3, {r4, r5}\n\t"                                                                 \
+                         "pop {r4, r5, r9, r10, r11, pc}\n\t"                                                   \
+                         BWD_IN_ASM_MERGE("r12", "20", "2") BWD_IN_ASM_MERGE("r9", "30", "3")                  \
+                         BWD_IN_ASM_MERGE("r10", "40", "4") BWD_IN_ASM_MERGE("r11", "50", "5"));               \
+    }
+#define BWD_IN_ARG __attribute__((unused))
+BWD_IN_EMIT_FN(bwd_in_emit_s64, 64)
+BWD_IN_EMIT_FN(bwd_in_emit_s260, 260)
+#undef BWD_IN_ARG
+#endif /* MT_DSP_NATIVE && __GNUC__ */
+
+/* The output stage over n inputs (see above), its accumulators' channel stride S bytes (64 or 260). */
+MT_INLINE void bwd_in_emit(const int32_t *acc, int8_t *dst, int32_t n, bwd_in_emit_t *st, const int S,
+                           const int store)
+{
+    if (n <= 0) {
+        return;
+    }
+    if (st->empty) {
+        bwd_in_emit_seed(st, acc[0]);
+    }
+#if defined(MT_DSP_NATIVE) && defined(__GNUC__)
+    if (S == 64) {
+        if (store) {
+            bwd_in_emit_s64(acc, dst, n, st);
+        } else {
+            bwd_in_emit_s64_range(acc, dst, n, st);
+        }
+    } else {
+        if (store) {
+            bwd_in_emit_s260(acc, dst, n, st);
+        } else {
+            bwd_in_emit_s260_range(acc, dst, n, st);
+        }
+    }
+#else  /* !MT_DSP_NATIVE: the same stage in C */
+    {
+        const int32_t S4 = S / 4, c_n = (int32_t)((uint32_t)st->step_sh >> 8), rsh = st->step_sh & 0xFF;
+        const int32_t multiplier = st->m, c1 = st->c1;
+        int32_t vmin = (int32_t)st->tb, vmax = (int32_t)(st->tb + st->span);
+        uint32_t tb = st->tb, span = st->span;
+        for (; n > 0; --n, ++acc, dst += c_n) {
+            const int32_t a0 = acc[0], a1 = acc[S4], a2 = acc[2 * S4], a3 = acc[3 * S4];
+            BWD_IN_RANGE(a0);
+            BWD_IN_RANGE(a1);
+            BWD_IN_RANGE(a2);
+            BWD_IN_RANGE(a3);
+            if (store) {
+                mt_write_s8x4(dst, bwd_in_pack_err(a0, a1, a2, a3, multiplier, rsh, c1));
+            }
+        }
+        (void)vmax;
+        st->tb = tb;
+        st->span = span;
+    }
+#endif /* MT_DSP_NATIVE && __GNUC__ */
+}
+
+/*
  * Channels [c0, c0 + 4) to int8 errors with the prepared requantization (bwd_in_fast_ok): the loop
  * of bwd_in_channels without its float32 and general-requantization branches, so that its
  * registers hold the four accumulators and the walk only. Per input position: the covering output
@@ -639,10 +810,9 @@ MT_INLINE void bip_quads_body(const mt_conv_params *p, const mt_dims *out_d, con
 #endif
     int16_t pl[4 * MT_BIP_PLANE]; /* zeros where no tap is, written once; each quad rewrites the taps */
     int32_t at[MT_DW_TAPS_MAX], ep[4 * MT_BIP_PAIRS], acc[4 * MT_BIP_INPUTS];
-    int32_t vmin = *lo, vmax = *hi;
-    uint32_t tb = vmin <= vmax ? (uint32_t)vmin : (uint32_t)INT32_MIN;
-    uint32_t span = vmin <= vmax ? (uint32_t)vmax - (uint32_t)vmin : 0u;
-    int32_t c0, n, k, t;
+    bwd_in_emit_t st;
+    int32_t c0, n, k;
+    bwd_in_emit_init(&st, *lo, *hi, multiplier, rsh, c1, c_n);
     bip_list_taps(p, in_d, out_d, f_d, at);
     memset(pl, 0, sizeof pl);
     for (c0 = 0; c0 + 4 <= c_n; c0 += 4) {
@@ -660,15 +830,10 @@ MT_INLINE void bip_quads_body(const mt_conv_params *p, const mt_dims *out_d, con
 #endif
                 bip_sums(pl + k * MT_BIP_PLANE, ep + k * MT_BIP_PAIRS, np, nq, s, h, w, ho, acc + k * MT_BIP_INPUTS);
             }
-            for (t = 0; t < hw; ++t) {
-                const int32_t a0 = acc[t], a1 = acc[MT_BIP_INPUTS + t], a2 = acc[2 * MT_BIP_INPUTS + t],
-                              a3 = acc[3 * MT_BIP_INPUTS + t];
-                BWD_IN_EMIT_AT(px + t * c_n);
-            }
+            bwd_in_emit(acc, px, hw, &st, 4 * MT_BIP_INPUTS, store);
         }
     }
-    *lo = vmin;
-    *hi = vmax;
+    bwd_in_emit_done(&st, lo, hi);
 }
 
 static MT_NOINLINE void bip_quads_s8(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
@@ -768,10 +933,9 @@ MT_INLINE void bir_quads_body(const mt_conv_params *p, const mt_dims *out_d, con
     int32_t wp[7 * 8 * MT_DWR_KMAX]; /* per kernel row, four channels' pairs */
     int32_t acc[4 * MT_BIR_CHUNK];
     int8_t turned[MT_DW_TAPS_MAX];
-    int32_t vmin = *lo, vmax = *hi;
-    uint32_t tb = vmin <= vmax ? (uint32_t)vmin : (uint32_t)INT32_MIN;
-    uint32_t span = vmin <= vmax ? (uint32_t)vmax - (uint32_t)vmin : 0u;
-    int32_t c0, ch, n, y, x, x0, i, t;
+    bwd_in_emit_t st;
+    int32_t c0, ch, n, y, x0, i, t;
+    bwd_in_emit_init(&st, *lo, *hi, multiplier, rsh, c1, c_n);
     memset(buf, 0, (size_t)(2 * kw * rs) * sizeof(int32_t)); /* the padding columns stay 0 */
     for (c0 = 0; c0 + 4 <= c_n; c0 += 4) {
         for (ch = 0; ch < 4; ++ch) {
@@ -796,17 +960,12 @@ MT_INLINE void bir_quads_body(const mt_conv_params *p, const mt_dims *out_d, con
                         mt_dwr_rows_any(win + ch * (len / 2) + 2 * g0, rs, wp + ch * 2 * k, 0, acc + ch * MT_BIR_CHUNK,
                                         ng, kw, 1);
                     }
-                    for (x = x0; x < x1; ++x) {
-                        const int32_t a0 = acc[x - x0], a1 = acc[MT_BIR_CHUNK + x - x0], a2 = acc[2 * MT_BIR_CHUNK + x - x0],
-                                      a3 = acc[3 * MT_BIR_CHUNK + x - x0];
-                        BWD_IN_EMIT_AT(py + x * c_n);
-                    }
+                    bwd_in_emit(acc, store ? py + x0 * c_n : 0, x1 - x0, &st, 4 * MT_BIR_CHUNK, store);
                 }
             }
         }
     }
-    *lo = vmin;
-    *hi = vmax;
+    bwd_in_emit_done(&st, lo, hi);
 }
 
 static MT_NOINLINE void bir_quads_s8(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
@@ -911,10 +1070,9 @@ MT_INLINE void bis_quads_body(const mt_conv_params *p, const mt_dims *out_d, con
     int16_t ring[2 * 4 * MT_BIS_LEN];
     int32_t acc[4 * (MT_BIS_W + 1)];
     int32_t wodd[4][3], weven[4][3]; /* per channel and kernel row i: (w[i, 2], w[i, 0]) and w[i, 1] */
-    int32_t vmin = *lo, vmax = *hi;
-    uint32_t tb = vmin <= vmax ? (uint32_t)vmin : (uint32_t)INT32_MIN;
-    uint32_t span = vmin <= vmax ? (uint32_t)vmax - (uint32_t)vmin : 0u;
-    int32_t c0, ch, n, y, x, i;
+    bwd_in_emit_t st;
+    int32_t c0, ch, n, y, i;
+    bwd_in_emit_init(&st, *lo, *hi, multiplier, rsh, c1, c_n);
     (void)p; /* bis_fits fixed the geometry */
     (void)f_d;
     memset(ring, 0, sizeof ring); /* the zero past each row stays */
@@ -947,16 +1105,11 @@ MT_INLINE void bis_quads_body(const mt_conv_params *p, const mt_dims *out_d, con
                         bis_row(ru, wodd[ch][2], weven[ch][2], 0, 0, 0, nv, a);
                     }
                 }
-                for (x = 0; x < w; ++x) {
-                    const int32_t a0 = acc[x], a1 = acc[MT_BIS_W + 1 + x], a2 = acc[2 * (MT_BIS_W + 1) + x],
-                                  a3 = acc[3 * (MT_BIS_W + 1) + x];
-                    BWD_IN_EMIT_AT(py + x * c_n);
-                }
+                bwd_in_emit(acc, py, w, &st, 4 * (MT_BIS_W + 1), store);
             }
         }
     }
-    *lo = vmin;
-    *hi = vmax;
+    bwd_in_emit_done(&st, lo, hi);
 }
 
 static MT_NOINLINE void bis_quads_s8(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
@@ -1029,10 +1182,9 @@ MT_INLINE void bik_quads_body(const mt_conv_params *p, const mt_dims *out_d, con
     int16_t ring[4 * 4 * MT_BIK_LEN];
     int32_t acc[4 * (MT_BIS_W + 1)];
     int32_t wt[4][7][4]; /* per channel and tap row: the even inputs' two pairs, the odd inputs' two */
-    int32_t vmin = *lo, vmax = *hi;
-    uint32_t tb = vmin <= vmax ? (uint32_t)vmin : (uint32_t)INT32_MIN;
-    uint32_t span = vmin <= vmax ? (uint32_t)vmax - (uint32_t)vmin : 0u;
+    bwd_in_emit_t st;
     int32_t c0, ch, n, y, x, i, r, m, dy;
+    bwd_in_emit_init(&st, *lo, *hi, multiplier, rsh, c1, c_n);
     (void)p; /* bik_fits fixed the geometry */
     memset(ring, 0, sizeof ring); /* the zero columns stay */
     for (c0 = 0; c0 + 4 <= c_n; c0 += 4) {
@@ -1068,16 +1220,16 @@ MT_INLINE void bik_quads_body(const mt_conv_params *p, const mt_dims *out_d, con
                     }
                     first = 0;
                 }
-                for (x = 0; x < w; ++x) {
-                    const int32_t a0 = first ? 0 : acc[x], a1 = first ? 0 : acc[MT_BIS_W + 1 + x];
-                    const int32_t a2 = first ? 0 : acc[2 * (MT_BIS_W + 1) + x], a3 = first ? 0 : acc[3 * (MT_BIS_W + 1) + x];
-                    BWD_IN_EMIT_AT(py + x * c_n);
+                if (first) { /* no tap row reaches this input row: its sums are 0 */
+                    for (x = 0; x < 4 * (MT_BIS_W + 1); ++x) {
+                        acc[x] = 0;
+                    }
                 }
+                bwd_in_emit(acc, py, w, &st, 4 * (MT_BIS_W + 1), store);
             }
         }
     }
-    *lo = vmin;
-    *hi = vmax;
+    bwd_in_emit_done(&st, lo, hi);
 }
 
 static MT_NOINLINE void bik_quads_s8(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16,
