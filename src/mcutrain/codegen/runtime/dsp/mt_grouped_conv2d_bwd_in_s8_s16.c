@@ -307,20 +307,36 @@ MT_INLINE int32_t bwd_in_pack_err(int32_t a0, int32_t a1, int32_t a2, int32_t a3
  * merged, then (store) their errors as one word (bwd_in_pack_err), dst stepping by c_n. On a
  * native core it is one assembly loop with every register its own (a C loop inside the bodies
  * spilled the extremes and the requantization constants around each input).
- * The extremes are (tb, span) = (vmin, vmax - vmin) only: a value a outside them (unsigned
- * a - tb > span) extends them downwards (a < tb) or upwards, the order of the merges immaterial.
- * An empty starting range has no such form: the first value of the first block is merged into
- * (*lo, *hi) in C first (bwd_in_emit_seed), as the reference's min / max would.
+ * The extremes are (tb, span) = (vmin, vmax - vmin): a value a outside them (unsigned a - tb >
+ * span) extends them downwards (a < tb) or upwards, the order of the merges immaterial. An empty
+ * starting range has no such form: the first value of the first block is merged into (*lo, *hi)
+ * in C first (bwd_in_emit_seed), as the reference's min / max would.
+ * The assembly tests the four values of an input at once, on their high halfwords (two PKHTB, then
+ * two SSUB16 / UQSUB16 against the window (L, W) and one ORRS): a value whose high half lies in
+ * [L, L + W] = [(vmin >> 16) + 1, (vmax >> 16) - 1] is strictly inside the extremes, so it
+ * changes nothing; only when some value is not, all four take the exact merge (and the window is
+ * recomputed). NOTE: |acc| <= MT_DW_TAPS_MAX * 32512 * 127 < 2^28, so a high half is never
+ * -32768, the window (L, W) = (-32768, 0) of extremes less than 2^17 apart passes nothing.
  */
 typedef struct {
-    uint32_t tb, span;  /* the extremes so far: [tb, tb + span] as int32 */
-    int32_t m, c1;      /* the prepared requantization (bwd_in_pack_err) */
-    int32_t step_sh;    /* (c_n << 8) | rsh: the store's step and, in its low byte, the shift (ASR reads it) */
-    int32_t empty;      /* 1 until a value was merged into an empty (*lo > *hi) start */
+    uint32_t win_l, win_w; /* the fast test's window: (L, L) and (W, W) as halfword pairs */
+    int32_t m, c1;         /* the prepared requantization (bwd_in_pack_err) */
+    int32_t step_sh;       /* (c_n << 8) | rsh: the store's step and, in its low byte, the shift (ASR reads it) */
+    uint32_t tb, span;     /* the extremes so far: [tb, tb + span] as int32 */
+    int32_t empty;         /* 1 until a value was merged into an empty (*lo > *hi) start */
 } bwd_in_emit_t;
 
-/* Layout check for the assembly (fields at 0, 4, 8, 12, 16). */
-typedef char bwd_in_emit_layout[sizeof(bwd_in_emit_t) == 24 ? 1 : -1];
+/* Layout check for the assembly (fields at 0, 4, ..., 28). */
+typedef char bwd_in_emit_layout[sizeof(bwd_in_emit_t) == 32 ? 1 : -1];
+
+/* The fast test's window of the extremes (see above). */
+MT_INLINE void bwd_in_emit_window(bwd_in_emit_t *st)
+{
+    const int32_t l = ((int32_t)st->tb >> 16) + 1, h = ((int32_t)(st->tb + st->span) >> 16) - 1;
+    const uint32_t wl = h >= l ? (uint32_t)l & 0xFFFFu : 0x8000u, ww = h >= l ? (uint32_t)(h - l) : 0u;
+    st->win_l = wl | (wl << 16);
+    st->win_w = ww | (ww << 16);
+}
 
 MT_INLINE void bwd_in_emit_init(bwd_in_emit_t *st, int32_t lo, int32_t hi, int32_t multiplier, int32_t rsh,
                                 int32_t c1, int32_t c_n)
@@ -331,6 +347,11 @@ MT_INLINE void bwd_in_emit_init(bwd_in_emit_t *st, int32_t lo, int32_t hi, int32
     st->m = multiplier;
     st->c1 = c1;
     st->step_sh = (int32_t)(((uint32_t)c_n << 8) | (uint32_t)rsh);
+    st->win_l = 0x80008000u; /* nothing passes until the start is seeded */
+    st->win_w = 0;
+    if (!st->empty) {
+        bwd_in_emit_window(st);
+    }
 }
 
 /* The extremes back into (*lo, *hi); untouched when nothing was merged. */
@@ -351,38 +372,51 @@ static MT_NOINLINE void bwd_in_emit_seed(bwd_in_emit_t *st, int32_t a)
     st->tb = (uint32_t)vmin;
     st->span = (uint32_t)vmax - (uint32_t)vmin;
     st->empty = 0;
+    bwd_in_emit_window(st);
 }
 
 #if defined(MT_DSP_NATIVE) && defined(__GNUC__)
-/* One merge of the loop's value register R against (tb, span) = (r4, r5): the test in line, the
-   extension (label L, back to the next test at B) after the loop. */
-#define BWD_IN_ASM_TEST(R, L) "sub lr, " R ", r4\n\tcmp lr, r5\n\tbhi " L "f\n\t"
-#define BWD_IN_ASM_MERGE(R, L, B)                                                                               \
-    L ":\n\tcmp " R ", r4\n\tbge " L "1f\n\tsub lr, r4, " R "\n\tadd r5, r5, lr\n\tmov r4, " R "\n\tb " B "b\n\t"  \
-    L "1:\n\tsub r5, " R ", r4\n\tb " B "b\n\t"
-/* The prepared requantization of R into [-128, 127] (mt_requantize_fast_single: r6 m, r7 c1, r8 rsh). */
-#define BWD_IN_ASM_REQ(R) "asr lr, " R ", #31\n\tadd r3, r7, lr\n\tsmlal lr, r3, " R ", r6\n\tasr " R ", r3, r8\n\tssat " R ", #8, " R "\n\t"
-/* The four channels' accumulators of one input: r12, r9, r10, r11 (acc moves to the next input). */
+/* The four channels' accumulators of one input: r12, r9, r10, r11 (acc r0 moves to the next input). */
 #define BWD_IN_ASM_LOAD(S)                                                                                       \
     "ldr r9, [r0, #" #S "]\n\tldr r10, [r0, #(2 * " #S ")]\n\tldr r11, [r0, #(3 * " #S ")]\n\tldr r12, [r0], #4\n\t"
+/* The windowed test of the four (r4 (L, L), r5 (W, W)): on to label 6 when some value is not inside. */
+#define BWD_IN_ASM_TEST                                                                                          \
+    "pkhtb lr, r9, r12, asr #16\n\tpkhtb r3, r11, r10, asr #16\n\t"                                            \
+    "ssub16 lr, lr, r4\n\tssub16 r3, r3, r4\n\tuqsub16 lr, lr, r5\n\tuqsub16 r3, r3, r5\n\t"                \
+    "orrs lr, lr, r3\n\tbne 6f\n\t5:\n\t"
+/* The exact merge of R into (tb, span) = (r4, r5) (label L local). */
+#define BWD_IN_ASM_MERGE(R, L)                                                                                   \
+    "sub lr, " R ", r4\n\tcmp lr, r5\n\tbls " L "f\n\tcmp " R ", r4\n\tbge " L "1f\n\t"                      \
+    "sub lr, r4, " R "\n\tadd r5, r5, lr\n\tmov r4, " R "\n\tb " L "f\n\t" L "1:\n\tsub r5, " R ", r4\n\t" L  \
+    ":\n\t"
+/* Label 6, after the loop: the four values merged exactly into st's extremes (st at [sp]), the
+   window recomputed (bwd_in_emit_window), back to label 5. */
+#define BWD_IN_ASM_SLOW                                                                                          \
+    "6:\n\tldr r3, [sp]\n\tldrd r4, r5, [r3, #20]\n\t" BWD_IN_ASM_MERGE("r12", "70")                         \
+    BWD_IN_ASM_MERGE("r9", "71") BWD_IN_ASM_MERGE("r10", "72") BWD_IN_ASM_MERGE("r11", "73")                 \
+    "strd r4, r5, [r3, #20]\n\t"                                                                                \
+    "add lr, r4, r5\n\tasr lr, lr, #16\n\tsub lr, lr, #1\n\t"   /* h */                                    \
+    "asr r4, r4, #16\n\tadd r4, r4, #1\n\tsubs r5, lr, r4\n\t"  /* l, h - l */                             \
+    "itt lt\n\tmovlt r4, #0x8000\n\tmovlt r5, #0\n\t"                                                         \
+    "pkhbt r4, r4, r4, lsl #16\n\tpkhbt r5, r5, r5, lsl #16\n\tstrd r4, r5, [r3]\n\tb 5b\n\t"
+/* The prepared requantization of R into [-128, 127] (mt_requantize_fast_single: r6 m, r7 c1, r8 rsh). */
+#define BWD_IN_ASM_REQ(R) "asr lr, " R ", #31\n\tadd r3, r7, lr\n\tsmlal lr, r3, " R ", r6\n\tasr " R ", r3, r8\n\tssat " R ", #8, " R "\n\t"
+#define BWD_IN_ARG __attribute__((unused))
 
 /*
- * bwd_in_emit_* (acc r0, dst r1, n r2 > 0, st r3): 46 instructions per input (4 loads, 4 merge
- * tests, 4 x 5 requantization, 3 BFI to pack, 3 to clamp to -127, the store and the loop), 18 for
+ * bwd_in_emit_* (acc r0, dst r1, n r2 > 0, st r3): 42 instructions per input (4 loads, the 8 of the
+ * test, 4 x 5 requantization, 3 BFI to pack, 3 to clamp to -127, the store and the loop), 14 for
  * the range only.
  */
 #define BWD_IN_EMIT_FN(NAME, S)                                                                                  \
-    static void __attribute__((naked, noinline)) NAME(const int32_t *acc BWD_IN_ARG,                     \
-                                                      int8_t *dst BWD_IN_ARG, int32_t n BWD_IN_ARG, \
-                                                      bwd_in_emit_t *st BWD_IN_ARG)                      \
+    static void __attribute__((naked, noinline)) NAME(const int32_t *acc BWD_IN_ARG, int8_t *dst BWD_IN_ARG,  \
+                                                      int32_t n BWD_IN_ARG, bwd_in_emit_t *st BWD_IN_ARG)      \
     {                                                                                                           \
         __asm__ volatile(".syntax unified\n\t"                                                                  \
                          "push {r3, r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"                                  \
                          "ldm r3, {r4, r5, r6, r7, r8}\n\t"                                                     \
                          "add r2, r0, r2, lsl #2\n\t"                                                           \
-                         "1:\n\t" BWD_IN_ASM_LOAD(S) BWD_IN_ASM_TEST("r12", "20") "2:\n\t"                     \
-                         BWD_IN_ASM_TEST("r9", "30") "3:\n\t" BWD_IN_ASM_TEST("r10", "40") "4:\n\t"           \
-                         BWD_IN_ASM_TEST("r11", "50") "5:\n\t" BWD_IN_ASM_REQ("r12") BWD_IN_ASM_REQ("r9")     \
+                         "1:\n\t" BWD_IN_ASM_LOAD(S) BWD_IN_ASM_TEST BWD_IN_ASM_REQ("r12") BWD_IN_ASM_REQ("r9") \
                          BWD_IN_ASM_REQ("r10") BWD_IN_ASM_REQ("r11")                                            \
                          "bfi r12, r9, #8, #8\n\t"                                                              \
                          "bfi r12, r10, #16, #8\n\t"                                                            \
@@ -394,32 +428,21 @@ static MT_NOINLINE void bwd_in_emit_seed(bwd_in_emit_t *st, int32_t a)
                          "add r1, r1, r8, lsr #8\n\t"                                                           \
                          "cmp r0, r2\n\t"                                                                       \
                          "bne 1b\n\t"                                                                           \
-                         "pop {r3}\n\t"                                                                         \
-                         "stm r3, {r4, r5}\n\t"                                                                 \
-                         "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t"                                       \
-                         BWD_IN_ASM_MERGE("r12", "20", "2") BWD_IN_ASM_MERGE("r9", "30", "3")                  \
-                         BWD_IN_ASM_MERGE("r10", "40", "4") BWD_IN_ASM_MERGE("r11", "50", "5"));               \
+                         "pop {r3, r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t" BWD_IN_ASM_SLOW);               \
     }                                                                                                           \
-    static void __attribute__((naked, noinline)) NAME##_range(const int32_t *acc BWD_IN_ARG,             \
-                                                              int8_t *dst BWD_IN_ARG,                     \
-                                                              int32_t n BWD_IN_ARG,                       \
-                                                              bwd_in_emit_t *st BWD_IN_ARG)              \
+    static void __attribute__((naked, noinline)) NAME##_range(const int32_t *acc BWD_IN_ARG,                   \
+                                                              int8_t *dst BWD_IN_ARG, int32_t n BWD_IN_ARG,    \
+                                                              bwd_in_emit_t *st BWD_IN_ARG)                    \
     {                                                                                                           \
         __asm__ volatile(".syntax unified\n\t"                                                                  \
-                         "push {r4, r5, r9, r10, r11, lr}\n\t"                                                  \
+                         "push {r3, r4, r5, r9, r10, r11, r12, lr}\n\t"                                         \
                          "ldm r3, {r4, r5}\n\t"                                                                 \
                          "add r2, r0, r2, lsl #2\n\t"                                                           \
-                         "1:\n\t" BWD_IN_ASM_LOAD(S) BWD_IN_ASM_TEST("r12", "20") "2:\n\t"                     \
-                         BWD_IN_ASM_TEST("r9", "30") "3:\n\t" BWD_IN_ASM_TEST("r10", "40") "4:\n\t"           \
-                         BWD_IN_ASM_TEST("r11", "50") "5:\n\t"                                                  \
+                         "1:\n\t" BWD_IN_ASM_LOAD(S) BWD_IN_ASM_TEST                                            \
                          "cmp r0, r2\n\t"                                                                       \
                          "bne 1b\n\t"                                                                           \
-                         "stm r3, {r4, r5}\n\t"                                                                 \
-                         "pop {r4, r5, r9, r10, r11, pc}\n\t"                                                   \
-                         BWD_IN_ASM_MERGE("r12", "20", "2") BWD_IN_ASM_MERGE("r9", "30", "3")                  \
-                         BWD_IN_ASM_MERGE("r10", "40", "4") BWD_IN_ASM_MERGE("r11", "50", "5"));               \
+                         "pop {r3, r4, r5, r9, r10, r11, r12, pc}\n\t" BWD_IN_ASM_SLOW);                      \
     }
-#define BWD_IN_ARG __attribute__((unused))
 BWD_IN_EMIT_FN(bwd_in_emit_s64, 64)
 BWD_IN_EMIT_FN(bwd_in_emit_s260, 260)
 #undef BWD_IN_ARG
