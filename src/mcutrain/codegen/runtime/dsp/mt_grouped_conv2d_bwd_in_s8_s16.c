@@ -884,7 +884,61 @@ static MT_NOINLINE void bip_quads_range(const mt_conv_params *p, const mt_dims *
  * and extremes of the quad loop.
  */
 
-#define MT_BIR_CHUNK 16 /* inputs of a row summed before they are requantized (a multiple of 4) */
+#define MT_BIR_CHUNK MT_DWR_LINE /* inputs of a row summed before they are requantized: a whole row (bir_fits) */
+#define MT_BIR_ACC (MT_BIR_CHUNK + 1) /* a channel's accumulators: 260 bytes apart, as bwd_in_emit_s260 reads them */
+
+/* One channel's accumulators of `groups` groups of four inputs (mt_dwr_rows_any), out of line: inlined
+   into the body, GCC spilled the row walk inside the group loop. */
+static MT_NOINLINE void bir_rows(const int32_t *x, int32_t rs, const int32_t *wr, int32_t *acc, int32_t groups,
+                                 int32_t kw)
+{
+    mt_dwr_rows_any(x, rs, wr, 0, acc, groups, kw, 1);
+}
+
+#if defined(MT_DSP_NATIVE) && defined(__GNUC__)
+/* One kernel row of bir_rows3: pairs X_0, X_1 (then the pointer on to the next group), the weight
+   pairs (A_0, B_0) of the row at byte W, X_2, (A_1, B_1): the forward's two stride-1 steps
+   (MT_DWR_S1_STEP). OP: SMUAD for the first row (no zeroing), SMLAD after. */
+#define BIR_ROW3(P, W, FIRST)                                                                                    \
+    "ldrd r10, r11, [" P "], #8\n\tldrd r1, lr, [r2, #" #W "]\n\t" FIRST                                        \
+    "ldr r10, [" P "]\n\tldrd r1, lr, [r2, #(" #W " + 8)]\n\t"                                                  \
+    "smlad r6, r11, r1, r6\n\tsmlad r7, r11, lr, r7\n\tsmlad r8, r10, r1, r8\n\tsmlad r9, r10, lr, r9\n\t"
+#define BIR_MUL3(OP, ACC)                                                                                        \
+    OP " r6, r10, r1" ACC(r6) "\n\t" OP " r7, r10, lr" ACC(r7) "\n\t" OP " r8, r11, r1" ACC(r8) "\n\t" OP       \
+       " r9, r11, lr" ACC(r9) "\n\t"
+#define BIR_NOACC(R) ""
+#define BIR_ACC(R) ", " #R
+
+/*
+ * bir_rows for 3x3 kernels (MCUNet's stride-1 layers) in assembly, every register its own: x r0
+ * (ring slot 0; slots 1 and 2 rs words on), wr r2 (a kernel row's pairs 64 bytes on), acc r3,
+ * groups on the stack; per group of four inputs 36 instructions of sums (12 a kernel row), one STM
+ * and the loop (GCC's build of the same loop spilled its walk: about 58).
+ */
+static void __attribute__((naked, noinline)) bir_rows3(const int32_t *x __attribute__((unused)),
+                                                       int32_t rs __attribute__((unused)),
+                                                       const int32_t *wr __attribute__((unused)),
+                                                       int32_t *acc __attribute__((unused)),
+                                                       int32_t groups __attribute__((unused)))
+{
+    __asm__ volatile(".syntax unified\n\t"
+                     "push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
+                     "ldr r12, [sp, #36]\n\t"
+                     "add r12, r3, r12, lsl #4\n\t" /* the end of acc */
+                     "add r4, r0, r1, lsl #2\n\t"   /* slot 1 */
+                     "add r5, r4, r1, lsl #2\n\t"   /* slot 2 */
+                     "1:\n\t" BIR_ROW3("r0", 0, BIR_MUL3("smuad", BIR_NOACC)) BIR_ROW3("r4", 64, BIR_MUL3("smlad", BIR_ACC))
+                     BIR_ROW3("r5", 128, BIR_MUL3("smlad", BIR_ACC))
+                     "stmia r3!, {r6, r7, r8, r9}\n\t"
+                     "cmp r3, r12\n\t"
+                     "bne 1b\n\t"
+                     "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}");
+}
+#undef BIR_ROW3
+#undef BIR_MUL3
+#undef BIR_NOACC
+#undef BIR_ACC
+#endif /* MT_DSP_NATIVE && __GNUC__ */
 
 /* The int16 elements of one error row in the ring: every column a group of four inputs reads, even. */
 MT_INLINE int32_t bir_row_len(int32_t w, int32_t wo, int32_t kw, int32_t pad)
@@ -954,7 +1008,7 @@ MT_INLINE void bir_quads_body(const mt_conv_params *p, const mt_dims *out_d, con
     const int32_t rsh = store ? -1 - shift : 1, c1 = (int32_t)((uint32_t)1 << (rsh - 1));
     int32_t buf[MT_DWR_WORDS];
     int32_t wp[7 * 8 * MT_DWR_KMAX]; /* per kernel row, four channels' pairs */
-    int32_t acc[4 * MT_BIR_CHUNK];
+    int32_t acc[4 * MT_BIR_ACC];
     int8_t turned[MT_DW_TAPS_MAX];
     bwd_in_emit_t st;
     int32_t c0, ch, n, y, x0, i, t;
@@ -980,10 +1034,15 @@ MT_INLINE void bir_quads_body(const mt_conv_params *p, const mt_dims *out_d, con
                     const int32_t g0 = x0 / 4, x1 = x0 + MT_BIR_CHUNK < w ? x0 + MT_BIR_CHUNK : w;
                     const int32_t ng = groups - g0 < MT_BIR_CHUNK / 4 ? groups - g0 : MT_BIR_CHUNK / 4;
                     for (ch = 0; ch < 4; ++ch) {
-                        mt_dwr_rows_any(win + ch * (len / 2) + 2 * g0, rs, wp + ch * 2 * k, 0, acc + ch * MT_BIR_CHUNK,
-                                        ng, kw, 1);
+#if defined(MT_DSP_NATIVE) && defined(__GNUC__)
+                        if (kw == 3) {
+                            bir_rows3(win + ch * (len / 2) + 2 * g0, rs, wp + ch * 2 * k, acc + ch * MT_BIR_ACC, ng);
+                            continue;
+                        }
+#endif
+                        bir_rows(win + ch * (len / 2) + 2 * g0, rs, wp + ch * 2 * k, acc + ch * MT_BIR_ACC, ng, kw);
                     }
-                    bwd_in_emit(acc, store ? py + x0 * c_n : 0, x1 - x0, &st, 4 * MT_BIR_CHUNK, store);
+                    bwd_in_emit(acc, store ? py + x0 * c_n : 0, x1 - x0, &st, 4 * MT_BIR_ACC, store);
                 }
             }
         }
