@@ -113,6 +113,13 @@ ERROR_ARGS = {  # kind 2: n h w c kh kw stride pad z_x z_y act_min act_max shift
     "quad loop, range pass: 5x5 stride 2 without padding":
         [5, 1, 9, 9, 4, 5, 5, 2, 0, 0, 0, -128, 127, -22, -20, 24],
     "3x3 stride 2 on a 7x9 map, batch 2": [2, 2, 7, 9, 4, 3, 3, 2, 1, 0, 0, -128, 127, -20, -18, 19],
+    # the stride-2 body's assembly rows (input pairs a multiple of four), setting and adding
+    "stride-2 body, whole steps: 7x7 stride 2 on a 12x16 map":
+        [2, 1, 12, 16, 8, 7, 7, 2, 3, 0, 0, -128, 127, -22, -20, 25],
+    "stride-2 body, range pass, whole steps: 5x5 stride 2 on an 8x8 map, batch 2":
+        [5, 2, 8, 8, 4, 5, 5, 2, 2, 0, 0, -128, 127, -22, -20, 26],
+    "stride-2 body, whole steps: 5x5 stride 2 on a 6x24 map, 6 channels":
+        [2, 1, 6, 24, 6, 5, 5, 2, 2, 0, 0, -128, 127, -22, -20, 27],
     "range pass: 3x3 stride 2 on a 12x12 map": [5, 1, 12, 12, 8, 3, 3, 2, 1, 0, 0, -128, 127, -20, -18, 13],
     # the row body of stride 1 (rows of more than four inputs; the first two cases above take it too)
     "row body: 7x7 on an 8x8 map, batch 2, 6 channels":

@@ -1119,12 +1119,13 @@ static void bik_fill(int16_t *r, const int16_t *e, int32_t wo, int32_t c_n)
     bis_fill_len(r, e, wo, c_n, MT_BIK_LEN);
 }
 
-/* One channel's accumulators of an input row from one kernel row (ra: its error row; wo_, we_: the
- * odd inputs' weight pair and the even inputs' weight), or two (rb, wob, web too: rb 0 for none),
- * into acc[x] for the nv even inputs x = 2v and the odd ones after them. */
-static void bis_row(const int16_t *ra, int32_t woa, int32_t wea, const int16_t *rb, int32_t wob, int32_t web,
-                    int32_t nv, int32_t *acc)
+/* One channel's accumulators of an input row from one kernel row (ra: its error row; wa: the odd
+ * inputs' weight pair and the even inputs' weight), or two (rb, wb too: rb 0 for none), into
+ * acc[x] for the nv even inputs x = 2v and the odd ones after them. */
+static void bis_row(const int16_t *ra, const int32_t *wa, const int16_t *rb, const int32_t *wb, int32_t nv,
+                    int32_t *acc)
 {
+    const int32_t woa = wa[0], wea = wa[1];
     int32_t v;
     if (!rb) {
         for (v = 0; v < nv; ++v, acc += 2) {
@@ -1136,9 +1137,82 @@ static void bis_row(const int16_t *ra, int32_t woa, int32_t wea, const int16_t *
     }
     for (v = 0; v < nv; ++v, acc += 2) {
         const int32_t pa = mt_read_s16x2(ra + v), pb = mt_read_s16x2(rb + v);
-        acc[0] = mt_smlabb(pb, web, mt_smlabb(pa, wea, 0));
-        acc[1] = mt_smlad(pb, wob, mt_smlad(pa, woa, 0));
+        acc[0] = mt_smlabb(pb, wb[1], mt_smlabb(pa, wea, 0));
+        acc[1] = mt_smlad(pb, wb[0], mt_smlad(pa, woa, 0));
     }
+}
+
+#if defined(MT_DSP_NATIVE) && defined(__GNUC__)
+/* One input pair of a bis_row*_asm row from the error pair in RA (and RB): acc[2v] (r12) by the even
+   weights (r5, r7: SMULBB / SMLABB), acc[2v + 1] (lr) by the odd pairs (r4, r6: SMUAD / SMLAD), stored. */
+#define BIS_V1(RA) "smulbb r12, " RA ", r5\n\tsmuad lr, " RA ", r4\n\tstrd r12, lr, [r3], #8\n\t"
+#define BIS_V2(RA, RB)                                                                                           \
+    "smulbb r12, " RA ", r5\n\tsmlabb r12, " RB ", r7, r12\n\tsmuad lr, " RA ", r4\n\tsmlad lr, " RB          \
+    ", r6, lr\n\tstrd r12, lr, [r3], #8\n\t"
+
+/*
+ * bis_row in assembly for an even nv, two input pairs a step (the C loop's walk in registers):
+ * one kernel row (ra r0, wa r1, nv r2, acc r3) in 10 instructions a step, two (ra r0, rb r1, wa r2,
+ * wb r3, nv and acc on the stack) in 16 (GCC's loops: 16 and 22).
+ */
+static void __attribute__((naked, noinline)) bis_row1_asm(const int16_t *ra __attribute__((unused)),
+                                                          const int32_t *wa __attribute__((unused)),
+                                                          int32_t nv __attribute__((unused)),
+                                                          int32_t *acc __attribute__((unused)))
+{
+    __asm__ volatile(".syntax unified\n\t"
+                     "push {r4, r5, r8, r10, lr}\n\t"
+                     "ldrd r4, r5, [r1]\n\t"
+                     "add r2, r3, r2, lsl #3\n\t" /* the end of acc */
+                     "1:\n\t"
+                     "ldr r10, [r0, #2]\n\t"
+                     "ldr r8, [r0], #4\n\t" BIS_V1("r8") BIS_V1("r10")
+                     "cmp r3, r2\n\t"
+                     "bne 1b\n\t"
+                     "pop {r4, r5, r8, r10, pc}");
+}
+
+static void __attribute__((naked, noinline)) bis_row2_asm(const int16_t *ra __attribute__((unused)),
+                                                          const int16_t *rb __attribute__((unused)),
+                                                          const int32_t *wa __attribute__((unused)),
+                                                          const int32_t *wb __attribute__((unused)),
+                                                          int32_t nv __attribute__((unused)),
+                                                          int32_t *acc __attribute__((unused)))
+{
+    __asm__ volatile(".syntax unified\n\t"
+                     "push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
+                     "ldrd r4, r5, [r2]\n\t"
+                     "ldrd r6, r7, [r3]\n\t"
+                     "ldrd r2, r3, [sp, #36]\n\t" /* nv, acc */
+                     "add r2, r3, r2, lsl #3\n\t"
+                     "1:\n\t"
+                     "ldr r10, [r0, #2]\n\t"
+                     "ldr r8, [r0], #4\n\t"
+                     "ldr r11, [r1, #2]\n\t"
+                     "ldr r9, [r1], #4\n\t" BIS_V2("r8", "r9") BIS_V2("r10", "r11")
+                     "cmp r3, r2\n\t"
+                     "bne 1b\n\t"
+                     "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}");
+}
+#undef BIS_V1
+#undef BIS_V2
+#endif /* MT_DSP_NATIVE && __GNUC__ */
+
+/* bis_row, in assembly when nv is even (MCUNet's blocks 1 and 5: 16 and 4). */
+MT_INLINE void bis_row_any(const int16_t *ra, const int32_t *wa, const int16_t *rb, const int32_t *wb, int32_t nv,
+                           int32_t *acc)
+{
+#if defined(MT_DSP_NATIVE) && defined(__GNUC__)
+    if ((nv & 1) == 0) {
+        if (rb) {
+            bis_row2_asm(ra, rb, wa, wb, nv, acc);
+        } else {
+            bis_row1_asm(ra, wa, nv, acc);
+        }
+        return;
+    }
+#endif
+    bis_row(ra, wa, rb, wb, nv, acc);
 }
 
 /* Every channel quad of a layer bis_fits takes, to int8 errors with the prepared requantization
@@ -1151,7 +1225,7 @@ MT_INLINE void bis_quads_body(const mt_conv_params *p, const mt_dims *out_d, con
     const int32_t rsh = store ? -1 - shift : 1, c1 = (int32_t)((uint32_t)1 << (rsh - 1));
     int16_t ring[2 * 4 * MT_BIS_LEN];
     int32_t acc[4 * (MT_BIS_W + 1)];
-    int32_t wodd[4][3], weven[4][3]; /* per channel and kernel row i: (w[i, 2], w[i, 0]) and w[i, 1] */
+    int32_t wpe[4][3][2]; /* per channel and kernel row i: (w[i, 2], w[i, 0]), then w[i, 1] */
     bwd_in_emit_t st;
     int32_t c0, ch, n, y, i;
     bwd_in_emit_init(&st, *lo, *hi, multiplier, rsh, c1, c_n);
@@ -1162,8 +1236,8 @@ MT_INLINE void bis_quads_body(const mt_conv_params *p, const mt_dims *out_d, con
         for (ch = 0; ch < 4; ++ch) {
             const int8_t *f = filter + (c0 + ch) * 9;
             for (i = 0; i < 3; ++i) {
-                wodd[ch][i] = (int32_t)(((uint32_t)(int32_t)f[3 * i + 2] & 0xFFFFu) | ((uint32_t)(int32_t)f[3 * i] << 16));
-                weven[ch][i] = f[3 * i + 1];
+                wpe[ch][i][0] = (int32_t)(((uint32_t)(int32_t)f[3 * i + 2] & 0xFFFFu) | ((uint32_t)(int32_t)f[3 * i] << 16));
+                wpe[ch][i][1] = f[3 * i + 1];
             }
         }
         for (n = 0; n < in_d->n; ++n) {
@@ -1179,12 +1253,12 @@ MT_INLINE void bis_quads_body(const mt_conv_params *p, const mt_dims *out_d, con
                     const int16_t *ru = ring + (u & 1) * 4 * MT_BIS_LEN + ch * MT_BIS_LEN;
                     int32_t *a = acc + ch * (MT_BIS_W + 1);
                     if (!(y & 1)) { /* tap row 1 of output row u */
-                        bis_row(ru, wodd[ch][1], weven[ch][1], 0, 0, 0, nv, a);
+                        bis_row_any(ru, wpe[ch][1], 0, 0, nv, a);
                     } else if (u + 1 < ho) { /* tap rows 2 (output row u) and 0 (output row u + 1) */
-                        bis_row(ru, wodd[ch][2], weven[ch][2], ring + ((u + 1) & 1) * 4 * MT_BIS_LEN + ch * MT_BIS_LEN,
-                                wodd[ch][0], weven[ch][0], nv, a);
+                        bis_row_any(ru, wpe[ch][2], ring + ((u + 1) & 1) * 4 * MT_BIS_LEN + ch * MT_BIS_LEN,
+                                    wpe[ch][0], nv, a);
                     } else {
-                        bis_row(ru, wodd[ch][2], weven[ch][2], 0, 0, 0, nv, a);
+                        bis_row_any(ru, wpe[ch][2], 0, 0, nv, a);
                     }
                 }
                 bwd_in_emit(acc, py, w, &st, 4 * (MT_BIS_W + 1), store);
@@ -1254,6 +1328,69 @@ static MT_NOINLINE void bik_row(const int16_t *e, const int32_t *wt, int32_t nv,
     }
 }
 
+#if defined(MT_DSP_NATIVE) && defined(__GNUC__)
+/* One input pair v of bik_row4 (R0 = P_v = (e[v - 1], e[v]), R2 = P_{v + 2}): acc[2v] and acc[2v + 1]
+   (r12, lr) take the even pairs (r4, r5) and the odd ones (r6, r7); FIRST sets them (SMUAD), else
+   they are loaded and added to. */
+#define BIK_V(R0, R2, FIRST)                                                                                     \
+    FIRST("smuad r12, " R0 ", r4\n\tsmuad lr, " R0 ", r6\n\t",                                               \
+          "ldrd r12, lr, [r3]\n\tsmlad r12, " R0 ", r4, r12\n\tsmlad lr, " R0 ", r6, lr\n\t")                 \
+    "smlad r12, " R2 ", r5, r12\n\tsmlad lr, " R2 ", r7, lr\n\tstrd r12, lr, [r3], #8\n\t"
+#define BIK_SET(A, B) A
+#define BIK_ADD(A, B) B
+
+/*
+ * bik_row in assembly for nv a multiple of 4 (e r0, wt r1, nv r2, acc r3): four input pairs a step,
+ * the error pairs P_v a sliding window in r8-r11 (P_{v + 2} ... P_{v + 5} loaded, P_v and P_{v + 1}
+ * kept from the step before: one LDR per pair instead of two), 30 instructions a step adding, 26
+ * setting (GCC's loop: about 49).
+ */
+#define BIK_ROW4_FN(NAME, FIRST)                                                                                 \
+    static void __attribute__((naked, noinline)) NAME(const int16_t *e __attribute__((unused)),               \
+                                                      const int32_t *wt __attribute__((unused)),               \
+                                                      int32_t nv __attribute__((unused)),                      \
+                                                      int32_t *acc __attribute__((unused)))                    \
+    {                                                                                                           \
+        __asm__ volatile(".syntax unified\n\t"                                                                  \
+                         "push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"                                      \
+                         "ldm r1, {r4, r5, r6, r7}\n\t"                                                         \
+                         "add r2, r3, r2, lsl #3\n\t" /* the end of acc */                                    \
+                         "ldr r8, [r0]\n\t"           /* P_0 */                                               \
+                         "ldr r9, [r0, #2]\n\t"       /* P_1 */                                               \
+                         "adds r0, #4\n\t"                                                                      \
+                         "1:\n\t"                                                                               \
+                         "ldr r10, [r0], #8\n\t" /* P_{v + 2} */                                               \
+                         "ldr r11, [r0, #-6]\n\t" BIK_V("r8", "r10", FIRST) "ldr r8, [r0, #-4]\n\t"             \
+                         BIK_V("r9", "r11", FIRST) "ldr r9, [r0, #-2]\n\t" BIK_V("r10", "r8", FIRST)           \
+                         BIK_V("r11", "r9", FIRST)                                                              \
+                         "cmp r3, r2\n\t"                                                                       \
+                         "bne 1b\n\t"                                                                           \
+                         "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}");                                         \
+    }
+BIK_ROW4_FN(bik_row4_set, BIK_SET)
+BIK_ROW4_FN(bik_row4_add, BIK_ADD)
+#undef BIK_ROW4_FN
+#undef BIK_V
+#undef BIK_SET
+#undef BIK_ADD
+#endif /* MT_DSP_NATIVE && __GNUC__ */
+
+/* bik_row, in assembly when nv is a multiple of 4 (MCUNet's block 3: nv 8). */
+MT_INLINE void bik_row_any(const int16_t *e, const int32_t *wt, int32_t nv, int32_t *acc, int first)
+{
+#if defined(MT_DSP_NATIVE) && defined(__GNUC__)
+    if ((nv & 3) == 0) {
+        if (first) {
+            bik_row4_set(e, wt, nv, acc);
+        } else {
+            bik_row4_add(e, wt, nv, acc);
+        }
+        return;
+    }
+#endif
+    bik_row(e, wt, nv, acc, first);
+}
+
 MT_INLINE void bik_quads_body(const mt_conv_params *p, const mt_dims *out_d, const int16_t *e16, const mt_dims *f_d,
                               const int8_t *filter, const mt_dims *in_d, int32_t multiplier, int32_t shift,
                               int8_t *e_x, int32_t *lo, int32_t *hi, const int store)
@@ -1297,8 +1434,8 @@ MT_INLINE void bik_quads_body(const mt_conv_params *p, const mt_dims *out_d, con
                         continue;
                     }
                     for (ch = 0; ch < 4; ++ch) {
-                        bik_row(ring + (oy & 3) * 4 * MT_BIK_LEN + ch * MT_BIK_LEN, wt[ch][ti], nv,
-                                acc + ch * (MT_BIS_W + 1), first);
+                        bik_row_any(ring + (oy & 3) * 4 * MT_BIK_LEN + ch * MT_BIK_LEN, wt[ch][ti], nv,
+                                    acc + ch * (MT_BIS_W + 1), first);
                     }
                     first = 0;
                 }
