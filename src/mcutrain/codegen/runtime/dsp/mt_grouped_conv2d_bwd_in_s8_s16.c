@@ -324,10 +324,23 @@ typedef struct {
     int32_t step_sh;       /* (c_n << 8) | rsh: the store's step and, in its low byte, the shift (ASR reads it) */
     uint32_t tb, span;     /* the extremes so far: [tb, tb + span] as int32 */
     int32_t empty;         /* 1 until a value was merged into an empty (*lo > *hi) start */
+    int32_t exact64;       /* 1: the requantization needs its 64-bit rounding term (bwd_in_emit_mm_ok) */
 } bwd_in_emit_t;
 
 /* Layout check for the assembly (fields at 0, 4, ..., 28). */
-typedef char bwd_in_emit_layout[sizeof(bwd_in_emit_t) == 32 ? 1 : -1];
+typedef char bwd_in_emit_layout[sizeof(bwd_in_emit_t) == 36 ? 1 : -1];
+
+/*
+ * 1 when SMMLA (the high word of acc * m + c1 * 2^32, truncated) equals the prepared form's SMLAL
+ * onto (c1 + neg, neg) for every accumulator, saving two instructions an error: the two differ only
+ * for acc < 0 with acc * m a multiple of 2^32, and |acc| < 2^28 (at most 49 products of an int16
+ * and an int8, each below 2^22) has at most 27 factors of two, so a multiplier with at most four
+ * (m & 31 nonzero) never makes one.
+ */
+MT_INLINE int bwd_in_emit_mm_ok(int32_t multiplier)
+{
+    return (multiplier & 31) != 0;
+}
 
 /* The fast test's window of the extremes (see above). */
 MT_INLINE void bwd_in_emit_window(bwd_in_emit_t *st)
@@ -349,6 +362,7 @@ MT_INLINE void bwd_in_emit_init(bwd_in_emit_t *st, int32_t lo, int32_t hi, int32
     st->step_sh = (int32_t)(((uint32_t)c_n << 8) | (uint32_t)rsh);
     st->win_l = 0x80008000u; /* nothing passes until the start is seeded */
     st->win_w = 0;
+    st->exact64 = !bwd_in_emit_mm_ok(multiplier);
     if (!st->empty) {
         bwd_in_emit_window(st);
     }
@@ -401,14 +415,16 @@ static MT_NOINLINE void bwd_in_emit_seed(bwd_in_emit_t *st, int32_t a)
     "pkhbt r4, r4, r4, lsl #16\n\tpkhbt r5, r5, r5, lsl #16\n\tstrd r4, r5, [r3]\n\tb 5b\n\t"
 /* The prepared requantization of R into [-128, 127] (mt_requantize_fast_single: r6 m, r7 c1, r8 rsh). */
 #define BWD_IN_ASM_REQ(R) "asr lr, " R ", #31\n\tadd r3, r7, lr\n\tsmlal lr, r3, " R ", r6\n\tasr " R ", r3, r8\n\tssat " R ", #8, " R "\n\t"
+/* The same in three instructions where bwd_in_emit_mm_ok holds: SMMLA onto c1, then the shift and SSAT. */
+#define BWD_IN_ASM_REQ_MM(R) "smmla " R ", " R ", r6, r7\n\tasr " R ", " R ", r8\n\tssat " R ", #8, " R "\n\t"
 #define BWD_IN_ARG __attribute__((unused))
 
 /*
- * bwd_in_emit_* (acc r0, dst r1, n r2 > 0, st r3): 42 instructions per input (4 loads, the 8 of the
- * test, 4 x 5 requantization, 3 BFI to pack, 3 to clamp to -127, the store and the loop), 14 for
- * the range only.
+ * bwd_in_emit_* (acc r0, dst r1, n r2 > 0, st r3): 34 instructions per input (4 loads, the 8 of the
+ * test, 4 x 3 requantization (SMMLA; 4 x 5 with SMLAL, the _ml twins), 3 BFI to pack, 3 to clamp to
+ * -127, the store and the loop), 14 for the range only.
  */
-#define BWD_IN_EMIT_FN(NAME, S)                                                                                  \
+#define BWD_IN_EMIT_FN(NAME, S, REQ)                                                                             \
     static void __attribute__((naked, noinline)) NAME(const int32_t *acc BWD_IN_ARG, int8_t *dst BWD_IN_ARG,  \
                                                       int32_t n BWD_IN_ARG, bwd_in_emit_t *st BWD_IN_ARG)      \
     {                                                                                                           \
@@ -416,8 +432,7 @@ static MT_NOINLINE void bwd_in_emit_seed(bwd_in_emit_t *st, int32_t a)
                          "push {r3, r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"                                  \
                          "ldm r3, {r4, r5, r6, r7, r8}\n\t"                                                     \
                          "add r2, r0, r2, lsl #2\n\t"                                                           \
-                         "1:\n\t" BWD_IN_ASM_LOAD(S) BWD_IN_ASM_TEST BWD_IN_ASM_REQ("r12") BWD_IN_ASM_REQ("r9") \
-                         BWD_IN_ASM_REQ("r10") BWD_IN_ASM_REQ("r11")                                            \
+                         "1:\n\t" BWD_IN_ASM_LOAD(S) BWD_IN_ASM_TEST REQ("r12") REQ("r9") REQ("r10") REQ("r11") \
                          "bfi r12, r9, #8, #8\n\t"                                                              \
                          "bfi r12, r10, #16, #8\n\t"                                                            \
                          "bfi r12, r11, #24, #8\n\t"                                                            \
@@ -429,8 +444,9 @@ static MT_NOINLINE void bwd_in_emit_seed(bwd_in_emit_t *st, int32_t a)
                          "cmp r0, r2\n\t"                                                                       \
                          "bne 1b\n\t"                                                                           \
                          "pop {r3, r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t" BWD_IN_ASM_SLOW);               \
-    }                                                                                                           \
-    static void __attribute__((naked, noinline)) NAME##_range(const int32_t *acc BWD_IN_ARG,                   \
+    }
+#define BWD_IN_RANGE_FN(NAME, S)                                                                                 \
+    static void __attribute__((naked, noinline)) NAME(const int32_t *acc BWD_IN_ARG,                   \
                                                               int8_t *dst BWD_IN_ARG, int32_t n BWD_IN_ARG,    \
                                                               bwd_in_emit_t *st BWD_IN_ARG)                    \
     {                                                                                                           \
@@ -443,8 +459,12 @@ static MT_NOINLINE void bwd_in_emit_seed(bwd_in_emit_t *st, int32_t a)
                          "bne 1b\n\t"                                                                           \
                          "pop {r3, r4, r5, r9, r10, r11, r12, pc}\n\t" BWD_IN_ASM_SLOW);                      \
     }
-BWD_IN_EMIT_FN(bwd_in_emit_s64, 64)
-BWD_IN_EMIT_FN(bwd_in_emit_s260, 260)
+BWD_IN_EMIT_FN(bwd_in_emit_s64, 64, BWD_IN_ASM_REQ_MM)
+BWD_IN_EMIT_FN(bwd_in_emit_s260, 260, BWD_IN_ASM_REQ_MM)
+BWD_IN_EMIT_FN(bwd_in_emit_s64_ml, 64, BWD_IN_ASM_REQ)
+BWD_IN_EMIT_FN(bwd_in_emit_s260_ml, 260, BWD_IN_ASM_REQ)
+BWD_IN_RANGE_FN(bwd_in_emit_s64_range, 64)
+BWD_IN_RANGE_FN(bwd_in_emit_s260_range, 260)
 #undef BWD_IN_ARG
 #endif /* MT_DSP_NATIVE && __GNUC__ */
 
@@ -460,13 +480,17 @@ MT_INLINE void bwd_in_emit(const int32_t *acc, int8_t *dst, int32_t n, bwd_in_em
     }
 #if defined(MT_DSP_NATIVE) && defined(__GNUC__)
     if (S == 64) {
-        if (store) {
+        if (store && st->exact64) {
+            bwd_in_emit_s64_ml(acc, dst, n, st);
+        } else if (store) {
             bwd_in_emit_s64(acc, dst, n, st);
         } else {
             bwd_in_emit_s64_range(acc, dst, n, st);
         }
     } else {
-        if (store) {
+        if (store && st->exact64) {
+            bwd_in_emit_s260_ml(acc, dst, n, st);
+        } else if (store) {
             bwd_in_emit_s260(acc, dst, n, st);
         } else {
             bwd_in_emit_s260_range(acc, dst, n, st);
