@@ -908,8 +908,8 @@ static MT_NOINLINE void bip_quads_range(const mt_conv_params *p, const mt_dims *
  * and extremes of the quad loop.
  */
 
-#define MT_BIR_CHUNK MT_DWR_LINE /* inputs of a row summed before they are requantized: a whole row (bir_fits) */
-#define MT_BIR_ACC (MT_BIR_CHUNK + 1) /* a channel's accumulators: 260 bytes apart, as bwd_in_emit_s260 reads them */
+#define MT_BIR_CHUNK 16 /* inputs of a row summed before they are requantized (a multiple of 4: a small block) */
+#define MT_BIR_ACC MT_BIR_CHUNK /* a channel's accumulators: 64 bytes apart, as bwd_in_emit_s64 reads them */
 
 /* One channel's accumulators of `groups` groups of four inputs (mt_dwr_rows_any), out of line: inlined
    into the body, GCC spilled the row walk inside the group loop. */
