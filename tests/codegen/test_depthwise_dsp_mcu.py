@@ -81,7 +81,7 @@ def test_depthwise_fqt_step_is_bit_exact_on_the_m4(arm_tools, tmp_path, model):
 
 
 DRIVER = Path(__file__).parent / "drivers" / "depthwise_kernels.c"
-ERROR_ARGS = {  # kind 2: n h w c kh kw stride pad z_x z_y act_min act_max shift_lo shift_hi seed
+ERROR_ARGS = {  # kind 2, 5 or 6: n h w c kh kw stride pad z_x z_y act_min act_max shift_lo shift_hi seed
     "3x3 stride 1 on a 9x9 map (interior rows of three taps)":
         [2, 1, 9, 9, 8, 3, 3, 1, 1, 0, 0, -128, 127, -20, -18, 1],
     "5x5 stride 1 on an 8x11 map (interior rows of five taps)":
@@ -119,6 +119,13 @@ ERROR_ARGS = {  # kind 2: n h w c kh kw stride pad z_x z_y act_min act_max shift
     "quad loop, range pass: 5x5 stride 2 without padding":
         [5, 1, 9, 9, 4, 5, 5, 2, 0, 0, 0, -128, 127, -22, -20, 24],
     "3x3 stride 2 on a 7x9 map, batch 2": [2, 2, 7, 9, 4, 3, 3, 2, 1, 0, 0, -128, 127, -20, -18, 19],
+    # the stride-2 body's assembly rows (input pairs a multiple of four), setting and adding
+    "stride-2 body, whole steps: 7x7 stride 2 on a 12x16 map":
+        [2, 1, 12, 16, 8, 7, 7, 2, 3, 0, 0, -128, 127, -22, -20, 25],
+    "stride-2 body, range pass, whole steps: 5x5 stride 2 on an 8x8 map, batch 2":
+        [5, 2, 8, 8, 4, 5, 5, 2, 2, 0, 0, -128, 127, -22, -20, 26],
+    "stride-2 body, whole steps: 5x5 stride 2 on a 6x24 map, 6 channels":
+        [2, 1, 6, 24, 6, 5, 5, 2, 2, 0, 0, -128, 127, -22, -20, 27],
     "range pass: 3x3 stride 2 on a 12x12 map": [5, 1, 12, 12, 8, 3, 3, 2, 1, 0, 0, -128, 127, -20, -18, 13],
     # the row body of stride 1 (rows of more than four inputs; the first two cases above take it too)
     "row body: 7x7 on an 8x8 map, batch 2, 6 channels":
@@ -129,6 +136,19 @@ ERROR_ARGS = {  # kind 2: n h w c kh kw stride pad z_x z_y act_min act_max shift
     "row body: 3x3 on a 4x21 map (two chunks of inputs)":
         [2, 1, 4, 21, 4, 3, 3, 1, 1, 0, 0, -128, 127, -20, -18, 18],
     "row body, range pass: 5x5 on an 8x11 map": [5, 1, 8, 11, 4, 5, 5, 1, 2, 0, 0, -128, 127, -22, -20, 17],
+    # kind 6: a multiplier with five trailing zero bits, the output stage's SMLAL form (else SMMLA)
+    "SMLAL output stage: row body, 3x3 on a 9x9 map":
+        [6, 1, 9, 9, 8, 3, 3, 1, 1, 0, 0, -128, 127, -20, -18, 28],
+    "SMLAL output stage: plane body, 3x3 on a 4x4 map":
+        [6, 1, 4, 4, 8, 3, 3, 1, 1, 0, 0, -128, 127, -20, -18, 29],
+    "SMLAL output stage: stride-2 body, 3x3 on a 12x12 map":
+        [6, 1, 12, 12, 8, 3, 3, 2, 1, 0, 0, -128, 127, -20, -18, 30],
+    # error shifts of -14 / -13: about a third of the errors clamped to -127 / 127 (SSAT, then -128 raised)
+    "saturating: row body, 3x3 on a 9x9 map": [2, 1, 9, 9, 8, 3, 3, 1, 1, 0, 0, -128, 127, -14, -13, 31],
+    "saturating, SMLAL: plane body, 5x5 on a 4x4 map":
+        [6, 1, 4, 4, 8, 5, 5, 1, 2, 0, 0, -128, 127, -14, -13, 32],
+    "saturating: stride-2 body, 3x3 on a 12x12 map":
+        [2, 1, 12, 12, 8, 3, 3, 2, 1, 0, 0, -128, 127, -14, -13, 33],
 }
 
 

@@ -7,6 +7,7 @@
  *   kind 2: mt_grouped_conv2d_bwd_in_s8_s16   kind 3: mt_grouped_conv2d_bwd_w_s8_s8
  *   kind 4: mt_grouped_conv2d_bwd_in_s8_s16 into float32 reals (a tensor with several consumers)
  *   kind 5: mt_grouped_conv2d_bwd_in_s8_s16, range only from an empty range (a first step's range pass)
+ *   kind 6: kind 2 with the multiplier's five low bits cleared (the error output stage's SMLAL form)
  */
 #include <string.h>
 #include <stdio.h>
@@ -77,9 +78,10 @@ int main(int argc, char **argv)
         st = mt_depthwise_conv2d_fwd_s8(&p, &q, &in_d, x, &f_d, w, b, &out_d, y);
     } else if (a[0] == 1) {
         st = mt_depthwise_conv2d_fwd_s8_range(0, &p, &q, &in_d, x, &f_d, w, b, &out_d, y, lo, hi);
-    } else if (a[0] == 2) {
+    } else if (a[0] == 2 || a[0] == 6) { /* 6: a multiplier with five trailing zero bits */
         int32_t emin = 0, emax = 0;
-        st = mt_grouped_conv2d_bwd_in_s8_s16(&p, &out_d, e16, &f_d, w, &in_d, m[0], s[0], x, 0.0f, 0, &emin, &emax);
+        const int32_t mul = a[0] == 6 ? (int32_t)((uint32_t)m[0] & ~31u) : m[0];
+        st = mt_grouped_conv2d_bwd_in_s8_s16(&p, &out_d, e16, &f_d, w, &in_d, mul, s[0], x, 0.0f, 0, &emin, &emax);
         printf("%d %d\n", (int)emin, (int)emax);
         for (i = 0; i < nx; ++i) { printf("%d ", (int)x[i]); } /* the error of the input, written over x */
         printf("\n");
