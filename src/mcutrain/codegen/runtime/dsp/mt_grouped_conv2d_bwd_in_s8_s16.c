@@ -692,9 +692,10 @@ MT_INLINE int32_t bip_col(int32_t k, int32_t s)
 }
 
 /* Whether the plane body takes the layer (see above). Not a single output at stride 1 with at most
- * 25 taps: its one tap per input is cheaper in the quad loop (MCUNet-5FPS's 1x1 maps at 32x32, M4:
- * 3x3 17.4 -> 14.5 instructions/MAC); a 7x7 kernel or stride 2 keeps the plane (4.8 against 5.3,
- * 8.0 against 20.0). */
+ * 25 taps: its one tap per input is cheaper in the quad loop (MCUNet-5FPS's 1x1 maps at 32x32, M4,
+ * with the assembly output stage: 3x3 16.8 -> 14.5 instructions/MAC; 5x5 on par, 7.2 against 7.4);
+ * a 7x7 kernel or stride 2 keeps the plane (measured before that stage: 4.8 against 5.3, 8.0
+ * against 20.0). */
 static int bip_fits(const mt_conv_params *p, const mt_dims *in_d, const mt_dims *out_d, const mt_dims *f_d)
 {
     const int32_t s = p->stride_h, nq = (out_d->w + 1) / 2;
